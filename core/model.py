@@ -1,0 +1,343 @@
+"""The Transformer of Vaswani et al. (2017) and its two halves, built from one ``ModelConfig``.
+
+* ``encoder-decoder``: translation; encoder self-attention, masked decoder self-attention,
+  cross-attention (sec. 3.1).
+* ``decoder-only``: a causal language model (GPT): decoder layers without cross-attention.
+* ``encoder-only``: BERT: bidirectional encoder with a masked-LM head.
+
+``model(src, tgt)`` runs the fused path and keeps nothing; ``model(src, tgt, trace=True)``
+runs the explicit path and returns every intermediate tensor in ``Output.trace``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .config import ModelConfig
+from .masks import alibi_bias, combine, padding_mask, window_mask
+from .positional import rope_cache, sinusoidal
+from .trace import Trace
+
+
+@dataclass
+class Output:
+    logits: torch.Tensor
+    hidden: torch.Tensor  # last stack's output
+    memory: torch.Tensor | None = None  # encoder output (encoder-decoder)
+    trace: Trace | None = None
+
+
+class Embeddings(nn.Module):
+    """Token embedding ×√d_model (sec. 3.4) plus positional encoding (sec. 3.5)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        nn.init.normal_(self.tokens.weight, std=cfg.d_model ** -0.5 if cfg.scale_embeddings else 0.02)
+        self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
+        if cfg.pos_encoding == "learned":
+            self.positions = nn.Embedding(cfg.max_len, cfg.d_model)
+            nn.init.normal_(self.positions.weight, std=0.02)
+        elif cfg.pos_encoding == "sinusoidal":
+            self.register_buffer("pe", sinusoidal(cfg.max_len, cfg.d_model, cfg.pe_base), persistent=False)
+        self.token_types = nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.embedding_norm else None
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def position_table(self) -> torch.Tensor | None:
+        """The additive positional term for every position ``[max_len, d_model]`` (None for RoPE/ALiBi/none)."""
+        if self.cfg.pos_encoding == "learned":
+            return self.positions.weight
+        if self.cfg.pos_encoding == "sinusoidal":
+            return self.pe
+        return None
+
+    def forward(self, ids, *, start=0, token_types=None, trace=None, name=""):
+        x = self.tokens(ids)
+        if self.scale != 1.0:
+            x = x * self.scale
+        table = self.position_table()
+        pos = None if table is None else table[start:start + ids.shape[1]]
+        out = x if pos is None else x + pos
+        if self.token_types is not None:
+            out = out + self.token_types(torch.zeros_like(ids) if token_types is None else token_types)
+        if self.norm is not None:
+            out = self.norm(out)
+        if trace is not None:
+            trace.record(name, tokens=x, out=out)
+            if pos is not None:
+                trace.record(name, positions=pos)
+        return self.drop(out)
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = act(x W_1 + b_1) W_2 + b_2 (sec. 3.3); SwiGLU: (swish(x W_1) ⊙ x W_3) W_2."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.activation = cfg.activation
+        self.approximate = cfg.gelu_approximate
+        width = 2 * cfg.d_ff if cfg.activation == "swiglu" else cfg.d_ff
+        self.w1 = nn.Linear(cfg.d_model, width, bias=cfg.bias)
+        self.w2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, trace=None, name=""):
+        h = self.w1(x)
+        if self.activation == "relu":
+            a = F.relu(h)
+        elif self.activation == "gelu":
+            a = F.gelu(h, approximate=self.approximate)
+        else:
+            gate, up = h.chunk(2, dim=-1)
+            a = F.silu(gate) * up
+        if trace is not None:
+            trace.record(name, act=a)
+        return self.w2(self.drop(a))
+
+
+class Residual(nn.Module):
+    """Residual connection around a sublayer with LayerNorm after (post-LN, the paper:
+    ``LayerNorm(x + Sublayer(x))``) or before (pre-LN: ``x + Sublayer(LayerNorm(x))``)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.pre = cfg.norm == "pre"
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, sublayer):
+        y = self.drop(sublayer(self.norm(x) if self.pre else x))
+        return (x + y if self.pre else self.norm(x + y)), y
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention + FFN. Also the decoder-only (GPT) block, with a causal mask."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kv_heads, bias=cfg.bias, dropout=cfg.dropout)
+        self.attn_res = Residual(cfg)
+        self.ffn = FeedForward(cfg)
+        self.ffn_res = Residual(cfg)
+
+    def forward(self, x, ctx, name, cache=None):
+        x, a = self.attn_res(x, lambda h: self.self_attn(h, trace=ctx.trace, name=f"{name}.self_attn",
+                                                         cache=cache, **ctx.self_kwargs(f"{name}.self_attn")))
+        ctx.record(name, attn_out=a, resid_mid=x)
+        x, f = self.ffn_res(x, lambda h: self.ffn(h, ctx.trace if ctx.wants(name) else None, f"{name}.ffn"))
+        ctx.record(name, ffn_out=f, resid_post=x)
+        return x
+
+
+class DecoderLayer(EncoderLayer):
+    """Masked self-attention, cross-attention to the encoder output, FFN (sec. 3.1)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kv_heads, bias=cfg.bias, dropout=cfg.dropout)
+        self.cross_res = Residual(cfg)
+
+    def forward(self, x, ctx, name, cache=None):
+        x, a = self.attn_res(x, lambda h: self.self_attn(h, trace=ctx.trace, name=f"{name}.self_attn",
+                                                         cache=None if cache is None else cache["self"],
+                                                         **ctx.self_kwargs(f"{name}.self_attn")))
+        ctx.record(name, attn_out=a, resid_mid=x)
+        x, c = self.cross_res(x, lambda h: self.cross_attn(
+            h, ctx.memory, mask=ctx.cross_mask, trace=ctx.trace, name=f"{name}.cross_attn",
+            head_mask=ctx.head_mask(f"{name}.cross_attn"), cache=None if cache is None else cache["cross"]))
+        ctx.record(name, cross_out=c, resid_cross=x)
+        x, f = self.ffn_res(x, lambda h: self.ffn(h, ctx.trace if ctx.wants(name) else None, f"{name}.ffn"))
+        ctx.record(name, ffn_out=f, resid_post=x)
+        return x
+
+
+class _Run:
+    """What one pass through a stack needs besides x: masks, biases, rotary tables, trace, ablation."""
+
+    def __init__(self, trace, ablate, mask=None, causal=False, bias=None, rope=None, memory=None, cross_mask=None):
+        self.trace, self.ablate = trace, ablate
+        self.mask, self.causal, self.bias, self.rope = mask, causal, bias, rope
+        self.memory, self.cross_mask = memory, cross_mask
+
+    def wants(self, name):
+        return self.trace is not None and self.trace.wants(name)
+
+    def record(self, name, **tensors):
+        if self.trace is not None:
+            self.trace.record(name, **tensors)
+
+    def head_mask(self, name):
+        return self.ablate.get(name) if self.ablate else None
+
+    def self_kwargs(self, name):
+        return dict(mask=self.mask, bias=self.bias, is_causal=self.causal, rope=self.rope, head_mask=self.head_mask(name))
+
+
+class Stack(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer_cls, n_layers: int):
+        super().__init__()
+        self.layers = nn.ModuleList(layer_cls(cfg) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.use_final_norm else None
+
+    def forward(self, x, ctx, name, caches=None):
+        for i, layer in enumerate(self.layers):
+            x = layer(x, ctx, f"{name}.{i}", None if caches is None else caches[i])
+        if self.norm is not None:
+            x = self.norm(x)
+        return x
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        cfg.validate()
+        self.cfg = cfg
+        self.embed = Embeddings(cfg)
+        self.encoder = Stack(cfg, EncoderLayer, cfg.n_encoder_layers) if cfg.has_encoder else None
+        if cfg.kind == "encoder-decoder":
+            self.decoder = Stack(cfg, DecoderLayer, cfg.n_decoder_layers)
+        elif cfg.kind == "decoder-only":
+            self.decoder = Stack(cfg, EncoderLayer, cfg.n_decoder_layers)
+        else:
+            self.decoder = None
+        if cfg.kind == "encoder-only":  # BERT's masked-LM head: dense, activation, LayerNorm, vocabulary
+            self.mlm_dense = nn.Linear(cfg.d_model, cfg.d_model)
+            self.mlm_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.kind == "encoder-only")
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.embed.tokens.weight
+        if cfg.pos_encoding == "rope":
+            cos, sin = rope_cache(cfg.max_len, cfg.d_head, cfg.pe_base)
+            self.register_buffer("rope_cos", cos, persistent=False)
+            self.register_buffer("rope_sin", sin, persistent=False)
+
+    # ----------------------------------------------------------------- helpers
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def _check(self, ids, what, start=0):
+        if ids is None:
+            raise ValueError(f"{what} is required for a {self.cfg.kind} model")
+        if ids.dim() != 2:
+            raise ValueError(f"{what} must be a [batch, length] tensor of token ids, got shape {tuple(ids.shape)}")
+        if ids.shape[1] == 0:
+            raise ValueError(f"{what} is empty: give at least one token")
+        if start + ids.shape[1] > self.cfg.max_len:
+            raise ValueError(f"{what} has {start + ids.shape[1]} positions; this model's maximum is {self.cfg.max_len}")
+        if not self.training and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
+            raise ValueError(f"{what} holds token ids outside the vocabulary (size {self.cfg.vocab_size})")
+
+    def _ablation(self, ablate):
+        """``{"decoder.1.cross_attn": [0, 2]}`` -> per-attention head multipliers (1 keep, 0 off)."""
+        if not ablate:
+            return None
+        masks = {}
+        valid = self.attention_names()
+        for name, heads in ablate.items():
+            if torch.is_tensor(heads):  # already converted
+                masks[name] = heads
+                continue
+            if name not in valid:
+                raise ValueError(f"cannot ablate {name!r}: no such attention; choose from {', '.join(valid)}")
+            m = torch.ones(self.cfg.n_heads, device=self.embed.tokens.weight.device)
+            for h in heads:
+                if not 0 <= int(h) < self.cfg.n_heads:
+                    raise ValueError(f"head {h} does not exist in {name} (heads 0..{self.cfg.n_heads - 1})")
+                m[int(h)] = 0.0
+            masks[name] = m
+        return masks
+
+    def attention_names(self) -> list[str]:
+        names = []
+        for stack, mod in (("encoder", self.encoder), ("decoder", self.decoder)):
+            for i, layer in enumerate(mod.layers if mod is not None else []):
+                names.append(f"{stack}.{i}.self_attn")
+                if isinstance(layer, DecoderLayer):
+                    names.append(f"{stack}.{i}.cross_attn")
+        return names
+
+    def _self_attention_terms(self, t, start, device):
+        """Window mask, ALiBi bias and rotary tables shared by every layer of a stack."""
+        cfg = self.cfg
+        win = None if cfg.window is None else window_mask(t, cfg.window, t + start, start, device)
+        bias = alibi_bias(cfg.n_heads, t, t + start, start, device) if cfg.pos_encoding == "alibi" else None
+        rope = None
+        if cfg.pos_encoding == "rope":
+            rope = (self.rope_cos[start:start + t], self.rope_sin[start:start + t])
+        return win, bias, rope
+
+    @staticmethod
+    def _as_trace(trace):
+        if trace is True:
+            return Trace()
+        return trace or None
+
+    # ----------------------------------------------------------------- passes
+    def encode(self, src, *, token_types=None, trace=None, ablate=None):
+        """Encoder stack: returns (memory ``[B, Ts, d]``, key-padding bool ``[B, Ts]`` or None)."""
+        self._check(src, "src")
+        pad = src.eq(self.cfg.pad_id)
+        pad = pad if bool(pad.any()) else None
+        win, bias, rope = self._self_attention_terms(src.shape[1], 0, src.device)
+        mask = combine(None if pad is None else padding_mask(pad), win)
+        ctx = _Run(trace, self._ablation(ablate), mask=mask, bias=bias, rope=rope)
+        x = self.embed(src, token_types=token_types, trace=trace, name="encoder.embed")
+        x = self.encoder(x, ctx, "encoder")
+        if trace is not None:
+            trace.record("encoder", output=x)
+        return x, pad
+
+    def decode(self, tgt, memory=None, src_pad=None, *, start=0, caches=None, trace=None, ablate=None):
+        """Decoder stack (causal). ``caches``/``start`` for incremental decoding with a KV cache."""
+        self._check(tgt, "tgt", start)
+        win, bias, rope = self._self_attention_terms(tgt.shape[1], start, tgt.device)
+        cross_mask = None if src_pad is None else padding_mask(src_pad)
+        ctx = _Run(trace, self._ablation(ablate), mask=win, causal=True, bias=bias, rope=rope, memory=memory, cross_mask=cross_mask)
+        x = self.embed(tgt, start=start, trace=trace, name="decoder.embed")
+        x = self.decoder(x, ctx, "decoder", caches)
+        if trace is not None:
+            trace.record("decoder", output=x)
+        return x
+
+    def project(self, hidden):
+        """Final linear layer to vocabulary logits (BERT: through the MLM transform first)."""
+        if self.cfg.kind == "encoder-only":
+            h = self.mlm_dense(hidden)
+            h = F.gelu(h, approximate=self.cfg.gelu_approximate) if self.cfg.activation != "relu" else F.relu(h)
+            hidden = self.mlm_norm(h)
+        return self.lm_head(hidden)
+
+    def new_caches(self):
+        """Empty KV caches, one per decoder layer, for :meth:`decode` with ``start``."""
+        if self.cfg.kind == "encoder-decoder":
+            return [{"self": {}, "cross": {}} for _ in self.decoder.layers]
+        return [{} for _ in self.decoder.layers]
+
+    def forward(self, src=None, tgt=None, *, token_types=None, trace=False, ablate=None) -> Output:
+        """Encoder-decoder: ``model(src, tgt)``; decoder-only: ``model(ids)``; encoder-only: ``model(ids)``.
+
+        ``trace``: True (or a :class:`Trace` to fill, e.g. ``Trace(layers={0})``) captures everything.
+        ``ablate``: ``{"encoder.0.self_attn": [1, 3]}`` switches those heads off for this run.
+        """
+        tr = self._as_trace(trace)
+        heads_off = self._ablation(ablate)  # validated once, reused by both stacks
+        memory = None
+        if self.cfg.kind == "decoder-only":
+            hidden = self.decode(src if tgt is None else tgt, trace=tr, ablate=heads_off)
+        elif self.cfg.kind == "encoder-only":
+            hidden, _ = self.encode(src, token_types=token_types, trace=tr, ablate=heads_off)
+        else:
+            self._check(tgt, "tgt")
+            memory, pad = self.encode(src, trace=tr, ablate=heads_off)
+            hidden = self.decode(tgt, memory, pad, trace=tr, ablate=heads_off)
+        logits = self.project(hidden)
+        if tr is not None:
+            tr.record("", logits=logits)
+        return Output(logits, hidden, memory, tr)
