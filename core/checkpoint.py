@@ -1,0 +1,160 @@
+"""Checkpoints: one folder = ``model.safetensors`` + ``config.json`` + ``tokenizer.json`` (+ ``card.md``).
+
+Nothing is ever unpickled. A folder is written next to its destination and swapped in by
+renames, so a kill at any moment leaves either the old or the new checkpoint, whole.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .config import ModelConfig
+from .model import Transformer
+from .tokenizer import Tokenizer
+
+FORMAT = "attention-lab/1"
+WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.md"
+PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol 2+, torch.save's zip container
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message says why."""
+
+
+@dataclass
+class Checkpoint:
+    model: Transformer
+    tokenizer: Tokenizer
+    meta: dict = field(default_factory=dict)  # task, training summary, metrics
+    path: Path | None = None
+
+
+def _weights(model: Transformer) -> dict[str, torch.Tensor]:
+    state = model.state_dict()
+    if model.cfg.tie_embeddings:
+        state.pop("lm_head.weight", None)  # the same tensor as embed.tokens.weight
+    return {k: v.detach().cpu().contiguous() for k, v in state.items()}
+
+
+def _fsync_write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_dir_atomically(dest, fill) -> Path:
+    """Create ``dest`` by calling ``fill(tmp_dir)`` on a sibling folder, then swapping it in."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    try:
+        fill(tmp)
+        old = dest.with_name(f".{dest.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        if dest.exists():
+            os.replace(dest, old)
+        os.replace(tmp, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def recover(path) -> Path:
+    """If a kill fell between the two renames of :func:`write_dir_atomically`, put the old folder back."""
+    path = Path(path)
+    old = path.with_name(f".{path.name}.old")
+    if not path.exists() and old.exists():
+        os.replace(old, path)
+    return path
+
+
+def save(path, model: Transformer, tokenizer: Tokenizer, meta: dict | None = None, card: str | None = None,
+         extra_files: dict[str, bytes] | None = None) -> Path:
+    """Write a checkpoint folder atomically. ``extra_files`` (name → bytes) travel with it (e.g. training state)."""
+    if tokenizer.vocab_size != model.cfg.vocab_size:
+        raise CheckpointError(f"tokenizer has {tokenizer.vocab_size} tokens but the model expects {model.cfg.vocab_size}")
+    config = {"format": FORMAT, "model": model.cfg.to_dict(), "meta": meta or {}}
+
+    def fill(tmp: Path):
+        save_file(_weights(model), str(tmp / WEIGHTS), metadata={"format": FORMAT})
+        _fsync_write(tmp / CONFIG, json.dumps(config, indent=2).encode())
+        _fsync_write(tmp / TOKENIZER, tokenizer.to_str().encode())
+        if card:
+            _fsync_write(tmp / CARD, card.encode())
+        for name, data in (extra_files or {}).items():
+            _fsync_write(tmp / name, data)
+
+    return write_dir_atomically(path, fill)
+
+
+def _refuse_pickle(path: Path) -> None:
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if any(head.startswith(m) for m in PICKLE_MAGIC):
+        raise CheckpointError(f"{path.name} is a pickle / torch.save file; Attention Lab only loads safetensors "
+                              "and never unpickles (that would run arbitrary code)")
+
+
+def read_config(path) -> dict:
+    path = recover(path)
+    if not path.is_dir():
+        raise CheckpointError(f"no checkpoint folder at {path}")
+    try:
+        config = json.loads((path / CONFIG).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path.name}: {CONFIG} is missing") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path.name}: {CONFIG} is not valid JSON ({e})") from None
+    if not isinstance(config, dict) or config.get("format") != FORMAT or not isinstance(config.get("model"), dict):
+        raise CheckpointError(f"{path.name}: {CONFIG} is not an Attention Lab config (expected format {FORMAT!r})")
+    return config
+
+
+def load(path, device: str | torch.device = "cpu") -> Checkpoint:
+    """Load and verify a checkpoint folder; any mismatch raises :class:`CheckpointError` naming it."""
+    path = Path(path)
+    config = read_config(path)
+    try:
+        cfg = ModelConfig.from_dict(config["model"])
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path.name}: invalid model config: {e}") from None
+    tokenizer = Tokenizer.load(path / TOKENIZER)
+    if tokenizer.vocab_size != cfg.vocab_size:
+        raise CheckpointError(f"{path.name}: vocabulary mismatch: tokenizer.json has {tokenizer.vocab_size} tokens, "
+                              f"the config says {cfg.vocab_size}")
+    weights = path / WEIGHTS
+    if not weights.exists():
+        others = [p.name for p in path.iterdir() if p.suffix in (".pt", ".pth", ".bin", ".pkl", ".ckpt")]
+        hint = f" (found {', '.join(others)}: pickle formats are refused)" if others else ""
+        raise CheckpointError(f"{path.name}: {WEIGHTS} is missing{hint}")
+    _refuse_pickle(weights)
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"{path.name}: {WEIGHTS} is truncated or corrupt ({e})") from None
+    model = Transformer(cfg)
+    expected = _weights(model)
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{path.name}: weights do not match the config: "
+                              f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+    for k, v in expected.items():
+        if state[k].shape != v.shape:
+            raise CheckpointError(f"{path.name}: shape mismatch for {k}: file {tuple(state[k].shape)}, "
+                                  f"config expects {tuple(v.shape)}")
+    model.load_state_dict(state, strict=not cfg.tie_embeddings)
+    model.to(device).eval()
+    return Checkpoint(model, tokenizer, config.get("meta", {}), path)

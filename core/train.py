@@ -1,0 +1,322 @@
+"""Training: ``python -m core.train --task TASK --out DIR [--steps N] [--max-seconds S] [--seed S] [--resume]``.
+
+AdamW (β = 0.9, 0.98, ε = 1e-9, as in the paper), the paper's learning-rate schedule
+``lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)`` (or cosine), label smoothing,
+gradient clipping, periodic evaluation, atomic checkpoints and exact resume. Under
+``torchrun --nproc_per_node=N`` it runs DistributedDataParallel with rank-0 logging and saving.
+The last line printed is a JSON summary.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save
+
+from . import checkpoint
+from .config import ModelConfig
+from .model import Transformer
+from .tasks import TASKS, make_task
+from .tokenizer import PAD
+
+STATE_WEIGHTS, STATE_JSON = "train_state.safetensors", "train_state.json"
+MODEL_KEYS = ("layers", "d_model", "heads", "kv_heads", "d_ff", "pos_encoding", "norm", "activation", "dropout", "window")
+
+
+@dataclass
+class TrainConfig:
+    task: str = "copy"
+    out: str | None = None
+    steps: int = 1000
+    max_seconds: float | None = None
+    seed: int = 0
+    resume: bool = False
+    # model
+    layers: int = 2
+    d_model: int = 128
+    heads: int = 4
+    kv_heads: int | None = None
+    d_ff: int = 512
+    pos_encoding: str = "sinusoidal"
+    norm: str = "post"
+    activation: str = "relu"
+    dropout: float = 0.1
+    window: int | None = None
+    # optimisation
+    batch_size: int = 64
+    schedule: str = "noam"  # noam (the paper) | cosine | constant
+    lr: float = 1.0  # noam: multiplier of the paper's formula; cosine/constant: peak learning rate
+    warmup: int = 200
+    label_smoothing: float = 0.1
+    clip: float = 1.0
+    weight_decay: float = 0.01
+    # data
+    seq_len: int | None = None
+    text: str | None = None  # lm: path of a UTF-8 text file
+    # bookkeeping
+    eval_every: int = 200
+    ckpt_every: int = 100
+    threads: int | None = None
+    device: str = "auto"
+    quiet: bool = False
+    history: list = field(default_factory=list, repr=False)
+
+    def validate(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"unknown task {self.task!r}; choose one of {', '.join(TASKS)}")
+        if self.steps < 1:
+            raise ValueError("steps must be >= 1")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        if self.schedule not in ("noam", "cosine", "constant"):
+            raise ValueError(f"unknown schedule {self.schedule!r}; choose noam, cosine or constant")
+        if self.lr <= 0 or self.warmup < 0 or self.clip < 0 or not 0 <= self.label_smoothing < 1:
+            raise ValueError("lr must be > 0, warmup >= 0, clip >= 0, label_smoothing in [0, 1)")
+        if self.resume and not self.out:
+            raise ValueError("--resume needs --out (the folder to resume from)")
+
+
+def learning_rate(step: int, cfg: TrainConfig, d_model: int) -> float:
+    """Learning rate for 1-based ``step``."""
+    step = max(step, 1)
+    if cfg.schedule == "noam":
+        warm = max(cfg.warmup, 1)
+        return cfg.lr * d_model ** -0.5 * min(step ** -0.5, step * warm ** -1.5)
+    warm = cfg.lr * min(1.0, step / cfg.warmup) if cfg.warmup else cfg.lr
+    if cfg.schedule == "constant" or step <= cfg.warmup:
+        return warm
+    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    if name != "auto":
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def model_config(cfg: TrainConfig, task) -> ModelConfig:
+    return ModelConfig(kind=task.model_kind, vocab_size=task.tokenizer.vocab_size, d_model=cfg.d_model,
+                       n_heads=cfg.heads, n_kv_heads=cfg.kv_heads, n_encoder_layers=cfg.layers,
+                       n_decoder_layers=cfg.layers, d_ff=cfg.d_ff, dropout=cfg.dropout, max_len=task.max_len,
+                       pos_encoding=cfg.pos_encoding, norm=cfg.norm, activation=cfg.activation, window=cfg.window)
+
+
+def loss_fn(model, batch, label_smoothing=0.0):
+    logits = model(batch.src, batch.tgt_in).logits if batch.src is not None else model(batch.tgt_in).logits
+    return F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.flatten(), ignore_index=PAD,
+                           label_smoothing=label_smoothing)
+
+
+def _opt_tensors(opt) -> dict[str, torch.Tensor]:
+    out = {}
+    for i, st in opt.state_dict()["state"].items():
+        for k, v in st.items():
+            out[f"opt.{i}.{k}"] = torch.as_tensor(v).detach().cpu().contiguous()
+    return out
+
+
+def _load_opt(opt, tensors):
+    sd = opt.state_dict()
+    state = {}
+    for key, v in tensors.items():
+        if key.startswith("opt."):
+            _, i, k = key.split(".", 2)
+            state.setdefault(int(i), {})[k] = v
+    sd["state"] = state
+    opt.load_state_dict(sd)
+
+
+def _card(cfg: TrainConfig, summary: dict, n_params: int) -> str:
+    args = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(cfg).items()
+                    if k in MODEL_KEYS + ("steps", "seed", "batch_size", "lr", "warmup", "schedule", "seq_len")
+                    and v is not None)
+    return (f"# {cfg.task} model\n\nTrained with `python -m core.train --task {cfg.task} --out {cfg.out} {args}`\n\n"
+            f"- parameters: {n_params:,}\n- steps: {summary['steps']}\n- training time: {summary['seconds']:.1f} s\n"
+            f"- tokens/s: {summary['tokens_per_s']:.0f}\n- final loss: {summary['final_loss']:.4f}\n"
+            f"- metrics: `{json.dumps(summary['metrics'])}`\n")
+
+
+class _Dist:
+    """torchrun's environment, if any."""
+
+    def __init__(self, device):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.active = "RANK" in os.environ and self.world > 1
+        if self.active and not torch.distributed.is_initialized():
+            torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
+
+    @property
+    def main(self):
+        return self.rank == 0
+
+    def barrier(self):
+        if self.active:
+            torch.distributed.barrier()
+
+    def close(self):
+        if self.active and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
+
+def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
+    """Train; ``on_step(info)`` is called after every step, ``stop`` (a threading.Event) ends early.
+
+    Returns the summary dict (also the CLI's last line). The model and tokenizer are in
+    ``summary['checkpoint']`` (a folder) when ``cfg.out`` is set, and in ``train.last`` otherwise.
+    """
+    cfg.validate()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    device = pick_device(cfg.device)
+    dist = _Dist(device)
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    if not dist.main or cfg.quiet:
+        say = lambda msg: None  # noqa: E731
+    out = Path(cfg.out) if cfg.out else None
+    resumed = None
+    if cfg.resume and out is not None and (checkpoint.recover(out) / STATE_JSON).exists():
+        resumed = checkpoint.load(out, device)
+        state = json.loads((out / STATE_JSON).read_text())
+        saved = state["train_config"]
+        changed = [k for k in MODEL_KEYS + ("task", "seed", "batch_size") if saved.get(k) != getattr(cfg, k)]
+        if changed:
+            raise ValueError(f"cannot resume: {', '.join(changed)} differ from the run in {out}")
+    text = None
+    if cfg.text:
+        from .data.lm import load_text
+        text = load_text(cfg.text)
+    task = make_task(cfg.task, text=text, seq_len=cfg.seq_len, tokenizer=resumed.tokenizer if resumed else None)
+    torch.manual_seed(cfg.seed)
+    model = resumed.model.train() if resumed else Transformer(model_config(cfg, task)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9, weight_decay=cfg.weight_decay,
+                            fused=device.type == "cuda")
+    start, history = 0, []
+    if resumed:
+        tensors = load_file(str(out / STATE_WEIGHTS))
+        _load_opt(opt, tensors)
+        torch.set_rng_state(tensors["rng.torch"])
+        start, history = state["step"], state["history"]
+        say(f"resuming {cfg.task} from step {start}")
+    ddp = torch.nn.parallel.DistributedDataParallel(model) if dist.active else model
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else None
+    n_params = model.num_parameters()
+    say(f"{cfg.task}: {n_params:,} parameters on {device}" + (f" × {dist.world} processes" if dist.active else ""))
+
+    def save_ckpt(step, metrics=None, final=False):
+        if out is None or not dist.main:
+            return
+        st = {"step": step, "history": history, "train_config": dataclasses.asdict(cfg) | {"history": []}}
+        tensors = _opt_tensors(opt) | {"rng.torch": torch.get_rng_state()}
+        meta = {"task": cfg.task, "step": step, "metrics": metrics or {}, "parameters": n_params}
+        summary = _summary(step, metrics or {}) if final else None
+        checkpoint.save(out, model, task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),
+                        card=_card(cfg, summary, n_params) if summary else None,
+                        extra_files={STATE_WEIGHTS: save(tensors), STATE_JSON: json.dumps(st).encode()})
+
+    t0, tokens, last_loss, metrics = time.perf_counter(), 0, float("nan"), {}
+    step = start
+
+    def _summary(step, metrics):
+        secs = time.perf_counter() - t0
+        return {"task": cfg.task, "steps": step, "seconds": round(secs, 2),
+                "tokens_per_s": round(tokens * dist.world / max(secs, 1e-9), 1), "final_loss": last_loss,
+                "metrics": metrics, "parameters": n_params, "device": str(device),
+                "checkpoint": str(out) if out else None}
+
+    while step < cfg.steps:
+        if stop is not None and stop.is_set():
+            break
+        if cfg.max_seconds is not None and time.perf_counter() - t0 > cfg.max_seconds:
+            break
+        model.train()
+        batch = task.batch(step, cfg.batch_size, cfg.seed, dist.rank, dist.world).to(device)
+        lr = learning_rate(step + 1, cfg, model.cfg.d_model)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        if autocast is not None:
+            with autocast:
+                loss = loss_fn(ddp, batch, cfg.label_smoothing)
+        else:
+            loss = loss_fn(ddp, batch, cfg.label_smoothing)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        opt.step()
+        step += 1
+        tokens += batch.n_tokens()
+        last_loss = float(loss)
+        history.append([step, round(last_loss, 6)])
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            metrics = task.evaluate(model) if dist.main else {}
+        info = {"step": step, "steps": cfg.steps, "loss": last_loss, "lr": lr, "metrics": metrics,
+                "elapsed": time.perf_counter() - t0, "tokens_per_s": tokens * dist.world / (time.perf_counter() - t0)}
+        if on_step is not None:
+            on_step(info)
+        if step % max(1, cfg.steps // 20) == 0 or step == cfg.steps:
+            bar = "#" * int(20 * step / cfg.steps)
+            say(f"[{bar:<20}] step {step}/{cfg.steps} loss {last_loss:.4f} lr {lr:.2e} "
+                f"{info['tokens_per_s']:.0f} tok/s {json.dumps(metrics) if metrics else ''}")
+        if out is not None and step % cfg.ckpt_every == 0 and step < cfg.steps:
+            save_ckpt(step, metrics)
+            dist.barrier()
+    if dist.main and (not metrics or (step % cfg.eval_every and step != cfg.steps)):
+        metrics = task.evaluate(model)
+    save_ckpt(step, metrics, final=True)
+    dist.barrier()
+    summary = _summary(step, metrics)
+    summary["history"] = history
+    train.last = (model, task.tokenizer)
+    dist.close()
+    return summary
+
+
+def parse_args(argv=None) -> TrainConfig:
+    p = argparse.ArgumentParser(prog="python -m core.train", description=__doc__.split("\n")[0])
+    defaults = TrainConfig()
+    for f in dataclasses.fields(TrainConfig):
+        if f.name == "history":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = getattr(defaults, f.name)
+        if isinstance(default, bool):
+            p.add_argument(flag, action="store_true")
+        elif f.name in ("kv_heads", "window", "seq_len", "threads"):
+            p.add_argument(flag, type=int, default=default)
+        elif f.name == "max_seconds":
+            p.add_argument(flag, type=float, default=default)
+        else:
+            p.add_argument(flag, type=type(default) if default is not None else str, default=default)
+    return TrainConfig(**vars(p.parse_args(argv)))
+
+
+def main(argv=None) -> int:
+    try:
+        cfg = parse_args(argv)
+        summary = train(cfg)
+    except (ValueError, checkpoint.CheckpointError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if int(os.environ.get("RANK", "0")) == 0:
+        summary.pop("history", None)
+        print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
