@@ -100,8 +100,11 @@ def save(path, model: Transformer, tokenizer: Tokenizer, meta: dict | None = Non
 
 
 def _refuse_pickle(path: Path) -> None:
+    """A safetensors file starts with an 8-byte header length and then ``{``; a pickle never does."""
     with open(path, "rb") as f:
-        head = f.read(4)
+        head = f.read(9)
+    if head[8:9] == b"{":
+        return
     if any(head.startswith(m) for m in PICKLE_MAGIC):
         raise CheckpointError(f"{path.name} is a pickle / torch.save file; Attention Lab only loads safetensors "
                               "and never unpickles (that would run arbitrary code)")

@@ -1,0 +1,1 @@
+"""Attention Lab's shared UI layer: shell, figures, exports, embeddings of bertviz."""

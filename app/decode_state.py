@@ -1,0 +1,88 @@
+"""Step-by-step decoding panel: the whole decode is computed once (deterministic for a seed) and revealed step by step."""
+from __future__ import annotations
+
+import streamlit as st
+
+from core.decoding import beam_search, generate
+from core.runner import trace_ids
+from core.tokenizer import BOS, EOS
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _decode(name, text, method, temperature, top_k, top_p, beams, seed):
+    from app.shell import load_model
+    ck = load_model(name)
+    src = ck.tokenizer.encode(text)[: ck.model.cfg.max_len - 1]
+    if ck.model.cfg.kind == "encoder-decoder":
+        args = dict(src=src + [EOS])
+    else:
+        args = dict(prompt=src[: ck.model.cfg.max_len - 2])
+    max_new = 40 if ck.model.cfg.kind == "decoder-only" else ck.model.cfg.max_len
+    if method == "beam":
+        return args, beam_search(ck.model, beams=beams, max_new=max_new, **args)
+    return args, generate(ck.model, method=method, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                          max_new=max_new, **args)
+
+
+def decode_panel(view, figures) -> None:
+    ck = view.ck
+    c1, c2, c3, c4, c5 = st.columns(5)
+    method = c1.selectbox("Method", ["greedy", "beam", "sample"])
+    beams = c2.number_input("Beams", 1, 8, 4, disabled=method != "beam")
+    temperature = c3.number_input("Temperature", 0.05, 5.0, 1.0, 0.05, disabled=method != "sample")
+    top_k = c4.number_input("Top-k (0 = off)", 0, 200, 0, disabled=method != "sample")
+    seed = c5.number_input("Seed", 0, 10_000, 0, disabled=method != "sample")
+    top_p = st.slider("Top-p (nucleus)", 0.05, 1.0, 1.0, disabled=method != "sample")
+    if not view.text.strip():
+        st.info("Type a sentence first: the text is empty.")
+        return
+    try:
+        args, result = _decode(view.name, view.text, method, float(temperature), int(top_k), float(top_p),
+                               int(beams), int(seed))
+    except ValueError as e:
+        st.info(str(e))
+        return
+    key = (view.name, view.text, method, beams, temperature, top_k, top_p, seed)
+    if st.session_state.get("decode_key") != key:
+        st.session_state["decode_key"], st.session_state["decode_n"] = key, 0
+    total = len(result.steps)
+    b1, b2, b3 = st.columns(3)
+    if b1.button("Next step", type="primary", disabled=st.session_state["decode_n"] >= total):
+        st.session_state["decode_n"] += 1
+    if b2.button("Run to end"):
+        st.session_state["decode_n"] = total
+    if b3.button("Reset"):
+        st.session_state["decode_n"] = 0
+    n = st.session_state["decode_n"]
+    tok = ck.tokenizer
+    st.progress(n / max(total, 1), text=f"step {n} of {total}")
+    if n == 0:
+        st.info("Press **Next step** to predict the first token.")
+        return
+    step = result.steps[n - 1]
+    chosen_ids = [s.chosen for s in result.steps[:n] if s.chosen != EOS]
+    if method == "beam":
+        chosen_ids = [t for t in result.beams[n - 1][0].ids if t != EOS] if result.beams[n - 1] else chosen_ids
+    so_far = tok.decode(chosen_ids)
+    st.markdown(f"**Output so far:** {figures.label(so_far) or '∅'}")
+    names = [tok.display([i])[0] for i, _ in step.top]
+    chosen_pos = next((i for i, (t, _) in enumerate(step.top) if t == step.chosen), None)
+    st.plotly_chart(figures.bars([p for _, p in step.top], names, title=f"Step {n}: top candidates "
+                                 f"(chosen: {figures.label(tok.display([step.chosen])[0])})", y_title="probability",
+                                 present=view.present, dark=view.dark, highlight=chosen_pos), key="cands")
+    if method == "beam":
+        st.markdown("**Live beams after this step** (sum of log-probabilities):")
+        st.dataframe([{"beam": tok.decode(b.ids) or "∅", "score": b.score, "finished": b.finished}
+                      for b in result.beams[n - 1]], hide_index=True)
+    prefix = ([BOS] if ck.model.cfg.kind == "encoder-decoder" else [BOS] + args["prompt"]) + chosen_ids[:n - 1]
+    prefix = prefix[: ck.model.cfg.max_len]
+    trace = trace_ids(ck, args.get("src"), prefix)
+    kind = "cross" if ck.model.cfg.kind == "encoder-decoder" else "decoder"
+    keys = tok.display(args["src"]) if kind == "cross" else tok.display(prefix)
+    layer = st.selectbox("Layer", range(trace.n_layers(kind)), index=trace.n_layers(kind) - 1)
+    row = trace.attention(kind, layer)[0, :, -1].mean(0)
+    st.plotly_chart(figures.bars(row, keys, title=f"{'Cross' if kind == 'cross' else 'Self'}-attention of this step "
+                                 f"(layer {layer}, mean over heads)", y_title="weight", present=view.present,
+                                 dark=view.dark, highlight=int(row.argmax())), key="row")
+    if n == total:
+        st.success(f"Finished: {figures.label(tok.decode(result.ids))}")

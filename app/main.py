@@ -1,0 +1,27 @@
+"""Entry point: ``streamlit run app/main.py``. Registers the pages in the top-level ``pages/`` folder."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # streamlit puts only app/ on the path
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from app.shell import sidebar  # noqa: E402
+
+PAGES = [  # (file, title, icon, url path)
+    ("attention.py", "Attention", ":material/grid_on:", "attention"),
+    ("qk.py", "Q·K walkthrough", ":material/calculate:", "qk"),
+    ("bertviz_views.py", "bertviz views", ":material/hub:", "bertviz"),
+    ("decode.py", "Decode step by step", ":material/skip_next:", "decode"),
+]
+
+st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
+pages = [st.Page(ROOT / "pages" / f, title=t, icon=i, url_path=u) for f, t, i, u in PAGES
+         if (ROOT / "pages" / f).exists()]
+nav = st.navigation(pages)
+st.session_state["view"] = sidebar()
+nav.run()

@@ -1,0 +1,181 @@
+"""The shell every page shares: model picker, sentence, presets, presentation mode, URL state, caches.
+
+State lives in ``st.session_state`` and is mirrored into ``st.query_params`` so a teacher can
+share a link that reopens exactly the same view. Everything read from the URL is validated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from core import checkpoint, registry
+from core.runner import Run, run
+
+PRESETS = {
+    "en-fr": ["The animal didn't cross the street because it was too tired.",
+              "The animal didn't cross the street because it was too wide.",
+              "I am happy.", "The dog is tired."],
+    "en-de": ["I am happy.", "The animal didn't cross the street because it was too tired.",
+              "The animal didn't cross the street because it was too wide."],
+    "lm": ["The dog was hungry.", "The animal didn't cross the street because it", "The cat"],
+    "copy": ["3 1 4 1 5 9 2 6"], "reverse": ["3 1 4 1 5 9 2 6", "a b c d e f"],
+    "minilm": ["The animal didn't cross the street because it was too tired.",
+               "The animal didn't cross the street because it was too wide."],
+}
+DEFAULT_TEXT = PRESETS["en-fr"][0]
+MAX_TEXT = 2000  # characters read from the URL or the text box
+
+
+@dataclass
+class View:
+    name: str
+    ck: checkpoint.Checkpoint
+    text: str
+    tgt: str | None
+    present: bool
+    dark: bool
+
+    @property
+    def kind(self) -> str:
+        return self.ck.model.cfg.kind
+
+
+@st.cache_resource(show_spinner="Loading model…")
+def load_model(name: str) -> checkpoint.Checkpoint:
+    """One copy per model for the whole server; pages only read it."""
+    return checkpoint.load(registry.resolve(name, allow_path=False))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def traced(name: str, text: str, tgt: str | None, ablate: tuple = (), layers: tuple | None = None) -> Run:
+    ck = load_model(name)
+    heads = {}
+    for attn, head in ablate:
+        heads.setdefault(attn, []).append(head)
+    return run(ck, text, tgt, ablate=heads or None, layers=layers)
+
+
+ORDER = ["en-fr", "en-de", "lm", "minilm", "reverse", "copy"]
+
+
+def models() -> list[str]:
+    """Bundled models (the headline ones first), then the user's."""
+    bundled = sorted(registry.bundled(), key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+    return bundled + [m for m in registry.user_models() if m not in bundled]
+
+
+def _model_changed():
+    """A new model gets one of its own example sentences if the text was an example of another model."""
+    examples = {s for group in PRESETS.values() for s in group}
+    if st.session_state.get("text") in examples:
+        st.session_state["text"] = PRESETS.get(st.session_state["model"], [DEFAULT_TEXT])[0]
+        st.session_state["tgt"] = ""
+
+
+def _from_url(key: str, allowed=None, default=None):
+    value = st.query_params.get(key)
+    if value is None:
+        return default
+    if allowed is not None and value not in allowed:
+        st.session_state.setdefault("_url_errors", []).append(f"Ignored URL parameter {key}: {value[:40]!r} is not valid.")
+        return default
+    return value
+
+
+def _init_from_url(names: list[str]) -> None:
+    if st.session_state.get("_url_loaded"):
+        return
+    st.session_state["_url_loaded"] = True
+    st.session_state["model"] = _from_url("model", names, names[0] if names else None)
+    text = _from_url("text", default=None)
+    if text is not None and len(text) > MAX_TEXT:
+        st.session_state.setdefault("_url_errors", []).append(
+            f"The sentence in the link was {len(text)} characters; it was cut to {MAX_TEXT}.")
+        text = text[:MAX_TEXT]
+    st.session_state["text"] = text if text is not None else DEFAULT_TEXT
+    st.session_state["tgt"] = (_from_url("tgt", default="") or "")[:MAX_TEXT]
+    st.session_state["present"] = _from_url("present", ["0", "1"], "0") == "1"
+
+
+def url_int(key: str, upper: int, default: int = 0) -> int:
+    """An integer widget default from the URL, validated against ``0 .. upper-1``."""
+    raw = st.query_params.get(key)
+    if raw is None:
+        return default
+    if raw.isdigit() and int(raw) < upper:
+        return int(raw)
+    st.warning(f"The link asked for {key} {raw[:20]!r}, which does not exist here (0–{upper - 1}); showing {default}.")
+    return default
+
+
+def sync_url(**extra) -> None:
+    """Mirror the current view into the URL (only what differs from the defaults)."""
+    params = {"model": st.session_state.get("model"), "text": st.session_state.get("text")}
+    if st.session_state.get("tgt"):
+        params["tgt"] = st.session_state["tgt"]
+    if st.session_state.get("present"):
+        params["present"] = "1"
+    params.update({k: str(v) for k, v in extra.items() if v is not None})
+    current = {k: st.query_params.get(k) for k in params}
+    if current != {k: (str(v) if v is not None else None) for k, v in params.items()}:
+        st.query_params.from_dict({k: v for k, v in params.items() if v is not None})
+
+
+def _use_preset():
+    choice = st.session_state.get("preset")
+    if choice and choice != "—":
+        st.session_state["text"] = choice
+        st.session_state["tgt"] = ""
+
+
+def sidebar() -> View | None:
+    """Draw the shared sidebar; return the current view, or None when no model can be loaded."""
+    names = models()
+    _init_from_url(names)
+    for msg in st.session_state.pop("_url_errors", []):
+        st.warning(msg)
+    if not names:
+        st.error("No models found under assets/models/. Train one with `python -m core.train` (see README).")
+        return None
+    with st.sidebar:
+        st.selectbox("Model", names, key="model", on_change=_model_changed, help="Bundled models, then models you trained on the Training page.")
+        name = st.session_state["model"]
+        presets = PRESETS.get(name, PRESETS["en-fr"])
+        st.selectbox("Examples", ["—"] + presets, key="preset", on_change=_use_preset)
+        st.text_area("Sentence", key="text", max_chars=MAX_TEXT, height=90)
+        try:
+            ck = load_model(name)
+        except (ValueError, OSError) as e:
+            st.error(f"Model {name!r} cannot be loaded: {e}")
+            return None
+        if ck.model.cfg.kind == "encoder-decoder":
+            st.text_input("Target (optional)", key="tgt", max_chars=MAX_TEXT,
+                          help="Leave empty to use the model's own translation.")
+        st.toggle("Presentation mode", key="present", help="Large type and a high-contrast scale for projectors.")
+        cfg = ck.model.cfg
+        st.caption(f"{cfg.kind} · {cfg.n_layers('encoder')}+{cfg.n_layers('decoder')} layers · {cfg.n_heads} heads · "
+                   f"d_model {cfg.d_model} · {ck.model.num_parameters():,} parameters · device cpu")
+    present = bool(st.session_state.get("present"))
+    if present:
+        st.markdown("<style>html, body, [class*='st-'] {font-size: 1.35rem;} h1 {font-size: 3rem !important;}</style>",
+                    unsafe_allow_html=True)
+    try:
+        dark = st.context.theme.type == "dark"
+    except Exception:  # older Streamlit: no theme information
+        dark = False
+    tgt = st.session_state.get("tgt") or None
+    return View(name, ck, st.session_state.get("text", ""), tgt if ck.model.cfg.kind == "encoder-decoder" else None,
+                present, dark)
+
+
+def current_run(view: View, **kw) -> Run | None:
+    """The traced run of the current sentence, with a clear message instead of a traceback."""
+    try:
+        result = traced(view.name, view.text, view.tgt, **kw)
+    except ValueError as e:
+        st.info(str(e))
+        return None
+    for note in result.notices:
+        st.warning(note)
+    return result

@@ -1,0 +1,181 @@
+"""Speed of the core Transformer on CPU.
+
+(a) Training throughput (forward + backward) of our encoder-decoder against ``torch.nn.Transformer``
+    at the same size, both with token embeddings (×√d, sinusoidal positions), source padding masks,
+    a causal target mask, a tied output projection and cross-entropy, so both do the same work.
+    The two are timed alternately (A B A B ...) in one process after a warm-up, and the median of
+    the rounds is reported.
+(b) Inference cost of tracing: ``model(src, tgt, trace=True)`` (explicit attention, every tensor
+    kept) against the fused forward, eval mode, no grad, at several sequence lengths.
+
+Prints a table, then, as the last line, one JSON object with every figure.
+
+    python bench/bench_core.py [--threads 2] [--rounds 7] [--steps 8]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core import ModelConfig, Transformer  # noqa: E402
+from core.positional import sinusoidal  # noqa: E402
+
+PAD = 0
+
+
+class TorchBaseline(nn.Module):
+    """nn.Transformer wrapped with the same embedding and output head as ours."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        nn.init.normal_(self.tokens.weight, std=cfg.d_model ** -0.5)
+        self.register_buffer("pe", sinusoidal(cfg.max_len, cfg.d_model, cfg.pe_base), persistent=False)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.core = nn.Transformer(d_model=cfg.d_model, nhead=cfg.n_heads, num_encoder_layers=cfg.n_encoder_layers,
+                                   num_decoder_layers=cfg.n_decoder_layers, dim_feedforward=cfg.d_ff,
+                                   dropout=cfg.dropout, activation=cfg.activation, batch_first=True,
+                                   norm_first=cfg.norm == "pre")
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head.weight = self.tokens.weight
+        self.scale = math.sqrt(cfg.d_model)
+
+    def embed(self, ids):
+        return self.drop(self.tokens(ids) * self.scale + self.pe[: ids.shape[1]])
+
+    def forward(self, src, tgt):
+        pad = src.eq(PAD)
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], device=tgt.device)
+        h = self.core(self.embed(src), self.embed(tgt), tgt_mask=causal, src_key_padding_mask=pad,
+                      memory_key_padding_mask=pad, tgt_is_causal=True)
+        return self.lm_head(h)
+
+
+def make_batch(cfg, batch, src_len, tgt_len, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(1, cfg.vocab_size, (batch, src_len), generator=gen)
+    lengths = torch.randint(src_len // 2, src_len + 1, (batch,), generator=gen)
+    src[torch.arange(src_len)[None, :] >= lengths[:, None]] = PAD
+    tgt = torch.randint(1, cfg.vocab_size, (batch, tgt_len + 1), generator=gen)
+    return src, tgt[:, :-1], tgt[:, 1:]
+
+
+def train_step(fn, src, tgt_in, tgt_out, params):
+    logits = fn(src, tgt_in)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD)
+    loss.backward()
+    for p in params:
+        p.grad = None
+    return loss
+
+
+def timed(fn, steps):
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    return (time.perf_counter() - t0) / steps
+
+
+def bench_training(cfg, batch, src_len, tgt_len, rounds, steps, warmup):
+    torch.manual_seed(0)
+    ours = Transformer(cfg).train()
+    ref = TorchBaseline(cfg).train()
+    src, tgt_in, tgt_out = make_batch(cfg, batch, src_len, tgt_len)
+    ours_params, ref_params = list(ours.parameters()), list(ref.parameters())
+    runs = {
+        "ours": lambda: train_step(lambda s, t: ours(s, t).logits, src, tgt_in, tgt_out, ours_params),
+        "torch": lambda: train_step(ref, src, tgt_in, tgt_out, ref_params),
+    }
+    for fn in runs.values():
+        for _ in range(warmup):
+            fn()
+    times = {k: [] for k in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():  # A B A B ...
+            times[name].append(timed(fn, steps))
+    tokens = batch * (src_len + tgt_len)
+    result = {}
+    for name, ts in times.items():
+        result[name] = {"tokens_per_s": tokens / statistics.median(ts),
+                        "step_ms_median": 1000 * statistics.median(ts),
+                        "step_ms_min": 1000 * min(ts)}
+    result["ratio_ours_over_torch"] = result["ours"]["tokens_per_s"] / result["torch"]["tokens_per_s"]
+    result["params"] = {"ours": ours.num_parameters(), "torch": sum(p.numel() for p in ref.parameters())}
+    return result
+
+
+@torch.no_grad()
+def bench_trace(cfg, lengths, batch, rounds, steps):
+    torch.manual_seed(0)
+    model = Transformer(cfg).eval()
+    out = []
+    for t in lengths:
+        src, tgt, _ = make_batch(cfg, batch, t, t, seed=t)
+        runs = {"fused": lambda: model(src, tgt), "traced": lambda: model(src, tgt, trace=True)}
+        for fn in runs.values():
+            fn()
+        times = {k: [] for k in runs}
+        for _ in range(rounds):
+            for name, fn in runs.items():
+                times[name].append(timed(fn, steps))
+        fused, traced = statistics.median(times["fused"]), statistics.median(times["traced"])
+        n_bytes = model(src, tgt, trace=True).trace.nbytes()
+        out.append({"length": t, "batch": batch, "fused_ms": 1000 * fused, "traced_ms": 1000 * traced,
+                    "ratio_traced_over_fused": traced / fused, "trace_mib": n_bytes / 2 ** 20})
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=7, help="alternating timing rounds per model")
+    ap.add_argument("--steps", type=int, default=8, help="training steps per round")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--len", type=int, default=24, dest="length", help="source and target length")
+    ap.add_argument("--trace-lengths", type=int, nargs="+", default=[16, 64, 128])
+    ap.add_argument("--trace-batch", type=int, default=8)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    cfg = ModelConfig(kind="encoder-decoder", vocab_size=1000, d_model=128, n_heads=4, n_encoder_layers=2,
+                      n_decoder_layers=2, d_ff=512, dropout=0.1, norm="post", final_norm=True,
+                      activation="relu", max_len=max(128, args.length, *args.trace_lengths))
+    train = bench_training(cfg, args.batch, args.length, args.length, args.rounds, args.steps, args.warmup)
+    trace = bench_trace(cfg, args.trace_lengths, args.trace_batch, max(3, args.rounds // 2), 3)
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; d_model 128, 2+2 layers, 4 heads, "
+          f"d_ff 512, dropout 0.1, post-LN, batch {args.batch}, src/tgt len {args.length}")
+    print("\n(a) training, forward + backward (tokens = batch x (src + tgt))")
+    print(f"{'model':<16}{'tokens/s':>12}{'step ms (median)':>20}{'step ms (min)':>16}{'params':>10}")
+    for name, label in (("ours", "core.Transformer"), ("torch", "nn.Transformer")):
+        r = train[name]
+        print(f"{label:<16}{r['tokens_per_s']:>12,.0f}{r['step_ms_median']:>20.1f}{r['step_ms_min']:>16.1f}"
+              f"{train['params'][name]:>10,}")
+    print(f"ours / torch throughput: {train['ratio_ours_over_torch']:.3f}")
+    print(f"\n(b) inference, eval + no_grad, batch {args.trace_batch}: traced vs fused forward")
+    print(f"{'length':>8}{'fused ms':>12}{'traced ms':>12}{'ratio':>8}{'trace MiB':>11}")
+    for r in trace:
+        print(f"{r['length']:>8}{r['fused_ms']:>12.2f}{r['traced_ms']:>12.2f}{r['ratio_traced_over_fused']:>8.2f}"
+              f"{r['trace_mib']:>11.1f}")
+    summary = {"torch": torch.__version__, "threads": torch.get_num_threads(), "batch": args.batch,
+               "length": args.length, "rounds": args.rounds, "steps_per_round": args.steps,
+               "training": train, "trace": trace}
+    print(json.dumps(summary, separators=(",", ":")))
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Computations on a Trace that the pages show: rollout, top-k links, one row of attention by hand."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def rollout(weights: torch.Tensor, residual: float = 0.5) -> torch.Tensor:
+    """Attention rollout (Abnar & Zuidema 2020) over layers ``[L, H, T, T]`` → ``[L, T, T]``.
+
+    Each layer's head-mean attention is mixed with the identity for the residual path,
+    ``Â = residual·I + (1 − residual)·A``, rows renormalised, then multiplied through depth:
+    row i of layer l says how much of token i's representation there flows from each input token.
+    """
+    a = weights.float().mean(1)
+    eye = torch.eye(a.shape[-1])
+    a = residual * eye + (1 - residual) * a
+    a = a / a.sum(-1, keepdim=True)
+    out, acc = [], torch.eye(a.shape[-1])
+    for layer in a:
+        acc = layer @ acc
+        out.append(acc)
+    return torch.stack(out)
+
+
+def top_k_only(matrix: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep each row's k largest entries, zero the rest (for long inputs)."""
+    if k <= 0 or k >= matrix.shape[-1]:
+        return matrix
+    idx = matrix.topk(k, dim=-1).indices
+    return torch.zeros_like(matrix).scatter(-1, idx, matrix.gather(-1, idx))
+
+
+def attention_row(trace, name: str, head: int, query: int, batch: int = 0) -> dict:
+    """Everything needed to follow one row of eq. 1 by hand, for attention ``name`` (e.g. ``decoder.0.cross_attn``).
+
+    Returns q, each key k_j, the dot products q·k_j, the scaled scores q·k_j/√d_k, the bias and
+    mask added, the softmax weights and the weighted sum of values.
+    """
+    q = trace[f"{name}.q"][batch, head, query].float()
+    k = trace[f"{name}.k"][batch].float()
+    v = trace[f"{name}.v"][batch].float()
+    n_heads, n_kv = trace[f"{name}.q"].shape[1], k.shape[0]
+    kv = head // (n_heads // n_kv)
+    k, v = k[kv], v[kv]
+    dots = k @ q
+    scaled = dots / math.sqrt(q.shape[-1])
+    t_k = k.shape[0]
+    bias = trace[f"{name}.bias"][0, head, query].float() if f"{name}.bias" in trace else torch.zeros(t_k)
+    if f"{name}.mask" in trace:
+        m, w = trace[f"{name}.mask"], trace[f"{name}.weights"]
+        mask = torch.broadcast_to(m, (w.shape[0], m.shape[1], w.shape[2], w.shape[3]))[batch, 0, query].float()
+    else:
+        mask = torch.zeros(t_k)
+    weights = torch.softmax(scaled + bias + mask, dim=-1)
+    return {"q": q, "k": k, "v": v, "dots": dots, "scaled": scaled, "bias": bias, "mask": mask,
+            "weights": weights, "output": weights @ v, "traced_weights": trace[f"{name}.weights"][batch, head, query]}

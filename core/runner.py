@@ -1,0 +1,101 @@
+"""Text in, Trace out: what every page and the inspect CLI run on the user's sentence."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .checkpoint import Checkpoint
+from .decoding import greedy_batch
+from .tokenizer import BOS, EOS, normalize_text
+from .trace import Trace
+
+
+@dataclass
+class Run:
+    kind: str
+    src_ids: list[int]
+    tgt_ids: list[int]  # decoder input (starts with BOS); empty for encoder-only
+    src_tokens: list[str]
+    tgt_tokens: list[str]
+    trace: Trace
+    output: str = ""  # translation, or the predicted next token
+    top_next: list[tuple[str, float]] = field(default_factory=list)  # next-token candidates after the input
+    notices: list[str] = field(default_factory=list)  # truncation, unknown words: shown to the user
+
+    def tokens(self, kind: str) -> tuple[list[str], list[str]]:
+        """(query tokens, key tokens) of an attention kind."""
+        if kind == "encoder":
+            return self.src_tokens, self.src_tokens
+        if kind == "decoder":
+            return self.tgt_tokens, self.tgt_tokens
+        return self.tgt_tokens, self.src_tokens
+
+
+def _clip(ids, limit, what, notices):
+    if len(ids) > limit:
+        notices.append(f"The {what} has {len(ids)} tokens; this model reads at most {limit}, "
+                       f"so it was cut after token {limit}.")
+        return ids[:limit]
+    return ids
+
+
+@torch.no_grad()
+def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers=None) -> Run:
+    """Tokenize, (translate if no target is given), and run one traced forward pass."""
+    model, tok, cfg = ck.model, ck.tokenizer, ck.model.cfg
+    model.eval()
+    device = model.embed.tokens.weight.device
+    if not normalize_text(src or ""):
+        raise ValueError("Type a sentence first: the text is empty.")
+    notices = []
+    unknown = tok.unknown_words(src)
+    if unknown:
+        notices.append("Not in this model's vocabulary (shown as [UNK]): " + ", ".join(unknown[:10]))
+    trace = Trace(layers)
+    if cfg.kind == "encoder-decoder":
+        src_ids = _clip(tok.encode(src), cfg.max_len - 1, "sentence", notices) + [EOS]
+        s = torch.tensor([src_ids], device=device)
+        if tgt and normalize_text(tgt):
+            out_ids = _clip(tok.encode(tgt), cfg.max_len - 1, "target", notices)
+        else:
+            out_ids = greedy_batch(model, s, max_new=cfg.max_len - 1)[0]
+        tgt_ids = [BOS] + out_ids
+        out = model(s, torch.tensor([tgt_ids], device=device), trace=trace, ablate=ablate)
+        probs = out.logits[0, -1].float().softmax(-1)
+        output = tok.decode(out_ids)
+    elif cfg.kind == "decoder-only":
+        src_ids = [BOS] + _clip(tok.encode(src), cfg.max_len - 1, "text", notices)
+        tgt_ids = src_ids
+        out = model(torch.tensor([src_ids], device=device), trace=trace, ablate=ablate)
+        probs = out.logits[0, -1].float().softmax(-1)
+        output = tok.decode([int(probs.argmax())])
+    else:
+        src_ids = tok.encode(src)
+        src_ids = _clip(src_ids, cfg.max_len, "sentence", notices)
+        tgt_ids = []
+        out = model(torch.tensor([src_ids], device=device), trace=trace, ablate=ablate)
+        probs = None
+        output = ""
+    top = []
+    if probs is not None:
+        p, i = probs.topk(min(10, probs.numel()))
+        top = [(tok.display([int(a)])[0], float(b)) for a, b in zip(i, p)]
+    trace.to("cpu")
+    src_tokens = tok.display(src_ids)
+    tgt_tokens = tok.display(tgt_ids)
+    if cfg.kind == "decoder-only":
+        src_tokens = tgt_tokens
+    return Run(cfg.kind, src_ids, tgt_ids, src_tokens, tgt_tokens, trace, output, top, notices)
+
+
+@torch.no_grad()
+def trace_ids(ck: Checkpoint, src_ids: list[int] | None, tgt_ids: list[int]) -> Trace:
+    """Traced forward on explicit ids (decoding steps): encoder-decoder takes both, an LM only ``tgt_ids``."""
+    device = ck.model.embed.tokens.weight.device
+    tgt = torch.tensor([tgt_ids], device=device)
+    if ck.model.cfg.kind == "encoder-decoder":
+        out = ck.model(torch.tensor([src_ids], device=device), tgt, trace=True)
+    else:
+        out = ck.model(tgt, trace=True)
+    return out.trace.to("cpu")

@@ -1,0 +1,64 @@
+"""Attention explorer: every head's map for encoder self, decoder self and cross attention."""
+import streamlit as st
+
+from app import export, figures
+from app.shell import current_run, sync_url, url_int
+from core.analysis import rollout, top_k_only
+
+st.title("Attention")
+view = st.session_state.get("view")
+res = current_run(view) if view else None
+if res is None:
+    st.stop()
+if res.output:
+    st.markdown(f"**Model output:** {figures.label(res.output)}")
+
+kinds = res.trace.kinds()
+names = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention (masked)", "cross": "Cross-attention"}
+url_kind = st.query_params.get("kind")
+kind = st.radio("Attention", kinds, format_func=names.get, horizontal=True,
+                index=kinds.index(url_kind) if url_kind in kinds else 0)
+n_layers, n_heads = res.trace.n_layers(kind), res.trace.attention(kind, 0).shape[1]
+q_tokens, k_tokens = res.tokens(kind)
+
+c1, c2, c3, c4 = st.columns(4)
+layer = c1.selectbox("Layer", range(n_layers), index=url_int("layer", n_layers))
+head = c2.selectbox("Head", range(n_heads), index=url_int("head", n_heads))
+what = c3.radio("Show", ["weights", "scores"], horizontal=True, help="scores = QKᵀ/√d_k before the mask and softmax")
+k_top = c4.number_input("Top-k links per row (0 = all)", 0, 64, 0)
+t1, t2, t3 = st.columns(3)
+mean_heads = t1.toggle("Mean over heads")
+use_rollout = t2.toggle("Attention rollout", disabled=kind == "cross", help="Abnar & Zuidema 2020: flows through the residual stream")
+hide_special = t3.toggle("Hide special tokens")
+sync_url(kind=kind, layer=layer, head=head)
+
+stack = res.trace.stacked(kind, what)[:, 0]  # [L, H, Tq, Tk]
+if use_rollout and kind != "cross":
+    matrix, title = rollout(res.trace.stacked(kind)[:, 0])[layer], f"Rollout up to layer {layer}"
+elif mean_heads:
+    matrix, title = stack[layer].mean(0), f"Layer {layer}, mean of {n_heads} heads"
+else:
+    matrix, title = stack[layer, head], f"Layer {layer}, head {head}"
+matrix = top_k_only(matrix, int(k_top)) if what == "weights" else matrix
+keep_q = [i for i, t in enumerate(q_tokens) if not (hide_special and t.startswith("[") and t.endswith("]"))] or [0]
+keep_k = [i for i, t in enumerate(k_tokens) if not (hide_special and t.startswith("[") and t.endswith("]"))] or [0]
+shown = matrix[keep_q][:, keep_k]
+st.plotly_chart(figures.heatmap(shown, [q_tokens[i] for i in keep_q], [k_tokens[i] for i in keep_k],
+                                title=f"{names[kind]} · {title} · {what}", value_name=what, present=view.present,
+                                dark=view.dark, scores=what == "scores"), key="heatmap")
+
+st.subheader("One query token, every head of this layer")
+qi = st.selectbox("Query token", range(len(q_tokens)), format_func=lambda i: f"{i}: {q_tokens[i]}",
+                  index=next((i for i, t in enumerate(q_tokens) if t == "it"), 0))
+st.plotly_chart(figures.query_bars(res.trace.attention(kind, layer)[0, :, qi], k_tokens, q_tokens[qi],
+                                   present=view.present, dark=view.dark), key="bars")
+
+with st.expander("Overview: all layers × heads", expanded=False):
+    st.plotly_chart(figures.grid(res.trace.stacked(kind)[:, 0], q_tokens, k_tokens, present=view.present,
+                                 dark=view.dark), key="grid")
+
+st.subheader("Export")
+e1, e2 = st.columns(2)
+e1.download_button("Attention as JSON", export.attention_json(res), "attention.json", "application/json")
+e2.download_button("Attention as CSV", export.attention_csv(res), "attention.csv", "text/csv")
+st.caption("The camera icon on each figure saves it as PNG (works offline).")

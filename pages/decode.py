@@ -1,0 +1,14 @@
+"""Translate / generate one step at a time: candidates, probabilities, the chosen token, its cross-attention."""
+import streamlit as st
+
+from app import figures
+from app.decode_state import decode_panel
+
+st.title("Decode step by step")
+view = st.session_state.get("view")
+if view is None:
+    st.stop()
+if view.kind == "encoder-only":
+    st.info("This is an encoder-only model: it does not generate text. Pick a translation model or the LM.")
+    st.stop()
+decode_panel(view, figures)

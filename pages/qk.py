@@ -1,0 +1,49 @@
+"""Q·K walkthrough: one row of softmax(QKᵀ/√d_k + M)V, number by number (bertviz's neuron view, for our models)."""
+import math
+
+import streamlit as st
+
+from app import figures
+from app.shell import current_run, sync_url, url_int
+from core.analysis import attention_row
+from core.trace import KIND_NAMES
+
+st.title("Q·K walkthrough")
+st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V"
+         r"\qquad\text{(Vaswani et al. 2017, eq. 1)}")
+view = st.session_state.get("view")
+res = current_run(view) if view else None
+if res is None:
+    st.stop()
+kinds = res.trace.kinds()
+labels = {"encoder": "Encoder self", "decoder": "Decoder self", "cross": "Cross"}
+c1, c2, c3, c4 = st.columns(4)
+kind = c1.selectbox("Attention", kinds, format_func=labels.get)
+n_layers, n_heads = res.trace.n_layers(kind), res.trace.attention(kind, 0).shape[1]
+layer = c2.selectbox("Layer", range(n_layers), index=url_int("layer", n_layers))
+head = c3.selectbox("Head", range(n_heads), index=url_int("head", n_heads))
+q_tokens, k_tokens = res.tokens(kind)
+qi = c4.selectbox("Query token", range(len(q_tokens)), format_func=lambda i: f"{i}: {q_tokens[i]}",
+                  index=next((i for i, t in enumerate(q_tokens) if t == "it"), 0))
+sync_url(layer=layer, head=head)
+row = attention_row(res.trace, KIND_NAMES[kind].format(layer), head, qi)
+d_k = row["q"].shape[0]
+
+st.markdown(f"**1. The query** q = x·W_Q for “{figures.label(q_tokens[qi])}” (d_k = {d_k}):")
+st.plotly_chart(figures.bars(row["q"], [str(i) for i in range(d_k)], title="q, one bar per dimension",
+                             present=view.present, dark=view.dark), key="q")
+table = []
+for j, tok in enumerate(k_tokens):
+    table.append({"key": tok, "q·k": float(row["dots"][j]), f"÷√{d_k} = score": float(row["scaled"][j]),
+                  "bias (ALiBi)": float(row["bias"][j]), "mask M": "−∞" if math.isinf(float(row["mask"][j])) else 0.0,
+                  "softmax weight": float(row["weights"][j])})
+st.markdown("**2–4. Dot product with every key, scaled by 1/√d_k, mask added, softmax** (a masked key gets exactly 0):")
+st.dataframe(table, hide_index=True, width="stretch")
+st.plotly_chart(figures.bars(row["weights"], k_tokens, title="softmax weights (this row sums to "
+                             f"{float(row['weights'].sum()):.6f})", present=view.present, dark=view.dark,
+                             highlight=int(row["weights"].argmax())), key="w")
+st.markdown("**5. The weighted sum of the values**, Σⱼ wⱼ vⱼ — this head's output for the query:")
+st.plotly_chart(figures.bars(row["output"], [str(i) for i in range(d_k)], title="Σ w·v", present=view.present,
+                             dark=view.dark), key="out")
+diff = float((row["weights"] - row["traced_weights"]).abs().max())
+st.caption(f"Recomputed by hand here vs the model's own traced weights: max |difference| = {diff:.2e}.")
