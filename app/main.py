@@ -17,6 +17,11 @@ PAGES = [  # (file, title, icon, url path)
     ("qk.py", "Q·K walkthrough", ":material/calculate:", "qk"),
     ("bertviz_views.py", "bertviz views", ":material/hub:", "bertviz"),
     ("decode.py", "Decode step by step", ":material/skip_next:", "decode"),
+    ("positional.py", "Positional encoding", ":material/waves:", "positional"),
+    ("masking.py", "Masking", ":material/filter_alt:", "masking"),
+    ("layers.py", "Layer outputs", ":material/stacked_line_chart:", "layers"),
+    ("training.py", "Training", ":material/model_training:", "training"),
+    ("coreference.py", "Coreference probe", ":material/link:", "coreference"),
 ]
 
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")

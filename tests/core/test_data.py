@@ -109,6 +109,8 @@ def test_translate_tolerates_surface_variants(variant):
      "Le chien n'a pas traversé la route à côté de la maison parce qu'il était trop fatigué."),
     ("The dog didn't cross the road next to the park because it was too muddy.", "de",
      "Der Hund hat die Landstraße neben dem Park nicht überquert, weil sie zu schlammig war."),
+    ("The dog didn't leave the bridge next to the street because it was too tired.", "de",
+     "Der Hund hat die Brücke neben der Straße nicht verlassen, weil er zu müde war."),
     ("The dog saw the cat next to the river and wanted to cross it.", "fr",
      "Le chien a vu le chat à côté de la rivière et a voulu la traverser."),
     ("The dog saw the cat next to the river and wanted to chase it.", "de",
