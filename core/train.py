@@ -260,14 +260,14 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
         opt.step()
         step += 1
         tokens += batch.n_tokens()
-        last_loss = float(loss)
+        last_loss = float(loss.detach())
         history.append([step, round(last_loss, 6)])
         if step % cfg.eval_every == 0 or step == cfg.steps:
             metrics = task.evaluate(model) if dist.main else {}
         info = {"step": step, "steps": cfg.steps, "loss": last_loss, "lr": lr, "metrics": metrics,
                 "elapsed": time.perf_counter() - t0, "tokens_per_s": tokens * dist.world / (time.perf_counter() - t0)}
         if on_step is not None:
-            on_step(info)
+            on_step(info | {"model": model, "tokenizer": task.tokenizer})
         if step % max(1, cfg.steps // 20) == 0 or step == cfg.steps:
             bar = "#" * int(20 * step / cfg.steps)
             say(f"[{bar:<20}] step {step}/{cfg.steps} loss {last_loss:.4f} lr {lr:.2e} "

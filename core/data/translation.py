@@ -710,6 +710,14 @@ def _check_lang(lang: str) -> None:
         raise ValueError(f"unknown language {lang!r}; expected one of {LANGS}")
 
 
+def pair_for(sentence: str, lang: str) -> Pair:
+    """The full Pair (translation, antecedent, candidates, pronoun) of one in-grammar English sentence.
+
+    Raises ValueError for sentences outside the generator's grammar."""
+    _check_lang(lang)
+    return _make_pair(_parse(sentence), lang)
+
+
 def translate(sentence: str, lang: str) -> str:
     """Translate one English sentence of the grammar into ``lang``.
 

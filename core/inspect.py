@@ -1,0 +1,49 @@
+"""``python -m core.inspect --model MODEL --src TEXT [--tgt TEXT] [--out FILE.json]``: a Trace as JSON.
+
+Writes the tokens (source and target), the attention weights of each kind present
+(``encoder``, ``decoder``, ``cross``) as nested lists ``[layer][head][query][key]``, and the output
+(the translation, or the next-token top-k for a language model).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import checkpoint, registry
+from .runner import run
+
+
+def trace_json(ck, src: str, tgt: str | None = None) -> dict:
+    res = run(ck, src, tgt)
+    out = {"model_kind": res.kind, "source_tokens": res.src_tokens, "target_tokens": res.tgt_tokens,
+           "output": res.output, "next_token_top_k": [{"token": t, "p": p} for t, p in res.top_next],
+           "notices": res.notices, "attention": {}}
+    for kind in res.trace.kinds():
+        out["attention"][kind] = res.trace.stacked(kind)[:, 0].tolist()
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m core.inspect", description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--tgt", default=None)
+    ap.add_argument("--out", default=None, help="write JSON here instead of stdout")
+    args = ap.parse_args(argv)
+    try:
+        data = trace_json(checkpoint.load(registry.resolve(args.model)), args.src, args.tgt)
+        text = json.dumps(data, ensure_ascii=False)
+        if args.out:
+            Path(args.out).write_text(text, encoding="utf-8")
+        else:
+            print(text)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

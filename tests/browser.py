@@ -1,0 +1,109 @@
+"""Shared headless-Chromium helpers for browser tests (Debian's /usr/bin/chromium via Playwright).
+
+    from tests.browser import launch, offline_page
+
+    with launch() as browser:
+        page, log = offline_page(browser)
+        page.goto(path.as_uri())
+        ...
+        assert log.external == []
+
+``launch()`` skips the calling test when Chromium or Playwright is missing, unless the
+environment variable ``CI`` is set, in which case the test fails with the reason.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+CHROMIUM_PATH = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-sync",
+]
+LOCAL_SCHEMES = ("file:", "data:", "about:", "blob:")
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI"):
+        pytest.fail(f"browser test cannot run in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def launch(**kwargs):
+    """Yield a Playwright Chromium browser; closes it (and Playwright) afterwards."""
+    if not (Path(CHROMIUM_PATH).is_file() or shutil.which(CHROMIUM_PATH)):
+        _unavailable(f"no Chromium at {CHROMIUM_PATH} (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the python package 'playwright' is not installed (pip install playwright)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM_PATH, args=list(CHROMIUM_ARGS), **kwargs)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@dataclass
+class PageLog:
+    """What a page did that a test may want to assert on."""
+
+    external: list = field(default_factory=list)   # URLs of non-local requests (all aborted)
+    dialogs: list = field(default_factory=list)    # alert/confirm/prompt messages
+    errors: list = field(default_factory=list)     # uncaught page errors
+    console: list = field(default_factory=list)    # console messages, "type: text"
+
+
+_CSP_RECORDER = """
+window.__cspViolations = [];
+document.addEventListener('securitypolicyviolation', function (e) {
+  window.__cspViolations.push(e.violatedDirective + ' ' + e.blockedURI);
+});
+"""
+
+
+def csp_violations(page) -> list:
+    """Content-Security-Policy violations seen so far on ``page`` ("directive blocked-uri")."""
+    return page.evaluate("window.__cspViolations || []")
+
+
+def offline_page(browser, **context_kwargs):
+    """A new page in a fresh context that aborts and records every request that is not
+    file:, data:, about: or blob:, and records dialogs (dismissed), page errors and the
+    console. Returns (page, PageLog); see also ``csp_violations(page)``."""
+    context = browser.new_context(**context_kwargs)
+    log = PageLog()
+
+    def route(r):
+        if r.request.url.startswith(LOCAL_SCHEMES):
+            r.continue_()
+        else:
+            r.abort()  # recorded by the "request" listener below
+
+    def record(req):
+        if not req.url.startswith(LOCAL_SCHEMES):
+            log.external.append(req.url)
+
+    context.route("**/*", route)
+    # A Content-Security-Policy stops a load before it becomes a request; keep a note of those too.
+    context.add_init_script(_CSP_RECORDER)
+    page = context.new_page()
+    page.on("request", record)
+    page.on("dialog", lambda d: (log.dialogs.append(d.message), d.dismiss()))
+    page.on("pageerror", lambda e: log.errors.append(str(e)))
+    page.on("console", lambda m: log.console.append(f"{m.type}: {m.text}"))
+    return page, log

@@ -1,0 +1,368 @@
+"""Checkpoints: bit-exact round trips, every kind of bad folder refused with a clear reason, no unpickling,
+and the atomic folder swap (a failure midway keeps the old folder; ``recover`` undoes a half swap)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+
+import pytest
+import torch
+
+from core import ModelConfig, Transformer
+from core import checkpoint
+from core.checkpoint import CONFIG, TOKENIZER, WEIGHTS, CheckpointError, recover, write_dir_atomically
+from core.tokenizer import Tokenizer
+
+SYMBOLS = [str(d) for d in range(10)] + list("abcdefghij")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer.from_symbols(SYMBOLS)
+
+
+def make_model(tok, seed=0, **kw):
+    base = dict(kind="encoder-decoder", vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_encoder_layers=1,
+                n_decoder_layers=1, d_ff=64, max_len=24, dropout=0.0)
+    base.update(kw)
+    torch.manual_seed(seed)
+    model = Transformer(ModelConfig(**base))
+    # perturb biases / norms too, so that a load that silently kept the defaults would be caught
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    return model.eval()
+
+
+def _inputs(model, seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(5, model.cfg.vocab_size, (3, 7), generator=gen)
+    tgt = torch.randint(5, model.cfg.vocab_size, (3, 5), generator=gen)
+    return src, tgt
+
+
+def _outputs(model):
+    src, tgt = _inputs(model)
+    with torch.no_grad():
+        return model(src, tgt).logits if model.cfg.kind == "encoder-decoder" else model(src).logits
+
+
+def _edit_config(folder, **model_fields):
+    config = json.loads((folder / CONFIG).read_text())
+    config["model"].update(model_fields)
+    (folder / CONFIG).write_text(json.dumps(config))
+
+
+# ------------------------------------------------------------------ round trip
+@pytest.mark.parametrize("kw", [
+    dict(kind="encoder-decoder"),
+    dict(kind="decoder-only", pos_encoding="rope", n_kv_heads=2, norm="pre"),
+    dict(kind="encoder-only", pos_encoding="learned", activation="gelu"),
+    dict(kind="encoder-decoder", tie_embeddings=False, activation="swiglu", pos_encoding="alibi"),
+], ids=["enc-dec", "dec-only-rope-gqa", "enc-only-learned", "untied-swiglu-alibi"])
+def test_save_load_round_trip_is_bit_exact(tmp_path, tok, kw):
+    model = make_model(tok, **kw)
+    meta = {"task": "copy", "step": 17, "metrics": {"exact_match": 0.5}}
+    out = checkpoint.save(tmp_path / "ckpt", model, tok, meta=meta, card="# hello\n",
+                          extra_files={"extra.bin": b"\x00\x01payload"})
+    assert out == tmp_path / "ckpt"
+    assert sorted(p.name for p in out.iterdir()) == sorted([WEIGHTS, CONFIG, TOKENIZER, "card.md", "extra.bin"])
+    assert (out / "extra.bin").read_bytes() == b"\x00\x01payload"
+    assert (out / "card.md").read_text() == "# hello\n"
+    # nothing but the folder itself is left in its parent (no temporary or .old folders)
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt"]
+
+    ck = checkpoint.load(out)
+    assert ck.path == out
+    assert ck.meta == meta
+    assert ck.model.cfg.to_dict() == model.cfg.to_dict()
+    assert not ck.model.training
+    theirs = ck.model.state_dict()
+    ours = model.state_dict()
+    assert set(theirs) == set(ours)
+    for name, tensor in ours.items():
+        assert theirs[name].dtype == tensor.dtype, name
+        assert torch.equal(theirs[name], tensor), name
+    if model.cfg.tie_embeddings:
+        assert ck.model.lm_head.weight is ck.model.embed.tokens.weight  # still tied after loading
+    assert torch.equal(_outputs(ck.model), _outputs(model))
+    assert ck.tokenizer.to_str() == tok.to_str()
+    assert ck.tokenizer.encode("1 2 a b") == tok.encode("1 2 a b")
+
+
+def test_tied_head_is_stored_once(tmp_path, tok):
+    from safetensors.torch import load_file
+    model = make_model(tok)
+    checkpoint.save(tmp_path / "c", model, tok)
+    stored = load_file(str(tmp_path / "c" / WEIGHTS))
+    assert "lm_head.weight" not in stored and "embed.tokens.weight" in stored
+
+
+def test_save_replaces_an_existing_checkpoint(tmp_path, tok):
+    first, second = make_model(tok, seed=0), make_model(tok, seed=1)
+    checkpoint.save(tmp_path / "c", first, tok, card="first")
+    checkpoint.save(tmp_path / "c", second, tok)
+    assert not (tmp_path / "c" / "card.md").exists()  # the old folder is gone, not merged
+    assert torch.equal(_outputs(checkpoint.load(tmp_path / "c").model), _outputs(second))
+    assert [p.name for p in tmp_path.iterdir()] == ["c"]
+
+
+def test_save_refuses_vocabulary_mismatch(tmp_path, tok):
+    model = make_model(tok, vocab_size=tok.vocab_size + 3)
+    with pytest.raises(CheckpointError, match="tokenizer has 25 tokens but the model expects 28"):
+        checkpoint.save(tmp_path / "c", model, tok)
+    assert not (tmp_path / "c").exists()
+
+
+# ------------------------------------------------------------------ refusals
+@pytest.fixture
+def saved(tmp_path, tok):
+    return checkpoint.save(tmp_path / "ckpt", make_model(tok), tok)
+
+
+def test_vocabulary_mismatch_refused(saved, tok):
+    _edit_config(saved, vocab_size=tok.vocab_size + 1)
+    with pytest.raises(CheckpointError, match="vocabulary") as info:
+        checkpoint.load(saved)
+    assert f"tokenizer.json has {tok.vocab_size} tokens" in str(info.value)
+    assert f"config says {tok.vocab_size + 1}" in str(info.value)
+
+
+def test_wrong_shape_refused_naming_the_tensor(tmp_path, tok):
+    # a d_model=32 model's weights under a d_model=64 config
+    folder = checkpoint.save(tmp_path / "c", make_model(tok, d_model=32), tok)
+    _edit_config(folder, d_model=64)
+    with pytest.raises(CheckpointError, match=r"shape mismatch for embed\.tokens\.weight: "
+                                              r"file \(25, 32\), config expects \(25, 64\)"):
+        checkpoint.load(folder)
+
+
+def test_wrong_ffn_width_refused_naming_the_tensor(tmp_path, tok):
+    folder = checkpoint.save(tmp_path / "c", make_model(tok, d_ff=64), tok)
+    _edit_config(folder, d_ff=48)
+    with pytest.raises(CheckpointError, match=r"shape mismatch for encoder\.layers\.0\.ffn\.w1\.weight: "
+                                              r"file \(64, 32\), config expects \(48, 32\)"):
+        checkpoint.load(folder)
+
+
+def test_missing_layers_refused(tmp_path, tok):
+    folder = checkpoint.save(tmp_path / "c", make_model(tok), tok)
+    _edit_config(folder, n_encoder_layers=2)
+    with pytest.raises(CheckpointError, match=r"weights do not match the config: missing \['encoder\.layers\.1\."):
+        checkpoint.load(folder)
+
+
+def test_invalid_model_config_refused(saved):
+    _edit_config(saved, d_model=30)  # not divisible by 4 heads
+    with pytest.raises(CheckpointError, match="invalid model config: d_model"):
+        checkpoint.load(saved)
+    _edit_config(saved, d_model=32, bogus_field=1)
+    with pytest.raises(CheckpointError, match="unknown config field"):
+        checkpoint.load(saved)
+
+
+@pytest.mark.parametrize("cut", ["half", "header"])
+def test_truncated_weights_refused(saved, cut):
+    data = (saved / WEIGHTS).read_bytes()
+    size = len(data) // 2 if cut == "half" else 20
+    (saved / WEIGHTS).write_bytes(data[:size])
+    with pytest.raises(CheckpointError, match=f"{WEIGHTS} is truncated or corrupt"):
+        checkpoint.load(saved)
+
+
+def test_empty_weights_refused(saved):
+    (saved / WEIGHTS).write_bytes(b"")
+    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+        checkpoint.load(saved)
+
+
+def test_missing_weights_refused_with_hint_about_pickles(saved):
+    os.replace(saved / WEIGHTS, saved / "model.pt")
+    with pytest.raises(CheckpointError, match=r"model\.safetensors is missing \(found model\.pt: "
+                                              r"pickle formats are refused\)"):
+        checkpoint.load(saved)
+
+
+@pytest.mark.parametrize("content, pattern", [
+    ("{not json", r"config\.json is not valid JSON"),
+    ("", r"config\.json is not valid JSON"),
+    ('{"format": "something-else/9", "model": {}}', "is not an Attention Lab config"),
+    ('["a", "list"]', "is not an Attention Lab config"),
+    ('{"format": "attention-lab/1", "model": 3}', "is not an Attention Lab config"),
+])
+def test_invalid_config_refused(saved, content, pattern):
+    (saved / CONFIG).write_text(content)
+    with pytest.raises(CheckpointError, match=pattern):
+        checkpoint.load(saved)
+
+
+def test_missing_config_or_folder_refused(tmp_path, saved):
+    with pytest.raises(CheckpointError, match="no checkpoint folder"):
+        checkpoint.load(tmp_path / "nowhere")
+    (saved / CONFIG).unlink()
+    with pytest.raises(CheckpointError, match=r"config\.json is missing"):
+        checkpoint.load(saved)
+
+
+def test_corrupt_tokenizer_refused(saved):
+    (saved / TOKENIZER).write_text("{oops")
+    with pytest.raises(ValueError, match=r"tokenizer\.json is not a valid tokenizer\.json"):
+        checkpoint.load(saved)
+
+
+# ------------------------------------------------------------------ pickles are never unpickled
+class Exploit:
+    """Unpickling this runs ``action(*args)``: the marker file appearing would prove the pickle was loaded."""
+
+    def __init__(self, action, args):
+        self.action, self.args = action, args
+
+    def __reduce__(self):
+        return self.action, self.args
+
+
+def _exploits(marker):
+    return {
+        "open": Exploit(open, (str(marker), "w")),
+        "os.system": Exploit(os.system, (f"touch {marker}",)),
+    }
+
+
+def _assert_exploit_works(payload: bytes, marker, loader):
+    """Sanity check of the test itself: really loading the payload does create the marker."""
+    assert not marker.exists()
+    result = loader(payload)
+    assert marker.exists(), "the exploit is broken, so the refusal test below would prove nothing"
+    if hasattr(result, "close"):
+        result.close()
+    marker.unlink()
+
+
+@pytest.mark.parametrize("how", ["open", "os.system"])
+@pytest.mark.parametrize("protocol", [2, pickle.DEFAULT_PROTOCOL, pickle.HIGHEST_PROTOCOL])
+def test_plain_pickle_refused_and_never_unpickled(saved, tmp_path, how, protocol):
+    marker = tmp_path / f"pwned-{how}"
+    payload = pickle.dumps({"embed.tokens.weight": _exploits(marker)[how]}, protocol=protocol)
+    _assert_exploit_works(payload, marker, pickle.loads)
+    (saved / WEIGHTS).write_bytes(payload)
+    with pytest.raises(CheckpointError, match="pickle") as info:
+        checkpoint.load(saved)
+    assert "never unpickles" in str(info.value)
+    assert not marker.exists(), "the refused pickle was unpickled"
+
+
+@pytest.mark.parametrize("protocol", [0, 1])
+def test_old_protocol_pickle_refused_and_never_unpickled(saved, tmp_path, protocol):
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(_exploits(marker)["os.system"], protocol=protocol)
+    _assert_exploit_works(payload, marker, pickle.loads)
+    (saved / WEIGHTS).write_bytes(payload)
+    with pytest.raises(CheckpointError):
+        checkpoint.load(saved)
+    assert not marker.exists(), "the refused pickle was unpickled"
+
+
+def test_torch_save_state_dict_refused(saved, tok):
+    buf = io.BytesIO()
+    torch.save(make_model(tok).state_dict(), buf)
+    (saved / WEIGHTS).write_bytes(buf.getvalue())
+    assert buf.getvalue()[:4] == b"PK\x03\x04"
+    with pytest.raises(CheckpointError, match=r"model\.safetensors is a pickle / torch\.save file"):
+        checkpoint.load(saved)
+
+
+@pytest.mark.parametrize("how", ["open", "os.system"])
+def test_torch_save_exploit_refused_and_never_unpickled(saved, tmp_path, how):
+    marker = tmp_path / f"pwned-{how}"
+    buf = io.BytesIO()
+    torch.save({"embed.tokens.weight": _exploits(marker)[how]}, buf)
+    _assert_exploit_works(buf.getvalue(), marker, lambda b: torch.load(io.BytesIO(b), weights_only=False))
+    (saved / WEIGHTS).write_bytes(buf.getvalue())
+    with pytest.raises(CheckpointError, match="pickle"):
+        checkpoint.load(saved)
+    assert not marker.exists(), "the refused torch.save file was unpickled"
+
+
+# ------------------------------------------------------------------ atomic folder swap
+def test_write_dir_atomically_failure_keeps_old_folder(tmp_path):
+    dest = tmp_path / "run"
+    dest.mkdir()
+    (dest / "weights").write_text("old weights")
+    (dest / "config").write_text("old config")
+
+    def fill(tmp):
+        (tmp / "weights").write_text("new weights")
+        raise RuntimeError("disk full halfway")
+
+    with pytest.raises(RuntimeError, match="disk full halfway"):
+        write_dir_atomically(dest, fill)
+    assert sorted(p.name for p in dest.iterdir()) == ["config", "weights"]
+    assert (dest / "weights").read_text() == "old weights"
+    assert (dest / "config").read_text() == "old config"
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # the temporary folder was cleaned up
+
+
+def test_write_dir_atomically_success_swaps_in_new_folder(tmp_path):
+    dest = tmp_path / "run"
+    dest.mkdir()
+    (dest / "stale").write_text("x")
+
+    def fill(tmp):
+        (tmp / "fresh").write_text("y")
+
+    assert write_dir_atomically(dest, fill) == dest
+    assert [p.name for p in dest.iterdir()] == ["fresh"]
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_write_dir_atomically_creates_parents(tmp_path):
+    dest = tmp_path / "a" / "b" / "run"
+    write_dir_atomically(dest, lambda tmp: (tmp / "f").write_text("z"))
+    assert (dest / "f").read_text() == "z"
+
+
+def test_kill_between_renames_then_recover(tmp_path, tok, monkeypatch):
+    """The old folder has been renamed to ``.NAME.old`` but the new one not yet renamed in."""
+    dest = checkpoint.save(tmp_path / "ckpt", make_model(tok, seed=0), tok)
+    expected = _outputs(checkpoint.load(dest).model)
+    real_replace, calls = os.replace, []
+
+    def dying_replace(a, b):
+        calls.append((a, b))
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed between the renames")
+        return real_replace(a, b)
+
+    monkeypatch.setattr(checkpoint.os, "replace", dying_replace)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save(dest, make_model(tok, seed=1), tok)
+    monkeypatch.setattr(checkpoint.os, "replace", real_replace)
+    old = tmp_path / ".ckpt.old"
+    assert not dest.exists() and old.is_dir()
+    # load() recovers by itself ...
+    assert torch.equal(_outputs(checkpoint.load(dest).model), expected)
+    assert dest.is_dir() and not old.exists()
+
+
+def test_recover_restores_old_folder(tmp_path):
+    old = tmp_path / ".ckpt.old"
+    old.mkdir()
+    (old / "config.json").write_text("{}")
+    assert recover(tmp_path / "ckpt") == tmp_path / "ckpt"
+    assert (tmp_path / "ckpt" / "config.json").read_text() == "{}"
+    assert not old.exists()
+
+
+def test_recover_leaves_a_complete_folder_alone(tmp_path):
+    dest, old = tmp_path / "ckpt", tmp_path / ".ckpt.old"
+    dest.mkdir()
+    (dest / "new").write_text("new")
+    old.mkdir()
+    (old / "old").write_text("old")
+    recover(dest)
+    assert [p.name for p in dest.iterdir()] == ["new"]
+    assert old.exists()  # not ours to delete here; the next save removes it
+    recover(tmp_path / "missing")  # nothing to do, no error
+    assert not (tmp_path / "missing").exists()
