@@ -230,9 +230,11 @@ def _rewrite_bertviz(fragment: str) -> tuple[str, str]:
     script = script[:start] + "__ATTNLAB_PARAMS__;" + script[end + len(duplicate):]
 
     configs = _REQUIRE_CONFIG.findall(script)
-    if len(configs) != 1 or not all(name in configs[0] for name in ("d3", "jquery")):
+    paths = dict(re.findall(r"""(\w+)\s*:\s*['"]([^'"]*)['"]""", configs[0])) if len(configs) == 1 else {}
+    if set(paths) != {"d3", "jquery"}:
         raise BertvizTemplateError(
-            "expected exactly one require.config({paths: {d3: ..., jquery: ...}}) block in bertviz's script")
+            "expected exactly one require.config({paths: {d3: ..., jquery: ...}}) block in bertviz's "
+            f"script, found {len(configs)} with paths {sorted(paths)}")
     script = _REQUIRE_CONFIG.sub("/* attnlab: d3 and jQuery are inlined above */", script, count=1)
     if "requirejs(['jquery', 'd3']" not in script:
         raise BertvizTemplateError("bertviz's script no longer calls requirejs(['jquery', 'd3'], ...)")

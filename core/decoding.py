@@ -163,17 +163,21 @@ def beam_search(model: Transformer, src: list[int] | None = None, prompt: list[i
         steps.append(Step(-1, logp[0].exp().cpu(), _top(logp[0].exp().cpu())))
         flat = total.flatten()
         cand = flat.topk(min(2 * beams, flat.numel()))
-        nxt_live, keep = [], []
-        for score, idx in zip(cand.values.tolist(), cand.indices.tolist()):
+        nxt_live, keep, best = [], [], []  # best: this step's top-`beams` candidates, by score
+        for rank, (score, idx) in enumerate(zip(cand.values.tolist(), cand.indices.tolist())):
             row, tok = divmod(idx, logp.shape[1])
             beam = Beam(live[row].ids + [tok], score, tok == EOS)
             if beam.finished:
-                done.append(beam)
+                if rank < beams:  # a finished hypothesis counts only if it ranks inside the beam
+                    done.append(beam)
+                    best.append(beam)
             elif len(nxt_live) < beams:
                 nxt_live.append(beam)
                 keep.append(row)
-        steps[-1].chosen = nxt_live[0].ids[-1] if nxt_live else EOS
-        history.append([Beam(b.ids[len(prefix):], b.score, b.finished) for b in nxt_live + done[-beams:]])
+                if rank < beams:
+                    best.append(beam)
+        steps[-1].chosen = best[0].ids[-1]
+        history.append([Beam(b.ids[len(prefix):], b.score, b.finished) for b in best])
         best_done = max((norm(b) for b in done), default=-math.inf)
         if not nxt_live or len(done) >= beams and best_done >= max(norm(b) for b in nxt_live):
             break

@@ -1,0 +1,113 @@
+"""AppTest: the shell and the part-1 pages render for every bundled model and follow the sentence and URL."""
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ["attention.py", "qk.py", "bertviz_views.py", "decode.py"]
+
+
+def app(**params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=90)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_page(at: AppTest, page: str) -> AppTest:
+    at.switch_page(f"../pages/{page}")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def figures(at):
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def heatmap_ticks(at):
+    fig = figures(at)[0]
+    return fig["layout"]["xaxis"]["ticktext"]
+
+
+@pytest.mark.parametrize("model", registry.bundled())
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_for_every_bundled_model(model, page):
+    at = app(model=model)
+    assert at.sidebar.selectbox(key="model").value == model
+    open_page(at, page)
+    assert not at.error, [e.value for e in at.error]
+    if page == "decode.py":
+        at.button[0].click().run()  # next step
+        assert not at.exception
+    if page == "bertviz_views.py":
+        assert at.get("iframe"), "bertviz view not embedded"
+    else:
+        assert at.get("plotly_chart"), f"{page} drew no figure"
+
+
+def test_changing_the_sentence_changes_the_figure():
+    at = open_page(app(model="reverse"), "attention.py")
+    at.sidebar.text_area(key="text").set_value("1 2 3 4 5").run()
+    first = heatmap_ticks(at)
+    at.sidebar.text_area(key="text").set_value("a b c d e f g").run()
+    second = heatmap_ticks(at)
+    assert first[:5] == ["1", "2", "3", "4", "5"]
+    assert second[:7] == list("abcdefg")
+    assert first != second
+
+
+def test_url_parameters_restore_the_view():
+    at = open_page(app(model="reverse", text="4 5 6 7 8", layer="1", head="2"), "attention.py")
+    assert at.sidebar.text_area(key="text").value == "4 5 6 7 8"
+    assert at.selectbox[0].value == 1 and at.selectbox[1].value == 2  # layer, head
+    fig = figures(at)[0]
+    assert "Layer 1, head 2" in fig["layout"]["title"]["text"]
+    assert at.query_params["layer"] == ["1"] or at.query_params["layer"] == "1"
+
+
+def test_invalid_url_parameters_get_a_message_and_defaults():
+    at = app(model="no-such-model", layer="99", head="-1", text="1 2 3 4")  # Attention is the default page
+    warnings = " ".join(w.value for w in at.warning)
+    assert "model" in warnings and "layer" in warnings and "head" in warnings
+    assert at.sidebar.selectbox(key="model").value in registry.bundled()
+    assert figures(at)
+
+
+def test_empty_sentence_gets_a_message_not_a_traceback():
+    at = open_page(app(model="reverse"), "attention.py")
+    at.sidebar.text_area(key="text").set_value("   ").run()
+    assert not at.exception
+    assert any("empty" in i.value for i in at.info)
+
+
+def test_script_in_the_sentence_is_escaped_in_figures():
+    at = open_page(app(model="en-fr" if "en-fr" in registry.bundled() else "reverse"), "attention.py")
+    at.sidebar.text_area(key="text").set_value('</script><img src=x onerror="window.__pwned=1">').run()
+    assert not at.exception
+    spec = json.dumps(figures(at))
+    assert "<img" not in spec
+
+
+def test_qk_walkthrough_matches_the_trace():
+    at = open_page(app(model="reverse", text="1 2 3 4 5"), "qk.py")
+    caption = next(c.value for c in at.main.caption if "max |difference|" in c.value)
+    diff = float(caption.split("= ")[-1].rstrip("."))
+    assert diff < 1e-5
+    table = at.dataframe[0].value
+    assert abs(table["softmax weight"].sum() - 1.0) < 1e-5
+
+
+def test_decode_steps_advance_and_run_to_end():
+    at = open_page(app(model="reverse", text="1 2 3 4 5 6"), "decode.py")
+    at.button[0].click().run()
+    assert "step 1 of" in at.get("progress")[0].proto.text
+    at.button[1].click().run()
+    done = [s.value for s in at.success]
+    assert done and "6 5 4 3 2 1" in done[0]
