@@ -12,7 +12,8 @@ import streamlit as st  # noqa: E402
 
 from app.shell import sidebar  # noqa: E402
 
-PAGES = [  # (file, title, icon, url path)
+PAGES = [  # (file, title, icon, url path); the first is the default page, served at "/"
+    ("home.py", "Start here", ":material/home:", "home"),
     ("attention.py", "Attention", ":material/grid_on:", "attention"),
     ("qk.py", "Q·K walkthrough", ":material/calculate:", "qk"),
     ("bertviz_views.py", "bertviz views", ":material/hub:", "bertviz"),
@@ -24,7 +25,7 @@ PAGES = [  # (file, title, icon, url path)
     ("coreference.py", "Coreference probe", ":material/link:", "coreference"),
 ]
 
-st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
+st.set_page_config(page_title="Attention Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")
 pages = [st.Page(ROOT / "pages" / f, title=t, icon=i, url_path=u) for f, t, i, u in PAGES
          if (ROOT / "pages" / f).exists()]
 nav = st.navigation(pages)

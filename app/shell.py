@@ -93,7 +93,8 @@ def _init_from_url(names: list[str]) -> None:
         st.session_state.setdefault("_url_errors", []).append(
             f"The sentence in the link was {len(text)} characters; it was cut to {MAX_TEXT}.")
         text = text[:MAX_TEXT]
-    st.session_state["text"] = text if text is not None else DEFAULT_TEXT
+    model = st.session_state["model"]
+    st.session_state["text"] = text if text is not None else PRESETS.get(model, [DEFAULT_TEXT])[0]
     st.session_state["tgt"] = (_from_url("tgt", default="") or "")[:MAX_TEXT]
     st.session_state["present"] = _from_url("present", ["0", "1"], "0") == "1"
 

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 from core import registry
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["attention.py", "qk.py", "bertviz_views.py", "decode.py"]
+PAGES = ["home.py", "attention.py", "qk.py", "bertviz_views.py", "decode.py"]
 
 
 def app(**params) -> AppTest:
@@ -48,7 +48,7 @@ def test_every_page_renders_for_every_bundled_model(model, page):
         assert not at.exception
     if page == "bertviz_views.py":
         assert at.get("iframe"), "bertviz view not embedded"
-    else:
+    elif page != "home.py":
         assert at.get("plotly_chart"), f"{page} drew no figure"
 
 
@@ -73,9 +73,11 @@ def test_url_parameters_restore_the_view():
 
 
 def test_invalid_url_parameters_get_a_message_and_defaults():
-    at = app(model="no-such-model", layer="99", head="-1", text="1 2 3 4")  # Attention is the default page
+    at = app(model="no-such-model", layer="99", head="-1", text="1 2 3 4")
+    assert any("model" in w.value for w in at.warning)  # shown on the first page loaded
+    open_page(at, "attention.py")
     warnings = " ".join(w.value for w in at.warning)
-    assert "model" in warnings and "layer" in warnings and "head" in warnings
+    assert "layer" in warnings and "head" in warnings
     assert at.sidebar.selectbox(key="model").value in registry.bundled()
     assert figures(at)
 

@@ -1,0 +1,25 @@
+"""Start page: what Attention Lab shows and where each idea of the transformer papers lives."""
+import streamlit as st
+
+st.title("Attention Lab")
+st.markdown(
+    "Type a sentence in the sidebar and look inside a real, trained transformer while it reads it. "
+    "Every figure is computed live from the selected model on your sentence.")
+view = st.session_state.get("view")
+if view is not None:
+    st.info(f"Current model: **{view.name}** ({view.kind}). Change it, and the sentence, in the sidebar.")
+
+st.subheader("Where to find each idea")
+st.markdown("""
+| Idea (from the papers) | Page |
+|---|---|
+| Scaled dot-product attention, softmax(QKᵀ/√d_k + M)V, one row by hand | **Q·K walkthrough** |
+| Multi-head attention: every head of every layer; encoder self, masked decoder self, cross-attention | **Attention**, **bertviz views** |
+| Positional encoding: sinusoids, the rotation (shift) property, learned positions, RoPE, ALiBi | **Positional encoding** |
+| Masking: causal (no peeking at the future), padding, sliding window, your own mask | **Masking** |
+| Residual stream, LayerNorm, feed-forward layers, logit lens, switching heads off | **Layer outputs** |
+| Autoregressive decoding: greedy, beam search, sampling with temperature / top-k / top-p | **Decode step by step** |
+| Training: the warmup learning-rate schedule, label smoothing, watching attention form | **Training** |
+| Coreference: does "it" attend to "animal" (too tired) or "street" (too wide)? | **Coreference probe** |
+""")
+st.caption("Pages appear in the navigation on the left as they are available in this build.")

@@ -1,0 +1,76 @@
+"""End-to-end: the real app in real headless Chromium, with no request allowed off 127.0.0.1."""
+from urllib.parse import quote
+
+import pytest
+
+from core import registry
+
+pytestmark = pytest.mark.e2e
+MODEL = "en-fr" if "en-fr" in registry.bundled() else "reverse"
+XSS = '</script><img src=x onerror="window.__pwned=1">'
+
+
+def tick_texts(page) -> list[str]:
+    return page.eval_on_selector_all(".js-plotly-plot .xtick text", "els => els.map(e => e.textContent)")
+
+
+def pwned_anywhere(page) -> list:
+    hits = []
+    for frame in page.frames:
+        try:
+            if frame.evaluate("typeof window.__pwned !== 'undefined'"):
+                hits.append(frame.url)
+        except Exception:  # a detached frame
+            pass
+    return hits
+
+
+def test_attention_page_follows_the_typed_sentence(visit):
+    page = visit.open(f"/attention?model={MODEL}")
+    sentence = "The dog is tired." if MODEL == "en-fr" else "9 8 7 6 5"
+    box = page.get_by_label("Sentence")
+    box.fill(sentence)
+    box.press("Control+Enter")
+    visit.settle()
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot .xtick text')]"
+                           ".some(e => e.textContent === 'tired' || e.textContent === '9')", timeout=60_000)
+    ticks = tick_texts(page)
+    expected = ["dog", "tired"] if MODEL == "en-fr" else ["9", "8", "7"]
+    assert all(t in ticks for t in expected), ticks
+    visit.shot("attention", also_docs=True)
+    assert visit.external == [], visit.external
+    assert not visit.errors, visit.errors
+
+
+def test_bertviz_view_renders_its_svg_offline(visit):
+    page = visit.open(f"/bertviz?model={MODEL}")
+    frame = page.frame_locator("iframe").first
+    frame.locator("svg text").first.wait_for(timeout=60_000)
+    texts = frame.locator("svg text").all_text_contents()
+    assert len(texts) > 4
+    visit.shot("bertviz", also_docs=True)
+    assert visit.external == [], visit.external
+
+
+@pytest.mark.parametrize("path", ["/attention", "/bertviz", "/qk", "/decode"])
+def test_script_in_the_sentence_never_runs(visit, path):
+    page = visit.open(f"{path}?model={MODEL}&text={quote(XSS)}")
+    if path == "/bertviz":
+        page.frame_locator("iframe").first.locator("svg").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1000)
+    assert pwned_anywhere(page) == []
+    assert visit.dialogs == []
+    assert visit.external == [], visit.external
+
+
+@pytest.mark.parametrize("path,name", [("/qk", "qk"), ("/decode", "decode")])
+def test_other_pages_render_and_stay_local(visit, path, name):
+    page = visit.open(f"{path}?model={MODEL}")
+    if name == "decode":
+        page.get_by_role("button", name="Run to end").click()
+        visit.settle()
+        page.wait_for_selector("[data-testid=stAlertContentSuccess]", timeout=60_000)
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    visit.shot(name, also_docs=True)
+    assert visit.external == [], visit.external
+    assert not visit.errors, visit.errors
