@@ -44,7 +44,7 @@ class View:
 @st.cache_resource(show_spinner="Loading model…")
 def load_model(name: str) -> checkpoint.Checkpoint:
     """One copy per model for the whole server; pages only read it."""
-    return checkpoint.load(registry.resolve(name, allow_path=False))
+    return registry.load(name, allow_path=False)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -61,8 +61,8 @@ ORDER = ["en-fr", "en-de", "lm", "minilm", "reverse", "copy"]
 
 def models() -> list[str]:
     """Bundled models (the headline ones first), then the user's."""
-    bundled = sorted(registry.bundled(), key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
-    return bundled + [m for m in registry.user_models() if m not in bundled]
+    names = registry.available()
+    return sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n not in registry.bundled(), n))
 
 
 def _model_changed():

@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", required=True, help="TSV file: source<TAB>reference per line")
     args = ap.parse_args(argv)
     try:
-        ck = checkpoint.load(registry.resolve(args.model))
+        ck = registry.load(args.model)
         if ck.model.cfg.kind != "encoder-decoder":
             raise ValueError(f"{args.model} is a {ck.model.cfg.kind} model; evaluation needs a translation model")
         lang = ck.meta.get("task", "en-fr").split("-")[-1]

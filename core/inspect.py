@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write JSON here instead of stdout")
     args = ap.parse_args(argv)
     try:
-        data = trace_json(checkpoint.load(registry.resolve(args.model)), args.src, args.tgt)
+        data = trace_json(registry.load(args.model), args.src, args.tgt)
         text = json.dumps(data, ensure_ascii=False)
         if args.out:
             Path(args.out).write_text(text, encoding="utf-8")

@@ -37,6 +37,24 @@ def valid_name(name: str) -> bool:
     return bool(NAME.match(name or "")) and ".." not in name
 
 
+PRETRAINED = ("minilm",)  # loaded from an installed package by core.pretrained, not from a folder
+
+
+def available() -> list[str]:
+    """Every short name that :func:`load` accepts: bundled, pretrained (if installed), user-trained."""
+    from . import pretrained
+    names = bundled() + [n for n in PRETRAINED if pretrained.installed(n)]
+    return names + [n for n in user_models() if n not in names]
+
+
+def load(name: str, allow_path: bool = True, device="cpu"):
+    """A :class:`core.checkpoint.Checkpoint` for a short name (or, for CLIs, a checkpoint folder)."""
+    from . import checkpoint, pretrained
+    if name in PRETRAINED:
+        return pretrained.load(name, device=device)
+    return checkpoint.load(resolve(name, allow_path), device=device)
+
+
 def resolve(name: str, allow_path: bool = True) -> Path:
     """A short name (bundled first, then user-trained) or, for CLIs, a checkpoint folder path."""
     if valid_name(name):

@@ -71,8 +71,7 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
         probs = out.logits[0, -1].float().softmax(-1)
         output = tok.decode([int(probs.argmax())])
     else:
-        src_ids = tok.encode(src)
-        src_ids = _clip(src_ids, cfg.max_len, "sentence", notices)
+        src_ids = tok.frame(_clip(tok.encode(src), cfg.max_len - (len(tok.frame([])) or 0), "sentence", notices))
         tgt_ids = []
         out = model(torch.tensor([src_ids], device=device), trace=trace, ablate=ablate)
         probs = None

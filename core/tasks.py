@@ -54,6 +54,7 @@ def step_generator(seed: int, step: int, rank: int = 0) -> torch.Generator:
 
 class Task:
     name: str
+    description: str = ""
     model_kind = "encoder-decoder"
     tokenizer: Tokenizer
     max_len: int
@@ -77,6 +78,8 @@ class SyntheticTask(Task):
         self.tokenizer = tokenizer or Tokenizer.from_symbols(SYMBOLS)
         self.ids = [self.tokenizer.token_to_id("▁" + s) for s in SYMBOLS]
         self.max_len = max_len + 2
+        self.description = (f"random sequences of {min_len}-{max_len} symbols from {len(SYMBOLS)} "
+                            f"(digits 0-9, letters a-j); target = the {name} of the input")
 
     def target(self, seq: list[int]) -> list[int]:
         return list(seq) if self.name == "copy" else seq[::-1] if self.name == "reverse" else sorted(seq)
@@ -113,6 +116,9 @@ class TranslationTask(Task):
         self.train_ids = [(self.tokenizer.encode(p.src), self.tokenizer.encode(p.tgt)) for p in train]
         self.max_len = max(max(len(s), len(t)) for s, t in self.train_ids) + 8
         self._order: dict[tuple, list[int]] = {}
+        self.description = (f"core.data.translation: {len(train)} generated English→{lang} training pairs "
+                            "(coreference frames, held-out noun–adjective–frame combinations); BPE vocabulary "
+                            f"of {self.tokenizer.vocab_size}")
 
     def _indices(self, step, batch_size, seed, rank, world):
         """Epochs of a ``DistributedSampler`` over the training pairs, cut into batches by step."""
@@ -173,6 +179,8 @@ class LMTask(Task):
             raise ValueError(f"the training text is too short: {len(stream)} tokens; need at least "
                              f"{int(2 * (seq_len + 2) / 0.05)} for windows of {seq_len}")
         self.max_len = max(seq_len, 128)
+        self.description = (f"{'the generated English corpus (core.data.lm, 4000 sentences)' if text is None else 'a user text file'}: "
+                            f"{len(stream)} tokens, BPE vocabulary of {self.tokenizer.vocab_size}, windows of {seq_len}")
 
     def _windows(self, stream, starts):
         x = torch.stack([stream[s:s + self.seq_len] for s in starts])
@@ -204,3 +212,21 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
     if name == "lm":
         return LMTask(text, seq_len=seq_len or 64, tokenizer=tokenizer)
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+
+
+def heldout_metrics(ck) -> dict:
+    """The metrics a bundled model's card reports, on data training never saw.
+
+    Translation: the whole held-out test split (combinations never seen in training).
+    Synthetic: 1000 sequences from a generator seed training never uses. LM: validation loss.
+    """
+    task_name = ck.meta.get("task", "")
+    if task_name in TRANSLATION:
+        task = TranslationTask(task_name.split("-")[1], tokenizer=ck.tokenizer)
+        return task.evaluate(ck.model, n=None)
+    if task_name in SYNTHETIC:
+        cfg_len = ck.model.cfg.max_len - 2
+        return SyntheticTask(task_name, max_len=cfg_len, tokenizer=ck.tokenizer).evaluate(ck.model, n=1000)
+    if task_name == "lm":
+        return LMTask(tokenizer=ck.tokenizer, seq_len=64).evaluate(ck.model)
+    raise ValueError(f"no held-out evaluation for task {task_name!r}")

@@ -107,6 +107,10 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         return self.hf.encode(normalize_text(text), add_special_tokens=False).ids
 
+    def frame(self, ids: list[int]) -> list[int]:
+        """The ids an encoder-only model reads for one sentence (BERT adds [CLS] … [SEP]; ours adds nothing)."""
+        return list(ids)
+
     def decode(self, ids, skip_special: bool = True) -> str:
         ids = [int(i) for i in ids if not (skip_special and int(i) < len(SPECIALS))]
         return self.hf.decode(ids, skip_special_tokens=False).strip()

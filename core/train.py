@@ -140,14 +140,23 @@ def _load_opt(opt, tensors):
     opt.load_state_dict(sd)
 
 
-def _card(cfg: TrainConfig, summary: dict, n_params: int) -> str:
-    args = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(cfg).items()
-                    if k in MODEL_KEYS + ("steps", "seed", "batch_size", "lr", "warmup", "schedule", "seq_len")
-                    and v is not None)
-    return (f"# {cfg.task} model\n\nTrained with `python -m core.train --task {cfg.task} --out {cfg.out} {args}`\n\n"
-            f"- parameters: {n_params:,}\n- steps: {summary['steps']}\n- training time: {summary['seconds']:.1f} s\n"
-            f"- tokens/s: {summary['tokens_per_s']:.0f}\n- final loss: {summary['final_loss']:.4f}\n"
-            f"- metrics: `{json.dumps(summary['metrics'])}`\n")
+def command_line(cfg: TrainConfig) -> str:
+    """The exact command that reproduces a run (every setting that affects the result)."""
+    skip = {"history", "resume", "quiet", "device", "threads", "out"}
+    flags = []
+    for k, v in dataclasses.asdict(cfg).items():
+        if k in skip or v is None or v is False:
+            continue
+        flags.append(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}"))
+    return f"python -m core.train --out {cfg.out} " + " ".join(flags)
+
+
+def _card(cfg: TrainConfig, summary: dict, n_params: int, data: str) -> str:
+    return (f"# {cfg.task} model\n\nTrained with\n\n```\n{command_line(cfg)}\n```\n\n"
+            f"- data: {data}\n- parameters: {n_params:,}\n- steps: {summary['steps']}\n"
+            f"- training time: {summary['seconds']:.1f} s on {summary['device']}\n"
+            f"- tokens/s: {summary['tokens_per_s']:.0f}\n- final training loss: {summary['final_loss']:.4f}\n"
+            f"- metrics at the end of training: `{json.dumps(summary['metrics'])}`\n")
 
 
 class _Dist:
@@ -222,10 +231,10 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
             return
         st = {"step": step, "history": history, "train_config": dataclasses.asdict(cfg) | {"history": []}}
         tensors = _opt_tensors(opt) | {"rng.torch": torch.get_rng_state()}
-        meta = {"task": cfg.task, "step": step, "metrics": metrics or {}, "parameters": n_params}
+        meta = {"task": cfg.task, "command": command_line(cfg), "step": step, "metrics": metrics or {}, "parameters": n_params}
         summary = _summary(step, metrics or {}) if final else None
         checkpoint.save(out, model, task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),
-                        card=_card(cfg, summary, n_params) if summary else None,
+                        card=_card(cfg, summary, n_params, task.description) if summary else None,
                         extra_files={STATE_WEIGHTS: save(tensors), STATE_JSON: json.dumps(st).encode()})
 
     t0, tokens, last_loss, metrics = time.perf_counter(), 0, float("nan"), {}

@@ -25,6 +25,8 @@ from app.bertviz_embed import (  # noqa: E402
 
 VENDOR = ROOT / "assets" / "vendor"
 EVIL = '</script><img src=x onerror="window.__pwned=1">'
+# json.dumps turns the quotes above into \" which spoils that attribute; this one needs none.
+EVIL_BARE = "</script><img src=x onerror=window.__pwned=1>"
 VIEWS = {"head": head_view_html, "model": model_view_html}
 N_HEAD_SCRIPTS = 4  # d3, jQuery, require.js, AMD shim; then one per bertviz section
 
@@ -62,10 +64,10 @@ SECTIONS = {
 
 
 def _evil_case():
-    enc = ["hello", EVIL, "x\u2028y"]
+    enc = ["hello", EVIL, "x\u2028y", EVIL_BARE]
     dec = ["<b>bold</b>", "a&amp;b"]
     return ({"encoder": enc, "decoder": dec},
-            {"encoder": _attn(1, 2, 3, 3), "decoder": _attn(2, 2, 2, 2), "cross": _attn(2, 2, 2, 3)})
+            {"encoder": _attn(1, 2, 4, 4), "decoder": _attn(2, 2, 2, 2), "cross": _attn(2, 2, 2, 4)})
 
 
 def _params(html: str) -> list[dict]:
@@ -146,7 +148,7 @@ def test_vendor_readme_and_licences():
 @pytest.mark.parametrize("view", VIEWS)
 def test_malicious_token_is_escaped(view):
     html = VIEWS[view](*_evil_case())
-    assert EVIL not in html
+    assert EVIL not in html and EVIL_BARE not in html
     assert "</script><img" not in html
     assert "<img" not in html.lower() and "<b>bold" not in html
     assert "\u2028" not in html and "\u2029" not in html
@@ -154,11 +156,12 @@ def test_malicious_token_is_escaped(view):
     assert html.lower().count("</script") == N_HEAD_SCRIPTS + 2
     assert html.lower().count("<script data-src=") == N_HEAD_SCRIPTS + 2
     assert escape_script_json(json.dumps(EVIL)) in html
+    assert escape_script_json(json.dumps(EVIL_BARE)) in html
     assert "\\u003c/script\\u003e\\u003cimg src=x onerror=\\\"window.__pwned=1\\\"\\u003e" in html
     # The data is intact: the page's JSON decodes to the original tokens.
     texts = [d["left_text"] + d["right_text"] for p in _params(html) for d in p["attention"]]
     flat = {t for ts in texts for t in ts}
-    assert {EVIL, "x\u2028y", "<b>bold</b>", "a&amp;b"} <= flat
+    assert {EVIL, EVIL_BARE, "x\u2028y", "<b>bold</b>", "a&amp;b"} <= flat
     # bertviz's second copy of the params (inside a // comment) is gone
     assert "template marker" not in html
 
@@ -351,7 +354,7 @@ def test_browser_malicious_tokens_stay_text(browser, tmp_path, view, with_csp):
             page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.wait_for_timeout(300)
     texts = _svg_texts(page)
-    assert EVIL in texts and "<b>bold</b>" in texts
+    assert {EVIL, EVIL_BARE, "x\u2028y", "<b>bold</b>", "a&amp;b"} <= set(texts), texts
     assert page.evaluate("document.querySelectorAll('img, b').length") == 0
     _assert_clean(page, log)
 
