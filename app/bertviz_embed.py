@@ -49,9 +49,9 @@ VENDOR_DIR = Path(__file__).resolve().parent.parent / "assets" / "vendor"
 # globals, then require.js, then two named defines hand those globals to bertviz's
 # ``requirejs(['jquery', 'd3'], ...)``.
 VENDOR_SCRIPTS: tuple[tuple[str, str], ...] = (
+    ("requirejs", "require-2.3.6.js"),
     ("d3", "d3-5.7.0.min.js"),
     ("jquery", "jquery-2.2.4.min.js"),
-    ("requirejs", "require-2.3.6.js"),
 )
 
 # Runs after require.js. Errors from the AMD loader (or from bertviz's callback, which
@@ -243,7 +243,7 @@ def _rewrite_bertviz(fragment: str) -> tuple[str, str]:
     if leftovers or re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", script + markup, re.I):
         raise BertvizTemplateError(f"bertviz output still references a remote resource ({leftovers})")
 
-    script = script.replace("__ATTNLAB_PARAMS__", params_json, 1)
+    script = script.replace("__ATTNLAB_PARAMS__", escape_script_json(params_json), 1)
     return markup, script
 
 
@@ -260,7 +260,7 @@ def _vendor_scripts() -> tuple[tuple[str, str], ...]:
 
 def _script(body: str, label: str) -> str:
     low = body.lower()
-    if False:
+    if "</script" in low or "<!--" in low:
         raise BertvizTemplateError(f"{label} would break out of its inline <script>")
     return f'<script data-src="{html_lib.escape(label)}">\n{body}\n</script>\n'
 

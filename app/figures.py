@@ -103,3 +103,95 @@ def lines(series: dict, x=None, *, title: str = "", x_title: str = "", y_title: 
         fig.add_scatter(x=list(x) if x is not None else list(range(len(ys))), y=ys, mode="lines", name=label(name))
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title)
     return _style(fig, present, height=360, dark=dark)
+
+
+def _ticks(labels, n):
+    """Tick labels for an axis of length n: escaped strings, or None to keep plain numbers."""
+    if labels is None:
+        return None
+    return [label(t) for t in labels][:n]
+
+
+def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str = "", x_title: str = "", y_title: str = "",
+           value_name: str = "value", present: bool = False, dark: bool = False, diverging: bool = False,
+           show_values: bool = False, zmin=None, zmax=None, height: int | None = None) -> go.Figure:
+    """A general heatmap (rows = y, columns = x). Non-finite cells (−∞ of a mask, NaN) are left blank and,
+    with ``show_values``, written as ``−∞`` / ``NaN`` so nothing is hidden."""
+    z = z.detach().float().cpu()
+    n_y, n_x = z.shape
+    zlist = [[float(v) if torch.isfinite(v) else None for v in row] for row in z]
+    xs, ys = _ticks(x_labels, n_x), _ticks(y_labels, n_y)
+    hover_x = "%{customdata[0]}" if xs else "%{x}"
+    hover_y = "%{customdata[1]}" if ys else "%{y}"
+    custom = [[[xs[j] if xs else j, ys[i] if ys else i] for j in range(n_x)] for i in range(n_y)]
+    scale = "RdBu" if diverging else ("Greys" if present else "Blues")
+    hm = go.Heatmap(z=zlist, x=list(range(n_x)), y=list(range(n_y)), customdata=custom, colorscale=scale,
+                    zmid=0 if diverging and zmin is None else None, zmin=zmin, zmax=zmax,
+                    hovertemplate=f"{y_title or 'row'} {hover_y}, {x_title or 'column'} {hover_x}"
+                                  f"<br>{value_name} %{{z:.6g}}<extra></extra>", colorbar=dict(title=value_name))
+    if show_values:
+        def cell(v):
+            v = float(v)
+            if v != v:
+                return "NaN"
+            return ("−∞" if v < 0 else "∞") if v in (float("inf"), float("-inf")) else f"{v:.2f}"
+        hm.text = [[cell(v) for v in row] for row in z]
+        hm.texttemplate = "%{text}"
+    fig = go.Figure(hm)
+    if xs:
+        fig.update_xaxes(tickvals=list(range(n_x)), ticktext=xs)
+    if ys:
+        fig.update_yaxes(tickvals=list(range(n_y)), ticktext=ys)
+    fig.update_xaxes(title=x_title, side="top" if ys and xs else None)
+    fig.update_yaxes(title=y_title, autorange="reversed")
+    fig.update_layout(title=title)
+    return _style(fig, present, height=height or min(900, 200 + max(n_y, 4) * (30 if present else 24)), dark=dark)
+
+
+def mask_map(mask: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present: bool = False,
+             dark: bool = False) -> go.Figure:
+    """An additive mask as a picture: dark = the query may look at the key (0), light = masked (−∞)."""
+    allowed = torch.isfinite(mask.float()).float()
+    fig = matrix(allowed, k_tokens, q_tokens, title=title, x_title="key", y_title="query", value_name="allowed",
+                 present=present, dark=dark, zmin=0, zmax=1, show_values=False)
+    n_q, n_k = allowed.shape
+    if n_q * n_k <= 900:
+        fig.data[0].text = [["0" if a else "−∞" for a in row] for row in allowed.bool().tolist()]
+        fig.data[0].texttemplate = "%{text}"
+    fig.data[0].showscale = False
+    return fig
+
+
+def grouped_bars(series: dict, names, *, title: str = "", y_title: str = "", present: bool = False,
+                 dark: bool = False) -> go.Figure:
+    """One bar group per name (token, layer), one colour per series."""
+    xs = [label(n) for n in names]
+    fig = go.Figure()
+    for key, values in series.items():
+        fig.add_bar(name=label(key), x=list(range(len(xs))), y=[float(v) for v in values], customdata=xs,
+                    hovertemplate=f"{label(key)} · %{{customdata}}: %{{y:.6f}}<extra></extra>")
+    fig.update_xaxes(tickvals=list(range(len(xs))), ticktext=xs)
+    fig.update_layout(barmode="group", title=title, yaxis_title=y_title)
+    return _style(fig, present, height=360, dark=dark)
+
+
+def trajectories(coords: torch.Tensor, tokens, stages, *, selected: int, share=None, title: str = "",
+                 present: bool = False, dark: bool = False) -> go.Figure:
+    """2-D PCA of token vectors ``coords [S, T, 2]``: every token's path through the stages (faint)
+    and the tokens at stage ``selected`` (labelled)."""
+    fig = go.Figure()
+    toks = [label(t) for t in tokens]
+    for t, name in enumerate(toks):
+        fig.add_scatter(x=coords[:, t, 0].tolist(), y=coords[:, t, 1].tolist(), mode="lines", opacity=0.25,
+                        line=dict(width=1), showlegend=False, hoverinfo="skip")
+    sel = coords[selected]
+    fig.add_scatter(x=sel[:, 0].tolist(), y=sel[:, 1].tolist(), mode="markers+text", text=toks,
+                    textposition="top center", marker=dict(size=12 if present else 9), name=label(stages[selected]),
+                    customdata=[[i, n] for i, n in enumerate(toks)],
+                    hovertemplate="%{customdata[1]} (token %{customdata[0]})<br>PC1 %{x:.3f}, PC2 %{y:.3f}"
+                                  "<extra></extra>")
+    axes = ["PC1", "PC2"]
+    if share is not None:
+        axes = [f"PC{i + 1} ({float(s) * 100:.0f}% of variance)" for i, s in enumerate(share)]
+    fig.update_layout(title=title, xaxis_title=axes[0], yaxis_title=axes[1])
+    return _style(fig, present, height=480, dark=dark)
