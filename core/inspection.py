@@ -23,7 +23,7 @@ import torch
 from . import registry
 from .checkpoint import CheckpointError, read_config
 from .decoding import greedy_batch
-from .masks import NEG_INF, alibi_bias, combine, padding_mask, window_mask
+from .masks import NEG_INF, alibi_bias, causal_mask, combine, padding_mask, window_mask
 from .model import Transformer, _Run
 from .positional import apply_rope, rope_cache, shift_matrix, sinusoidal
 from .tokenizer import BOS, EOS
@@ -82,6 +82,12 @@ def rope_scores(d_head: int, n_positions: int, base: float = 10000.0, seed: int 
     rq = apply_rope(q.expand(n_positions, d_head), cos, sin)
     rk = apply_rope(k.expand(n_positions, d_head), cos, sin)
     return rq @ rk.T
+
+
+def alibi_matrix(n_heads: int, t: int, head: int, causal: bool = False) -> torch.Tensor:
+    """``[t, t]`` ALiBi bias of one head (``-slope·|i - j|``), with −∞ above the diagonal if ``causal``."""
+    bias = alibi_bias(n_heads, t)[0, head]
+    return bias + causal_mask(t) if causal else bias
 
 
 def positional_kinds() -> dict[str, str]:
@@ -191,14 +197,18 @@ def model_mask(trace: Trace, name: str) -> torch.Tensor:
     return additive(allowed_of(trace[f"{name}.mask"] if f"{name}.mask" in trace else None, t_q, t_k))
 
 
-def apply_mask(scores: torch.Tensor, mask: torch.Tensor, bias: torch.Tensor | None = None) -> dict:
+def apply_mask(scores: torch.Tensor, mask: torch.Tensor, bias: torch.Tensor | None = None,
+               extra: torch.Tensor | None = None) -> dict:
     """``softmax(scores + bias + mask)`` for one head ``[Tq, Tk]``, with the checks a learner wants to see.
 
+    ``extra`` is a further additive mask added to ``mask`` (the combined mask is returned as ``mask``).
     ``masked_max`` is the largest weight that landed on a masked entry (0.0 exactly);
     ``row_sums`` the sum of every row; ``empty_rows`` the queries with every key masked (their
     softmax is 0/0 = NaN)."""
     scores = scores.float()
     mask = torch.broadcast_to(mask.float(), scores.shape)
+    if extra is not None:
+        mask = mask + extra.float()
     logits = scores + (0.0 if bias is None else bias.float()) + mask
     weights = torch.softmax(logits, dim=-1)
     allowed = torch.isfinite(mask)
@@ -244,6 +254,7 @@ def padding_demo(model: Transformer, long_ids: list[int], short_ids: list[int]) 
     weights = tr[f"{stack}.0.self_attn.weights"]  # [B, H, T, T]
     pad_weight = float(weights[1, :, :n, n:].max()) if n < t else 0.0
     return {"ids": rows, "is_pad": is_pad.cpu(), "mask": padding_mask(is_pad).cpu(), "stack": stack,
+            "square": padding_mask(is_pad).expand(len(rows), 1, t, t)[:, 0].cpu(),
             "weights": weights.cpu(), "pad_weight": pad_weight, "short_len": n,
             "max_diff": float((hidden[1, :n] - alone[0]).abs().max())}
 
@@ -378,9 +389,7 @@ def translate_ablated(model: Transformer, src_ids: list[int], heads_off: dict) -
 def window(t: int, size: int, causal: bool) -> torch.Tensor:
     """The ``[t, t]`` sliding-window mask of :func:`core.masks.window_mask`, optionally with the causal mask."""
     m = window_mask(t, size)
-    if causal:
-        m = m + additive(torch.ones(t, t, dtype=torch.bool).tril())
-    return m
+    return m + causal_mask(t) if causal else m
 
 
 # ======================================================================= layers
@@ -425,6 +434,12 @@ def sublayer_norms(trace: Trace, stack: str) -> dict:
             "relative": {k: torch.stack(v) for k, v in relative.items()}}
 
 
+def sublayer_summary(trace: Trace, stack: str, token: int | None = None, relative: bool = True) -> dict:
+    """``{part: [L]}``: what each sublayer adds, for one token or averaged over the tokens."""
+    norms = sublayer_norms(trace, stack)["relative" if relative else "absolute"]
+    return {k: (v.mean(-1) if token is None else v[:, token]) for k, v in norms.items()}
+
+
 def pca_2d(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact PCA of the rows of ``x [N, d]`` (SVD of the centred data): ``([N, 2] coordinates, [2] explained share)``.
 
@@ -450,11 +465,12 @@ def stream_pca(stages) -> tuple[torch.Tensor, torch.Tensor]:
     return coords.reshape(stacked.shape[0], stacked.shape[1], 2), share
 
 
-def top_neurons(act: torch.Tensor, k: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
-    """The k FFN neurons with the largest activation on any token of ``act [T, d_ff]``: (indices, max values)."""
-    peak = act.float().max(0).values
-    v, i = peak.topk(min(k, peak.numel()))
-    return i, v
+def top_neurons(act: torch.Tensor, k: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The k FFN neurons with the largest activation on any token of ``act [T, d_ff]``:
+    (indices, their peak values, their columns ``[T, k]``)."""
+    act = act.float()
+    v, i = act.max(0).values.topk(min(k, act.shape[-1]))
+    return i, v, act[:, i]
 
 
 def output_stack(model: Transformer) -> str:
@@ -476,4 +492,20 @@ def logit_lens(model: Transformer, trace: Trace, position: int, k: int = 5) -> l
         logits = model.project(norm(h) if norm is not None else h).float().cpu()
         p, i = logits.softmax(-1).topk(min(k, logits.numel()))
         rows.append({"stage": label, "logits": logits, "ids": i, "probs": p})
+    final = int(rows[-1]["ids"][0])
+    for row in rows:
+        row["p_final"] = float(row["logits"].softmax(-1)[final])
     return rows
+
+
+def compare_distributions(logits_a: torch.Tensor, logits_b: torch.Tensor, k: int = 8) -> dict:
+    """Two next-token distributions side by side: the union of both top-k token ids with both
+    probabilities, and the total variation distance ``½ Σ |p - q|``."""
+    pa, pb = logits_a.float().softmax(-1), logits_b.float().softmax(-1)
+    ids = []
+    for i in pa.topk(min(k, pa.numel())).indices.tolist() + pb.topk(min(k, pb.numel())).indices.tolist():
+        if i not in ids:
+            ids.append(i)
+    idx = torch.tensor(ids)
+    return {"ids": ids, "a": pa[idx], "b": pb[idx], "tv": float((pa - pb).abs().sum() / 2),
+            "top_a": int(pa.argmax()), "top_b": int(pb.argmax())}

@@ -21,6 +21,7 @@ SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"
 SYNTHETIC = ("copy", "reverse", "sort")
 TRANSLATION = ("en-fr", "en-de")
 TASKS = SYNTHETIC + TRANSLATION + ("lm",)
+SIMPLE_REPEAT = 12
 
 
 @dataclass
@@ -113,11 +114,14 @@ class TranslationTask(Task):
         self.name, self.lang, self.data = f"en-{lang}", lang, translation
         train = translation.generate(lang, "train")
         self.tokenizer = tokenizer or Tokenizer.train([p.src for p in train] + [p.tgt for p in train], "bpe", vocab_size)
-        self.train_ids = [(self.tokenizer.encode(p.src), self.tokenizer.encode(p.tgt)) for p in train]
+        # Simple sentences ("I am happy.") are ~1 % of the corpus; repeat them so the model learns them too.
+        pool = train + [p for p in train if p.frame == "simple"] * (SIMPLE_REPEAT - 1)
+        self.train_ids = [(self.tokenizer.encode(p.src), self.tokenizer.encode(p.tgt)) for p in pool]
         self.max_len = max(max(len(s), len(t)) for s, t in self.train_ids) + 8
         self._order: dict[tuple, list[int]] = {}
-        self.description = (f"core.data.translation: {len(train)} generated English→{lang} training pairs "
-                            "(coreference frames, held-out noun–adjective–frame combinations); BPE vocabulary "
+        self.description = (f"core.data.translation: {len(train)} generated English→{lang} training pairs, simple "
+                            f"sentences repeated ×{SIMPLE_REPEAT} (coreference frames; held-out noun–adjective–frame "
+                            "combinations); BPE vocabulary "
                             f"of {self.tokenizer.vocab_size}")
 
     def _indices(self, step, batch_size, seed, rank, world):

@@ -1,0 +1,123 @@
+"""Positional encoding: the sinusoidal table and its geometry, other schemes, and the live sentence's embeddings."""
+import streamlit as st
+
+from app import figures
+from app.inspect_state import permutation, positional_kinds
+from app.shell import current_run
+from core import inspection as ins
+from core.masks import alibi_slopes
+from core.positional import sinusoidal
+
+st.title("Positional encoding")
+st.latex(r"PE_{(pos,2i)}=\sin\!\left(pos/N^{2i/d_{model}}\right)\qquad PE_{(pos,2i+1)}=\cos\!\left(pos/N^{2i/d_{model}}\right)"
+         r"\qquad\text{(Vaswani et al. 2017, sec. 3.5)}")
+view = st.session_state.get("view")
+res = current_run(view) if view else None
+if res is None:
+    st.stop()
+model, cfg = view.ck.model, view.ck.model.cfg
+P = dict(present=view.present, dark=view.dark)
+
+st.header("1. The sinusoidal table")
+c1, c2, c3 = st.columns(3)
+d_model = c1.slider("d_model", 8, 512, min(512, cfg.d_model - cfg.d_model % 8) or 64, step=8, key="pe_d")
+n_pos = c2.slider("Number of positions", 8, 256, 64, key="pe_n")
+base = c3.select_slider("Base N", [10, 100, 1000, 10000, 100000, 1000000], value=10000, key="pe_base")
+pe = sinusoidal(n_pos, d_model, float(base))
+st.plotly_chart(figures.matrix(pe, x_title="dimension", y_title="position", value_name="PE", diverging=True,
+                               title=f"PE for {n_pos} positions × {d_model} dimensions, N = {base}", **P), key="pe_table")
+dims = st.multiselect("Dimensions to follow over position", range(d_model), key=f"pe_dims_{d_model}",
+                      default=[0, 1, d_model // 4, d_model // 2])
+st.plotly_chart(figures.lines({f"dimension {i}": pe[:, i] for i in dims}, title="Low dimensions turn fast, high ones slowly",
+                              x_title="position", y_title="PE", **P), key="pe_curves")
+
+st.header("2. Similarity between positions depends on the offset only")
+metric = st.radio("Similarity", ["dot", "cosine"], horizontal=True, format_func={"dot": "dot product", "cosine": "cosine"}.get)
+sim = ins.position_similarity(pe, metric)
+st.plotly_chart(figures.matrix(sim, x_title="position", y_title="position", value_name=metric,
+                               title=f"PE(i)·PE(j) ({metric})", **P), key="pe_sim")
+starts = [0, n_pos // 4, n_pos // 2]
+st.plotly_chart(figures.lines({f"from position {m}": v for m, v in ins.by_offset(sim, starts).items()},
+                              title="The same curve from every starting position", x_title="offset j − i",
+                              y_title=metric, **P), key="pe_offset")
+st.caption(f"Largest difference between two pairs (i, j) with the same offset j − i: {ins.offset_spread(sim):.2e} "
+           "(float32 rounding): PE(i)·PE(j) = Σ cos((i − j)·ωₖ).")
+
+st.header("3. Shifting is a rotation: PE(pos + k) = R_k · PE(pos)")
+c1, c2 = st.columns(2)
+k = c1.slider("Shift k", 0, n_pos // 2, 3, key="pe_k")
+pos = c2.slider("Position pos", 0, n_pos - 1 - k, 0, key="pe_pos")
+sc = ins.shift_check(n_pos, d_model, k, float(base))
+st.plotly_chart(figures.lines({"PE(pos + k), from the table": sc["direct"][pos], "R_k · PE(pos), rotated": sc["rotated"][pos]},
+                              title=f"Position {pos + k}, two ways", x_title="dimension", y_title="value", **P), key="pe_shift")
+st.metric("Largest |R_k·PE(pos) − PE(pos+k)| over every position and dimension", f"{sc['max_error']:.2e}")
+with st.expander("The rotation matrix R_k (block-diagonal 2×2 rotations)"):
+    st.plotly_chart(figures.matrix(sc["matrix"], x_title="dimension", y_title="dimension", value_name="R_k",
+                                   diverging=True, **P), key="pe_rot")
+
+st.header("4. Other ways to encode position")
+st.caption(f"The current model, {view.name}, uses **{cfg.pos_encoding}** positions.")
+t_learned, t_rope, t_alibi = st.tabs(["Learned", "RoPE", "ALiBi"])
+with t_learned:
+    if cfg.pos_encoding == "learned":
+        table = model.embed.position_table().detach()
+        st.plotly_chart(figures.matrix(table, x_title="dimension", y_title="position", value_name="weight", diverging=True,
+                                       title=f"Learned position vectors of {view.name}", **P), key="learned")
+        lsim = ins.position_similarity(table, "cosine")
+        st.plotly_chart(figures.matrix(lsim, x_title="position", y_title="position", value_name="cosine", **P), key="learned_sim")
+        st.caption(f"Spread at equal offsets: {ins.offset_spread(lsim):.3f} — learned vectors need not depend on the offset only.")
+    else:
+        learned = [n for n, kind in positional_kinds().items() if kind == "learned"]
+        st.info("This model has no learned position table. " + (f"Bundled models with learned positions: {', '.join(learned)}."
+                if learned else "None of the bundled models uses learned positions."))
+with t_rope:
+    st.markdown("RoPE rotates q and k by their positions instead of adding a vector: q·k then depends on m − n only.")
+    rs = ins.rope_scores(max(2, cfg.d_head - cfg.d_head % 2), n_pos, float(base), seed=st.number_input("Random q, k seed", 0, 999, 0))
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figures.matrix(rs, x_title="key position n", y_title="query position m", value_name="q·k", diverging=True,
+                                   title="RoPE(q, m) · RoPE(k, n)", **P), key="rope")
+    c2.plotly_chart(figures.lines({f"m = {m}": v for m, v in ins.by_offset(rs, starts).items()}, x_title="offset n − m",
+                                  y_title="q·k", title="Same offset, same score", **P), key="rope_offset")
+    st.caption(f"Largest difference at equal offsets: {ins.offset_spread(rs):.2e}")
+with t_alibi:
+    toks = res.src_tokens if "encoder.embed.out" in res.trace else res.tgt_tokens
+    slopes = alibi_slopes(cfg.n_heads)
+    st.plotly_chart(figures.bars(slopes, [f"head {h}" for h in range(cfg.n_heads)], title="ALiBi slope per head",
+                                 y_title="slope", **P), key="alibi_slopes")
+    h = st.selectbox("Head", range(cfg.n_heads), key="alibi_head")
+    bias = ins.alibi_matrix(cfg.n_heads, len(toks), h, causal=cfg.kind == "decoder-only")
+    st.plotly_chart(figures.matrix(bias, toks, toks, x_title="key", y_title="query", value_name="bias", show_values=len(toks) <= 20,
+                                   title=f"Bias −slope·|i − j| added to the scores, head {h}", **P), key="alibi_bias")
+
+st.header("5. Your sentence: token + position = input")
+stacks = [s for s in ("encoder", "decoder") if f"{s}.embed.out" in res.trace]
+stack = st.radio("Stack", stacks, horizontal=True) if len(stacks) > 1 else stacks[0]
+toks = res.src_tokens if stack == "encoder" else res.tgt_tokens
+parts = ins.embedding_parts(res.trace, stack)
+shown = {"token embedding (×√d)": parts["tokens"], "positional term": parts["positions"], "sum (layer input)": parts["sum"]}
+tabs = st.tabs(list(shown))
+for tab, (title, m) in zip(tabs, shown.items()):
+    with tab:
+        if m is None:
+            st.info(f"{cfg.pos_encoding}: nothing is added to the embeddings; position enters inside attention.")
+        else:
+            st.plotly_chart(figures.matrix(m, None, toks, x_title="dimension", y_title="token", value_name="value",
+                                           diverging=True, title=title, **P), key=f"emb_{title}")
+norms = {k: v for k, v in parts["norms"].items() if v is not None}
+st.plotly_chart(figures.grouped_bars(norms, toks, title="Vector norms per token", y_title="‖·‖", **P), key="emb_norms")
+if parts["other"] > 1e-5:
+    st.caption(f"The sum also includes token types or an embedding LayerNorm (differs from token + position by {parts['other']:.3f}).")
+
+st.header("6. Without positions, attention cannot see order")
+seed = st.number_input("Shuffle seed", 0, 9999, 0)
+pt = permutation(view.name, tuple(res.src_ids), int(seed))
+src_toks = res.src_tokens
+st.markdown("Shuffled sentence: " + " ".join(f"`{figures.label(src_toks[i])}`" for i in pt["perm"]))
+c1, c2 = st.columns(2)
+c1.metric("Without positional terms: max |layer(shuffled) − shuffled(layer)|", f"{pt['without']['max_diff']:.2e}")
+c2.metric("With the model's positional terms", f"{pt['with']['max_diff']:.2e}")
+st.plotly_chart(figures.grouped_bars({"without positions": pt["without"]["per_token"], "with positions": pt["with"]["per_token"]},
+                                     [src_toks[i] for i in pt["perm"]], y_title="‖difference‖", **P,
+                                     title=f"{pt['stack']} layer 0: each shuffled token vs its twin in the original order"), key="perm")
+st.caption("Positional terms of this model: " + ("; ".join(pt["terms"]) or "none — so the two runs are the same") +
+           ". Without them the layer's outputs are the same vectors, just permuted (differences are float rounding).")
