@@ -49,9 +49,9 @@ VENDOR_DIR = Path(__file__).resolve().parent.parent / "assets" / "vendor"
 # globals, then require.js, then two named defines hand those globals to bertviz's
 # ``requirejs(['jquery', 'd3'], ...)``.
 VENDOR_SCRIPTS: tuple[tuple[str, str], ...] = (
-    ("requirejs", "require-2.3.6.js"),
     ("d3", "d3-5.7.0.min.js"),
     ("jquery", "jquery-2.2.4.min.js"),
+    ("requirejs", "require-2.3.6.js"),
 )
 
 # Runs after require.js. Errors from the AMD loader (or from bertviz's callback, which

@@ -180,6 +180,15 @@ def additive(allowed: torch.Tensor) -> torch.Tensor:
     return torch.zeros(allowed.shape).masked_fill(~allowed.bool(), NEG_INF)
 
 
+def combine2(*masks: torch.Tensor | None) -> torch.Tensor:
+    """Sum of ``[Tq, Tk]`` additive masks (−∞ wins), kept 2-D; None entries are skipped."""
+    out = None
+    for m in masks:
+        if m is not None:
+            out = m.float() if out is None else out + m.float()
+    return out
+
+
 def allowed_of(mask: torch.Tensor | None, t_q: int, t_k: int) -> torch.Tensor:
     """Boolean ``[t_q, t_k]`` view of an additive mask (None = everything allowed)."""
     if mask is None:
@@ -202,7 +211,8 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor, bias: torch.Tensor | No
     """``softmax(scores + bias + mask)`` for one head ``[Tq, Tk]``, with the checks a learner wants to see.
 
     ``extra`` is a further additive mask added to ``mask`` (the combined mask is returned as ``mask``).
-    ``masked_max`` is the largest weight that landed on a masked entry (0.0 exactly);
+    ``masked_max`` is the largest weight that landed on a masked entry (0.0 exactly), ``row_masked_max``
+    the same per query row (None where nothing is masked or the whole row is);
     ``row_sums`` the sum of every row; ``empty_rows`` the queries with every key masked (their
     softmax is 0/0 = NaN)."""
     scores = scores.float()
@@ -215,8 +225,10 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor, bias: torch.Tensor | No
     empty = ~allowed.any(-1)
     hidden = ~allowed & ~empty[:, None]
     masked_max = float(weights[hidden].max()) if bool(hidden.any()) else 0.0
+    row_masked_max = [float(w[h].max()) if bool(h.any()) else None for w, h in zip(weights, hidden)]
     return {"scores": scores, "mask": mask, "logits": logits, "weights": weights, "row_sums": weights.sum(-1),
-            "masked_max": masked_max, "empty_rows": empty.nonzero().flatten().tolist(), "allowed": allowed}
+            "masked_max": masked_max, "row_masked_max": row_masked_max,
+            "empty_rows": empty.nonzero().flatten().tolist(), "allowed": allowed}
 
 
 def source_ids(tokenizer, cfg, text: str) -> list[int]:
@@ -465,12 +477,13 @@ def stream_pca(stages) -> tuple[torch.Tensor, torch.Tensor]:
     return coords.reshape(stacked.shape[0], stacked.shape[1], 2), share
 
 
-def top_neurons(act: torch.Tensor, k: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def top_neurons(act: torch.Tensor, k: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The k FFN neurons with the largest activation on any token of ``act [T, d_ff]``:
-    (indices, their peak values, their columns ``[T, k]``)."""
+    (indices, their peak values, their columns ``[T, k]``, the token where each peaks)."""
     act = act.float()
-    v, i = act.max(0).values.topk(min(k, act.shape[-1]))
-    return i, v, act[:, i]
+    peak, where = act.max(0)
+    v, i = peak.topk(min(k, act.shape[-1]))
+    return i, v, act[:, i], where[i]
 
 
 def output_stack(model: Transformer) -> str:

@@ -52,6 +52,10 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
     unknown = tok.unknown_words(src)
     if unknown:
         notices.append("Not in this model's vocabulary (shown as [UNK]): " + ", ".join(unknown[:10]))
+    split = [w for w in getattr(tok, "split_words", lambda _: [])(src) if w not in unknown]
+    if split:
+        notices.append("Not in this model's vocabulary as whole words, so read as sub-word pieces: "
+                       + ", ".join(split[:10]))
     trace = Trace(layers)
     if cfg.kind == "encoder-decoder":
         src_ids = _clip(tok.encode(src), cfg.max_len - 1, "sentence", notices) + [EOS]

@@ -129,6 +129,21 @@ class Tokenizer:
             out.append(tok if int(i) < len(SPECIALS) else (tok[1:] if tok.startswith("▁") and len(tok) > 1 else tok))
         return out
 
+    def split_words(self, text: str) -> list[str]:
+        """Words of ``text`` the vocabulary does not hold whole, so they became several sub-word pieces."""
+        norm = normalize_text(text)
+        enc = self.hf.encode(norm, add_special_tokens=False)
+        pieces: dict[int, int] = {}
+        for w in enc.word_ids:
+            if w is not None:
+                pieces[w] = pieces.get(w, 0) + 1
+        out = {}
+        for w, count in pieces.items():
+            if count > 1:
+                a, b = enc.word_to_chars(w)
+                out[norm[a:b].strip()] = True
+        return list(out)
+
     def unknown_words(self, text: str) -> list[str]:
         """Words of ``text`` that map to [UNK] (the app warns about them)."""
         enc = self.hf.encode(normalize_text(text), add_special_tokens=False)

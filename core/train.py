@@ -198,7 +198,9 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
         say = lambda msg: None  # noqa: E731
     out = Path(cfg.out) if cfg.out else None
     resumed = None
-    if cfg.resume and out is not None and (checkpoint.recover(out) / STATE_JSON).exists():
+    if cfg.resume and not (checkpoint.recover(out) / STATE_JSON).exists():
+        raise ValueError(f"--resume: there is no training checkpoint to resume in {out}")
+    if cfg.resume:
         resumed = checkpoint.load(out, device)
         state = json.loads((out / STATE_JSON).read_text())
         saved = state["train_config"]

@@ -1,0 +1,400 @@
+"""Training jobs for the Training page: ``core.train.train`` in a background thread, read through snapshots.
+
+The worker thread never touches Streamlit. It writes its progress (loss history, held-out metrics,
+attention snapshots, status) into the :class:`Job` under a lock, and the page only reads copies of it
+(:meth:`Job.snapshot`). A module-level registry limits how many jobs the whole server runs at once,
+and :func:`check_settings` caps the model and run size so one learner cannot monopolise the machine.
+
+A finished run is copied from its temporary folder into ``registry.user_dir()/<name>``, where the
+shared sidebar's model picker finds it on every page.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import os
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import torch
+
+from core import checkpoint, registry
+from core.config import ModelConfig
+from core.tasks import SYNTHETIC, TASKS, TRANSLATION
+from core.tokenizer import BOS, EOS
+from core.train import TrainConfig, learning_rate, pick_device, train
+
+MAX_JOBS = 2  # concurrent training jobs on the whole server
+MAX_STEPS = 5000
+MAX_D_MODEL = 256
+MAX_LAYERS = 4
+MAX_HEADS = 16
+MAX_D_FF = 1024
+MAX_BATCH = 256
+MAX_UPLOAD = 2_000_000  # bytes of uploaded LM text
+MAX_PAUSE_S = 600.0  # a job paused longer than this is stopped, so it does not hold a slot forever
+MAX_RUN_S = 1800.0  # wall-clock limit of one run
+N_SNAPSHOTS = 6
+PROBE_SYNTHETIC = "3 1 4 1 5 9"
+PROBE_SENTENCE = "The animal didn't cross the street because it was too tired."
+MODEL_FILES = (checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.TOKENIZER, checkpoint.CARD)
+FINISHED = ("done", "stopped", "error")
+
+_lock = threading.Lock()
+_active: set["Job"] = set()
+_ids = itertools.count(1)
+
+
+class JobLimitError(RuntimeError):
+    """The server already runs :data:`MAX_JOBS` training jobs."""
+
+
+# --------------------------------------------------------------------------- settings
+
+def check_settings(cfg: TrainConfig, name: str) -> list[str]:
+    """Every problem with a run's settings, as sentences for the learner (empty list = fine)."""
+    errors = []
+    if cfg.task not in TASKS:
+        errors.append(f"Unknown task {cfg.task!r}; choose one of {', '.join(TASKS)}.")
+    if not 1 <= cfg.steps <= MAX_STEPS:
+        errors.append(f"Steps must be between 1 and {MAX_STEPS:,} (got {cfg.steps}).")
+    if not 1 <= cfg.batch_size <= MAX_BATCH:
+        errors.append(f"Batch size must be between 1 and {MAX_BATCH} (got {cfg.batch_size}).")
+    if not 1 <= cfg.layers <= MAX_LAYERS:
+        errors.append(f"Layers must be between 1 and {MAX_LAYERS} (got {cfg.layers}).")
+    if not 1 <= cfg.d_model <= MAX_D_MODEL:
+        errors.append(f"d_model must be between 1 and {MAX_D_MODEL} on this server (got {cfg.d_model}).")
+    if not 1 <= cfg.heads <= MAX_HEADS:
+        errors.append(f"Heads must be between 1 and {MAX_HEADS} (got {cfg.heads}).")
+    if not 1 <= cfg.d_ff <= MAX_D_FF:
+        errors.append(f"d_ff must be between 1 and {MAX_D_FF} (got {cfg.d_ff}).")
+    if cfg.kv_heads is not None and cfg.kv_heads < 1:
+        errors.append(f"Key/value heads must be at least 1 (got {cfg.kv_heads}).")
+    if cfg.warmup < 0:
+        errors.append("Warm-up steps cannot be negative.")
+    if not cfg.lr > 0:
+        errors.append("The learning-rate factor must be positive.")
+    if not errors:  # the model's own rules: divisibility, RoPE needs an even head size, ...
+        kind = "decoder-only" if cfg.task == "lm" else "encoder-decoder"
+        try:
+            ModelConfig(kind=kind, vocab_size=100, d_model=cfg.d_model, n_heads=cfg.heads, n_kv_heads=cfg.kv_heads,
+                        n_encoder_layers=cfg.layers, n_decoder_layers=cfg.layers, d_ff=cfg.d_ff,
+                        pos_encoding=cfg.pos_encoding, norm=cfg.norm, activation=cfg.activation).validate()
+            cfg.validate()
+        except ValueError as e:
+            errors.append(_sentence(str(e)))
+    if not registry.valid_name(name):
+        errors.append("The model name must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or "
+                      "digit (it becomes a folder name).")
+    elif name_taken(name):
+        errors.append(f"A model called {name!r} already exists; choose another name.")
+    return errors
+
+
+def _sentence(msg: str) -> str:
+    return msg[:1].upper() + msg[1:] + ("" if msg.endswith(".") else ".")
+
+
+def name_taken(name: str) -> bool:
+    """True when ``name`` is a bundled or saved model, or the target of a job that is still running."""
+    if name in registry.bundled() or (registry.user_dir() / name).exists():
+        return True
+    with _lock:
+        return any(j.name == name for j in _active)
+
+
+def suggest_name(task: str) -> str:
+    """The first free ``<task>-<n>``."""
+    for n in itertools.count(1):
+        name = f"{task}-{n}"
+        if not name_taken(name):
+            return name
+    raise AssertionError("unreachable")
+
+
+def lr_curve(cfg: TrainConfig, points: int = 400) -> tuple[list[int], list[float]]:
+    """The learning rate the run would use, sampled at up to ``points`` steps (1-based)."""
+    stride = max(1, cfg.steps // points)
+    steps = list(range(1, cfg.steps + 1, stride))
+    if steps[-1] != cfg.steps:
+        steps.append(cfg.steps)
+    return steps, [learning_rate(s, cfg, cfg.d_model) for s in steps]
+
+
+def smooth(values: list[float], weight: float = 0.9) -> list[float]:
+    """Exponential moving average with bias correction (TensorBoard-style smoothing)."""
+    out, avg = [], 0.0
+    for i, v in enumerate(values, 1):
+        avg = weight * avg + (1 - weight) * v
+        out.append(avg / (1 - weight ** i))
+    return out
+
+
+def device_name() -> str:
+    return pick_device("auto").type
+
+
+def active_jobs() -> int:
+    with _lock:
+        return len(_active)
+
+
+# --------------------------------------------------------------------------- uploads
+
+def uploads_dir() -> Path:
+    return registry.data_dir() / "uploads"
+
+
+def save_upload(data: bytes, shown_name: str = "the file") -> Path:
+    """Validate uploaded LM text and keep it under ``uploads/`` with a generated name.
+
+    Raises ValueError with a readable message (too large, empty, binary, not UTF-8); then nothing is kept.
+    """
+    from core.data.lm import load_text
+
+    if len(data) > MAX_UPLOAD:
+        raise ValueError(f"{shown_name} is {len(data):,} bytes; the limit is {MAX_UPLOAD:,} bytes.")
+    folder = uploads_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".upload-", suffix=".part", dir=folder)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        try:
+            load_text(tmp, max_bytes=MAX_UPLOAD)
+        except ValueError as e:
+            raise ValueError(str(e).replace(tmp.name, shown_name)) from None
+        final = folder / f"{uuid.uuid4().hex}.txt"
+        os.replace(tmp, final)
+        return final
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- the job
+
+class Job:
+    """One training run in a daemon thread. Create, then :meth:`start`; read with :meth:`snapshot`."""
+
+    def __init__(self, cfg: TrainConfig, name: str, label: str | None = None):
+        cfg = dataclasses.replace(cfg, history=[])
+        errors = check_settings(cfg, name)
+        if errors:
+            raise ValueError(" ".join(errors))
+        self.id = next(_ids)
+        self.cfg, self.name = cfg, name
+        self.label = label or f"{name} ({cfg.task}, {cfg.pos_encoding}, d{cfg.d_model} L{cfg.layers} H{cfg.heads})"
+        self.published = False  # the page has announced the saved model
+        self._lock = threading.Lock()
+        self._stop, self._pause = threading.Event(), threading.Event()
+        self._status, self._error, self._saved = "created", None, None
+        self._history: list[dict] = []  # one row per step
+        self._evals: list[dict] = []  # {"step": s, **metrics} each time the held-out set was scored
+        self._snapshots: list[dict] = []
+        self._last_metrics = None
+        self._paused_s, self._paused_since = 0.0, None
+        self._snap_steps = sorted({max(1, round(i * cfg.steps / (N_SNAPSHOTS - 1))) for i in range(N_SNAPSHOTS)})
+        self._probe = None
+        self._thread: threading.Thread | None = None
+
+    # ---- control (page side)
+    def start(self) -> "Job":
+        with _lock:
+            if len(_active) >= MAX_JOBS:
+                raise JobLimitError(f"The server is already training {len(_active)} models (the limit is "
+                                    f"{MAX_JOBS}). Wait until one finishes, then start again.")
+            if any(j.name == self.name for j in _active):
+                raise ValueError(f"Another run is already saving a model called {self.name!r}; choose another name.")
+            _active.add(self)
+        self._set(status="running")
+        self._thread = threading.Thread(target=self._work, name=f"train-{self.id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._pause.clear()
+
+    def pause(self) -> None:
+        if not self._stop.is_set():
+            self._pause.set()
+
+    def resume(self) -> None:
+        self._pause.clear()
+
+    @property
+    def paused(self) -> bool:
+        return self._pause.is_set()
+
+    @property
+    def finished(self) -> bool:
+        with self._lock:
+            return self._status in FINISHED
+
+    def join(self, timeout: float | None = None) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.finished
+
+    def snapshot(self) -> dict:
+        """A consistent copy of everything the page draws."""
+        with self._lock:
+            last = self._history[-1] if self._history else None
+            paused = self._paused_s + (time.monotonic() - self._paused_since if self._paused_since else 0.0)
+            status = self._status
+            if status == "running" and self._pause.is_set():
+                status = "paused"
+            elif status == "running" and self._stop.is_set():
+                status = "stopping"
+            step = last["step"] if last else 0
+            active = last["elapsed"] - self._paused_s if last else 0.0
+            remaining = active / step * (self.cfg.steps - step) if step else None
+            return {"id": self.id, "name": self.name, "label": self.label, "task": self.cfg.task,
+                    "status": status, "error": self._error, "saved": self._saved,
+                    "step": step, "steps": self.cfg.steps, "history": list(self._history),
+                    "evals": list(self._evals), "snapshots": list(self._snapshots),
+                    "elapsed": active, "paused_s": paused, "remaining": remaining,
+                    "tokens_per_s": last["tokens_per_s"] if last else 0.0, "config": dataclasses.asdict(self.cfg)}
+
+    # ---- worker side (never calls Streamlit)
+    def _set(self, **kw) -> None:
+        with self._lock:
+            for k, v in kw.items():
+                setattr(self, f"_{k}", v)
+
+    def _work(self) -> None:
+        tmp = None
+        try:
+            work_root = registry.data_dir() / "tmp"
+            work_root.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f"train-{self.id}-", dir=work_root))
+            cfg = dataclasses.replace(self.cfg, out=str(tmp / "ckpt"), resume=False, threads=1, quiet=True,
+                                      ckpt_every=self.cfg.steps + 1, eval_every=max(5, self.cfg.steps // 10),
+                                      max_seconds=MAX_RUN_S, history=[])
+            train(cfg, on_step=self._on_step, stop=self._stop)
+            if self._stop.is_set():
+                self._set(status="stopped")
+                return
+            src = tmp / "ckpt"
+            dest = registry.user_dir() / self.name
+
+            def fill(folder: Path):
+                for f in MODEL_FILES:
+                    if (src / f).exists():
+                        shutil.copy2(src / f, folder / f)
+                card = folder / checkpoint.CARD
+                if card.exists():  # the card names the temporary folder; name the model instead
+                    card.write_text(card.read_text(encoding="utf-8").replace(str(src), self.name), encoding="utf-8")
+
+            checkpoint.write_dir_atomically(dest, fill)
+            self._set(saved=self.name, status="done")
+        except Exception as e:  # shown to the learner; the thread must not die silently
+            self._set(status="error", error=f"{type(e).__name__}: {e}" if not isinstance(e, ValueError) else str(e))
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            with _lock:
+                _active.discard(self)
+
+    def _on_step(self, info: dict) -> None:
+        step = info["step"]
+        row = {k: info[k] for k in ("step", "loss", "lr", "elapsed", "tokens_per_s")}
+        new_eval = info["metrics"] and info["metrics"] is not self._last_metrics
+        self._last_metrics = info["metrics"]
+        snap = None
+        if step in self._snap_steps:
+            try:
+                snap = self._attention_snapshot(info["model"], info["tokenizer"], step)
+            except Exception as e:  # a failed picture must not end the run
+                snap = {"step": step, "error": str(e)}
+        with self._lock:
+            row["elapsed"] -= self._paused_s
+            row["tokens_per_s"] = info["tokens_per_s"] * info["elapsed"] / max(row["elapsed"], 1e-9)
+            self._history.append(row)
+            if new_eval:
+                self._evals.append({"step": step, **{k: v for k, v in info["metrics"].items()
+                                                     if isinstance(v, (int, float)) and not k.startswith("n")}})
+            if snap is not None:
+                self._snapshots.append(snap)
+        self._wait_while_paused()
+
+    def _wait_while_paused(self) -> None:
+        if not self._pause.is_set():
+            return
+        began = time.monotonic()
+        with self._lock:
+            self._paused_since = began
+        while self._pause.is_set() and not self._stop.is_set():
+            if time.monotonic() - began > MAX_PAUSE_S:
+                self._set(error=f"Stopped after being paused for more than {MAX_PAUSE_S / 60:.0f} minutes.")
+                self._stop.set()
+                break
+            time.sleep(0.05)
+        with self._lock:
+            self._paused_s += time.monotonic() - began
+            self._paused_since = None
+
+    # ---- attention snapshots
+    def _probe_ids(self, tokenizer) -> tuple[list[int] | None, list[int]]:
+        """(source ids, decoder input ids) of the fixed probe; the reference target is teacher-forced."""
+        task = self.cfg.task
+        if task in SYNTHETIC:
+            src = tokenizer.encode(PROBE_SYNTHETIC)
+            tgt = list(src) if task == "copy" else src[::-1] if task == "reverse" else sorted(src)
+            return src + [EOS], [BOS] + tgt
+        if task in TRANSLATION:
+            from core.data import translation
+            pair = translation.pair_for(PROBE_SENTENCE, task.split("-")[1])
+            return tokenizer.encode(pair.src) + [EOS], [BOS] + tokenizer.encode(pair.tgt)
+        text = PROBE_SENTENCE
+        if self.cfg.text:
+            from core.data.lm import load_text
+            text = next((ln for ln in load_text(self.cfg.text).splitlines() if ln.strip()), PROBE_SENTENCE)
+        return None, ([BOS] + tokenizer.encode(text))[:24]
+
+    def _attention_snapshot(self, model, tokenizer, step: int) -> dict:
+        if self._probe is None:
+            self._probe = self._probe_ids(tokenizer)
+        src_ids, tgt_ids = self._probe
+        device = model.embed.tokens.weight.device
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                tgt = torch.tensor([tgt_ids], device=device)
+                if src_ids is not None:
+                    trace = model(torch.tensor([src_ids], device=device), tgt, trace=True).trace
+                    kind, keys = "cross", src_ids
+                else:
+                    trace = model(tgt, trace=True).trace
+                    kind, keys = "decoder", tgt_ids
+                layer = trace.n_layers(kind) - 1
+                weights = trace.attention(kind, layer)[0].float().mean(0).cpu()  # [Tq, Tk], mean over heads
+        finally:
+            model.train(was_training)
+        return {"step": step, "kind": kind, "layer": layer, "weights": weights,
+                "q_tokens": tokenizer.display(tgt_ids), "k_tokens": tokenizer.display(keys)}
+
+
+def loss_series(snap: dict, smoothing: float = 0.0) -> tuple[list[int], list[float]]:
+    steps = [r["step"] for r in snap["history"]]
+    losses = [r["loss"] for r in snap["history"]]
+    return steps, smooth(losses, smoothing) if smoothing else losses
+
+
+def eval_series(snap: dict) -> dict[str, tuple[list[int], list[float]]]:
+    """Held-out metrics over steps: name → (steps, values)."""
+    out: dict[str, tuple[list[int], list[float]]] = {}
+    for row in snap["evals"]:
+        for k, v in row.items():
+            if k != "step" and math.isfinite(v):
+                out.setdefault(k, ([], []))
+                out[k][0].append(row["step"])
+                out[k][1].append(v)
+    return out

@@ -1,0 +1,94 @@
+"""Layer outputs: the residual stream after every sublayer, FFN neurons, the logit lens and head ablation."""
+import streamlit as st
+
+from app import figures
+from app.inspect_state import translation_ablated
+from app.shell import current_run
+from core import inspection as ins
+
+st.title("Layer outputs")
+st.markdown("Each sublayer *adds* to a running vector per token, the **residual stream**: "
+            "x ← x + Attention(x), then x ← x + FFN(x) (with a LayerNorm before or after, depending on the model).")
+view = st.session_state.get("view")
+res = current_run(view) if view else None
+if res is None:
+    st.stop()
+model, tok = view.ck.model, view.ck.tokenizer
+P = dict(present=view.present, dark=view.dark)
+stacks = [s for s in ("encoder", "decoder") if f"{s}.embed.out" in res.trace]
+stack = st.radio("Stack", stacks, horizontal=True) if len(stacks) > 1 else stacks[0]
+toks = res.src_tokens if stack == "encoder" else res.tgt_tokens
+stages = ins.residual_stages(res.trace, stack)
+names = [s for s, _ in stages]
+
+st.header("1. The residual stream")
+st.plotly_chart(figures.matrix(ins.stage_norms(stages), toks, names, x_title="token", y_title="after", value_name="‖x‖",
+                               title="Norm of each token's vector after every sublayer", **P), key="norms")
+coords, share = ins.stream_pca(stages)
+sel = st.select_slider("Stage shown in the PCA", options=range(len(names)), value=len(names) - 1,
+                       format_func=lambda i: names[i])
+st.plotly_chart(figures.trajectories(coords, toks, names, selected=sel, share=share,
+                                     title=f"Token vectors after {names[sel]}, projected on 2 principal components "
+                                           "(fitted on all stages; faint lines: each token's path)", **P), key="pca")
+
+st.header("2. What each sublayer adds")
+c1, c2 = st.columns(2)
+which = c1.selectbox("Token", [None] + list(range(len(toks))), format_func=lambda i: "mean over tokens" if i is None
+                     else f"{i}: {toks[i]}")
+relative = c2.toggle("Relative to the stream going in", value=True)
+summary = ins.sublayer_summary(res.trace, stack, which, relative)
+n_l = ins.n_layers(res.trace, stack)
+st.plotly_chart(figures.grouped_bars(summary, [f"layer {i}" for i in range(n_l)], y_title="‖added‖ / ‖stream‖" if relative
+                                     else "‖added‖", title="Norm of attn_out, cross_out, ffn_out", **P), key="added")
+
+st.header("3. FFN activations")
+c1, c2 = st.columns(2)
+fl = c1.selectbox("Layer", range(n_l), key="ffn_layer")
+act = res.trace[f"{stack}.{fl}.ffn.act"][0]
+k = c2.slider("Neurons shown (most active first)", 4, act.shape[-1], min(32, act.shape[-1]))
+idx, peak, cols, top_tok = ins.top_neurons(act, k)
+st.plotly_chart(figures.matrix(cols, [f"n{int(i)}" for i in idx], toks, x_title="neuron", y_title="token",
+                               value_name="activation", title=f"Layer {fl}: the {k} neurons with the highest activation "
+                               f"(of {act.shape[-1]})", diverging=model.cfg.activation != "relu", **P), key="ffn")
+st.caption("Strongest: " + ", ".join(f"n{int(i)} = {float(v):.2f} on “{figures.label(toks[int(t)])}”"
+                                     for i, v, t in zip(idx[:5], peak[:5], top_tok[:5])))
+
+out_stack = ins.output_stack(model)
+out_toks = res.src_tokens if out_stack == "encoder" else res.tgt_tokens
+st.header("4. Logit lens")
+st.markdown(f"Read the {out_stack}'s stream after every sublayer as if it were the last one: final LayerNorm "
+            f"({'yes' if getattr(model, out_stack).norm is not None else 'none in this model'}), then the output layer.")
+pos = st.selectbox("Position", range(len(out_toks)), index=len(out_toks) - 1, format_func=lambda i: f"{i}: {out_toks[i]}")
+lens = ins.logit_lens(model, res.trace, pos, k=10)
+st.dataframe([{"after": r["stage"], **{f"#{j + 1}": f"{tok.display([int(i)])[0]}  {float(p):.3f}"
+                                     for j, (i, p) in enumerate(zip(r["ids"][:5], r["probs"][:5]))},
+               "p(final choice)": r["p_final"]} for r in lens], hide_index=True)
+final = lens[-1]
+st.plotly_chart(figures.bars(final["probs"], tok.display(final["ids"].tolist()), y_title="probability", highlight=0,
+                             title=f"Final distribution at position {pos} (“{figures.label(out_toks[pos])}”)", **P),
+                key="final")
+
+st.header("5. Switch heads off")
+n_heads = model.cfg.n_heads
+options = [(a, h) for a in model.attention_names() for h in range(n_heads)]
+chosen = st.multiselect("Heads to ablate (their output is multiplied by 0)", options, key="ablate",
+                        format_func=lambda o: f"{o[0]} · head {o[1]}")
+if not chosen:
+    st.info("Pick one or more heads to compare the model with and without them.")
+    st.stop()
+ablated = current_run(view, ablate=tuple(sorted(chosen)))
+if ablated is None:
+    st.stop()
+cmp = ins.compare_distributions(res.trace.logits[0, pos], ablated.trace.logits[0, pos])
+c1, c2, c3 = st.columns(3)
+c1.metric("Top token, all heads", tok.display([cmp["top_a"]])[0])
+c2.metric("Top token, heads off", tok.display([cmp["top_b"]])[0])
+c3.metric("Total variation distance", f"{cmp['tv']:.3g}")
+if model.cfg.kind == "encoder-decoder":
+    st.markdown(f"**Translation, all heads:** {figures.label(res.output)}  \n**Translation with these heads off** (greedy, "
+                f"re-decoded): {figures.label(translation_ablated(view.name, tuple(res.src_ids), tuple(sorted(chosen))))}")
+elif model.cfg.kind == "decoder-only":
+    st.markdown(f"**Next token, all heads:** {figures.label(res.output)} · **heads off:** {figures.label(ablated.output)}")
+st.plotly_chart(figures.grouped_bars({"all heads": cmp["a"], "heads off": cmp["b"]}, tok.display(cmp["ids"]),
+                                     y_title="probability", title=f"Position {pos}: probabilities with and without "
+                                     f"{len(chosen)} head(s)", **P), key="ablation")

@@ -1,0 +1,224 @@
+"""Train a small transformer live: watch the loss fall and the attention pattern form, then explore the model."""
+import streamlit as st
+
+from app import figures
+from app import training_jobs as tj
+from app.shell import load_model
+from core.config import ACTIVATIONS, POSITIONAL
+from core.tasks import SYNTHETIC, TASKS
+from core.train import TrainConfig
+
+TASK_HELP = {"copy": "copy a random symbol sequence", "reverse": "reverse it (watch the anti-diagonal form)",
+             "sort": "sort it", "en-fr": "translate English → French", "en-de": "translate English → German",
+             "lm": "predict the next token of English text (bundled corpus or your own file)"}
+view = st.session_state.get("view")
+present, dark = (view.present, view.dark) if view else (False, False)
+jobs: list = st.session_state.setdefault("train_jobs", [])
+
+
+def fmt_s(seconds) -> str:
+    if seconds is None:
+        return "—"
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def use_model(name: str, task: str) -> None:
+    st.session_state["model"] = name
+    if task in SYNTHETIC:
+        st.session_state["text"], st.session_state["tgt"] = "3 1 4 1 5 9 2 6", ""
+
+
+# A finished job's model is on disk; make sure no stale cache entry shadows it.
+for job in jobs:
+    if job.finished and not job.published:
+        if job.snapshot()["saved"]:
+            load_model.clear(job.name)
+        job.published = True
+
+st.title("Training")
+current = jobs[-1] if jobs else None
+running = current is not None and not current.finished
+st.caption(f"Device: **{tj.device_name()}** · training jobs on this server: {tj.active_jobs()} of {tj.MAX_JOBS} · "
+           f"one CPU thread per job · limits: {tj.MAX_STEPS:,} steps, d_model ≤ {tj.MAX_D_MODEL}, "
+           f"≤ {tj.MAX_LAYERS} layers")
+
+# ----------------------------------------------------------------- settings
+
+
+def suggest():
+    """Offer a free ``<task>-<n>`` name unless the learner typed their own."""
+    st.session_state["tr_name"] = st.session_state["tr_suggested"] = \
+        tj.suggest_name(st.session_state.get("tr_task", "reverse"))
+
+
+if "tr_name" not in st.session_state or (st.session_state["tr_name"] == st.session_state.get("tr_suggested")
+                                         and tj.name_taken(st.session_state["tr_name"])):
+    suggest()
+
+with st.expander("Run settings", expanded=not running):
+    c1, c2 = st.columns([1, 2])
+    task = c1.selectbox("Task", TASKS, index=TASKS.index("reverse"), key="tr_task", on_change=suggest)
+    c2.markdown(f"**{task}**: {TASK_HELP[task]}")
+    text_path, upload_ok = None, True
+    if task == "lm":
+        source = st.radio("Text", ["Bundled English corpus", "My own UTF-8 text file"], horizontal=True, key="tr_source")
+        if source.startswith("My own"):
+            up = st.file_uploader(f"Plain UTF-8 text, at most {tj.MAX_UPLOAD // 1_000_000} MB", type=["txt"],
+                                  key="tr_upload")
+            saved = st.session_state.setdefault("tr_uploads", {})
+            if up is None:
+                upload_ok = False
+                st.info("Upload a text file, or use the bundled corpus.")
+            elif up.file_id not in saved:
+                try:
+                    saved[up.file_id] = str(tj.save_upload(up.getvalue(), up.name))
+                except ValueError as e:
+                    saved[up.file_id] = None
+                    st.session_state["tr_upload_error"] = str(e)
+            if up is not None:
+                text_path = saved.get(up.file_id)
+                if text_path is None:
+                    upload_ok = False
+                    st.error(f"This file cannot be used: {st.session_state.get('tr_upload_error', 'invalid text')}")
+
+    st.markdown("**Model**")
+    m = st.columns(5)
+    d_model = m[0].number_input("d_model", 8, 4096, 64, 8, key="tr_d_model")
+    layers = m[1].number_input("Layers", 1, 24, 2, key="tr_layers", help="per stack (encoder and decoder)")
+    heads = m[2].number_input("Heads", 1, 64, 4, key="tr_heads")
+    kv_heads = m[3].number_input("Key/value heads (0 = same as heads)", 0, 64, 0, key="tr_kv_heads",
+                                 help="fewer than heads = grouped-query attention; 1 = multi-query")
+    d_ff = m[4].number_input("d_ff", 8, 8192, 256, 8, key="tr_d_ff")
+    a = st.columns(3)
+    pos = a[0].selectbox("Positional encoding", POSITIONAL, key="tr_pos")
+    norm = a[1].radio("Norm placement", ["post", "pre"], horizontal=True, key="tr_norm",
+                      help="post = the original paper; pre = GPT-2 style, often steadier")
+    act = a[2].selectbox("Activation", ACTIVATIONS, key="tr_act")
+    st.markdown("**Optimisation**")
+    o = st.columns(5)
+    steps = o[0].number_input("Steps", 1, 100_000, 600, 50, key="tr_steps")
+    batch = o[1].number_input("Batch size", 1, 4096, 64, 8, key="tr_batch")
+    warmup = o[2].number_input("Warm-up steps", 0, 100_000, 100, 10, key="tr_warmup")
+    lr = o[3].number_input("Learning-rate factor", 0.01, 20.0, 1.0, 0.1, key="tr_lr",
+                           help="multiplies the paper's formula")
+    name = o[4].text_input("Save as", key="tr_name", max_chars=64)
+
+cfg = TrainConfig(task=task, steps=int(steps), batch_size=int(batch), warmup=int(warmup), lr=float(lr),
+                  d_model=int(d_model), layers=int(layers), heads=int(heads), kv_heads=int(kv_heads) or None,
+                  d_ff=int(d_ff), pos_encoding=pos, norm=norm, activation=act, text=text_path,
+                  dropout=0.0 if task in SYNTHETIC else 0.1)
+errors = tj.check_settings(cfg, name)
+for msg in errors:
+    st.error(msg)
+
+if not errors:
+    xs, ys = tj.lr_curve(cfg)
+    st.plotly_chart(figures.lines({"learning rate": ys}, xs, x_title="step", y_title="lr", present=present, dark=dark,
+                                  title="Learning-rate schedule: lrate = d_model^-0.5 · min(step^-0.5, "
+                                        "step · warmup^-1.5) × factor"), key="tr_lr_chart")
+
+
+if st.button("Start training", type="primary", disabled=bool(errors) or running or not upload_ok,
+             help="One run per session at a time." if running else None):
+    try:
+        jobs.append(tj.Job(cfg, name).start())
+    except (tj.JobLimitError, ValueError) as e:
+        st.error(str(e))
+    else:
+        finished = [j for j in jobs if j.finished]
+        while len(jobs) > 10 and finished:  # keep the session's memory bounded
+            jobs.remove(finished.pop(0))
+        st.rerun()  # draw the page in its running state (settings folded, live progress ticking)
+
+
+# ----------------------------------------------------------------- live progress
+def live():
+    job = jobs[-1] if jobs else None
+    if job is None:
+        st.info("Choose settings and press **Start training**. Small runs (reverse, d_model 64, 600 steps) take "
+                "about a minute on a CPU.")
+        return
+    snap = job.snapshot()
+    status = snap["status"]
+    b = st.columns([1, 1, 6])
+    if status in ("running", "paused"):
+        if status == "paused":
+            b[0].button("Resume", on_click=job.resume, key="tr_resume")
+        else:
+            b[0].button("Pause", on_click=job.pause, key="tr_pause")
+        b[1].button("Stop", on_click=job.stop, key="tr_stop")
+    b[2].markdown(f"**{snap['label']}** — {status}")
+    st.progress(snap["step"] / snap["steps"], text=f"step {snap['step']:,} / {snap['steps']:,}")
+    last = snap["history"][-1] if snap["history"] else None
+    k = st.columns(4)
+    k[0].metric("Loss", f"{last['loss']:.4f}" if last else "—")
+    k[1].metric("Tokens / s", f"{snap['tokens_per_s']:,.0f}")
+    k[2].metric("Elapsed", fmt_s(snap["elapsed"]))
+    k[3].metric("Remaining (est.)", fmt_s(snap["remaining"]) if status in ("running", "paused") else "—")
+    if status == "running" and not last:
+        st.caption("Preparing data and model…")
+    if status == "done":
+        st.success(f"Saved as **{snap['saved']}** — pick it in the sidebar.")
+        st.button(f"Open {snap['saved']} in the sidebar", on_click=use_model, args=(snap["saved"], snap["task"]),
+                  key=f"tr_use_{snap['id']}")
+    elif status == "stopped":
+        st.warning((snap["error"] or "Stopped.") + " Nothing was saved.")
+    elif status == "error":
+        st.error(f"Training failed: {snap['error']}")
+
+    if snap["history"]:
+        g1, g2 = st.columns(2)
+        xs, ys = tj.loss_series(snap)
+        series = {"loss": ys} if len(ys) < 20 else {"loss": ys, "smoothed": tj.smooth(ys)}
+        g1.plotly_chart(figures.lines(series, xs, title="Training loss", x_title="step", y_title="loss",
+                                      present=present, dark=dark), key="tr_loss")
+        evals = tj.eval_series(snap)
+        if evals:
+            fig = figures.lines({}, title="Held-out metrics", x_title="step", present=present, dark=dark)
+            for metric, (ex, ey) in evals.items():
+                fig.add_scatter(x=ex, y=ey, mode="lines+markers", name=metric)
+            g2.plotly_chart(fig, key="tr_metrics")
+        else:
+            g2.caption("Held-out metrics (exact match, pronoun accuracy or perplexity) appear at each evaluation.")
+    if snap["snapshots"]:
+        first = next((s for s in snap["snapshots"] if "weights" in s), None)
+        if first:
+            kind = "cross-attention" if first["kind"] == "cross" else "decoder self-attention"
+            st.markdown(f"**Attention while learning** — {kind}, last layer, mean over heads, on a fixed probe")
+        cols = st.columns(3)
+        for i, s in enumerate(snap["snapshots"]):
+            col = cols[i % 3]
+            if "weights" not in s:
+                col.caption(f"step {s['step']}: no picture ({s['error']})")
+                continue
+            fig = figures.heatmap(s["weights"], s["q_tokens"], s["k_tokens"], title=f"step {s['step']}",
+                                  present=present, dark=dark)
+            fig.update_traces(showscale=False)
+            fig.update_layout(height=300, margin=dict(l=5, r=5, t=60, b=5))
+            fig.update_xaxes(title=None)
+            fig.update_yaxes(title=None)
+            col.plotly_chart(fig, key=f"tr_snap_{i}")
+    if status in tj.FINISHED and not job.published:
+        st.rerun(scope="app")  # the page (sidebar, buttons, comparison) catches up with the finished run
+
+
+st.subheader("Progress")
+st.fragment(run_every=1.0 if running else None)(live)()
+
+# ----------------------------------------------------------------- compare
+done = [j for j in jobs if j.finished and j.snapshot()["history"]]
+if len(done) >= 2:
+    st.subheader("Compare two runs")
+    labels = {f"#{j.id} {j.label}": j for j in done}
+    pick = st.multiselect("Runs to overlay", list(labels), default=list(labels)[-2:], max_selections=2,
+                          key="tr_compare", help="e.g. the same task with sinusoidal vs RoPE positions")
+    smoothing = st.slider("Smoothing", 0.0, 0.99, 0.9, 0.01, key="tr_smooth")
+    if pick:
+        fig = figures.lines({}, title="Training loss", x_title="step", y_title="loss", present=present, dark=dark)
+        for lbl in pick:
+            xs, ys = tj.loss_series(labels[lbl].snapshot(), smoothing)
+            fig.add_scatter(x=xs, y=ys, mode="lines", name=figures.label(lbl))
+        st.plotly_chart(fig, key="tr_compare_chart")
+elif done:
+    st.caption("Finish a second run (e.g. change only the positional encoding) to overlay the two loss curves.")

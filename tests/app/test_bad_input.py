@@ -1,0 +1,111 @@
+"""Reliability table: every kind of bad text, on every page, gets a clear message and the app keeps working.
+
+The same table drives the CLIs (core.inspect, core.evaluate, core.train); the script cases also run in
+real Chromium (tests/e2e/test_app_browser.py::test_script_in_the_sentence_never_runs).
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = "en-fr" if "en-fr" in registry.bundled() else "reverse"
+
+# (case, text, what the user must be told — a substring of a message on the page, or None: renders normally)
+BAD_TEXT = [
+    ("empty", "", "empty"),
+    ("whitespace", "   \n\t  ", "empty"),
+    ("10,000 characters", "The dog is tired. " * 556, "cut"),
+    ("emoji", "The dog 🐕 is tired 😴.", "vocabulary"),
+    ("CJK", "狗很累。", "vocabulary"),
+    ("right-to-left", "הכלב עייף", "vocabulary"),
+    ("combining marks", "The d\u0301og is tire\u0308d.", "vocabulary"),
+    ("control characters and NUL", "The dog\x00 is\x07 tired\x1b.", None),
+    ("unknown words", "The zyzzyva didn't cross the quagmire.", "vocabulary"),
+    ("script tag", '</script><img src=x onerror="window.__pwned=1">', "vocabulary"),
+    ("javascript URL", "javascript:alert(1)", "vocabulary"),
+]
+PAGES = ["attention.py", "qk.py", "bertviz_views.py", "decode.py", "layers.py", "masking.py", "positional.py",
+         "coreference.py"]
+
+
+@pytest.fixture(scope="module")
+def at():
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    at.query_params["model"] = MODEL
+    at.run()
+    return at
+
+
+def messages(at) -> str:
+    return " ".join(m.value for m in list(at.warning) + list(at.info) + list(at.error))
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if (ROOT / "pages" / p).exists()])
+@pytest.mark.parametrize("case,text,told", BAD_TEXT, ids=[c for c, _, _ in BAD_TEXT])
+def test_bad_text_on_every_page(at, page, case, text, told):
+    at.switch_page(f"../pages/{page}")
+    at.sidebar.text_area(key="text").set_value(text)
+    at.run()
+    assert not at.exception, f"{case} on {page}: {[e.value for e in at.exception]}"
+    if told and page in ("attention.py", "qk.py", "layers.py"):
+        assert told in messages(at).lower(), f"{case} on {page}: no message containing {told!r}: {messages(at)!r}"
+    # the app keeps working: a normal sentence right after renders again
+    at.sidebar.text_area(key="text").set_value("The dog is tired.")
+    at.run()
+    assert not at.exception
+
+
+def test_html_in_text_never_reaches_markdown_unescaped(at):
+    at.switch_page("../pages/attention.py")
+    at.sidebar.text_area(key="text").set_value("<b>bold</b> <script>x</script>")
+    at.sidebar.text_input(key="tgt").set_value("<img src=x onerror=alert(1)>")
+    at.run()
+    for md in at.markdown:
+        assert "<img" not in md.value and "<script" not in md.value
+    at.sidebar.text_input(key="tgt").set_value("")
+    at.run()
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("case,text,told", BAD_TEXT, ids=[c for c, _, _ in BAD_TEXT])
+def test_bad_text_through_the_inspect_cli(case, text, told):
+    r = cli("core.inspect", "--model", MODEL, "--src", text.replace("\x00", ""))  # argv cannot carry NUL
+    assert "Traceback" not in r.stderr
+    if told == "empty":
+        assert r.returncode == 2 and r.stderr.startswith("error: ")
+    else:
+        assert r.returncode == 0, r.stderr
+        data = json.loads(r.stdout)
+        assert data["attention"]
+        if told == "cut":
+            assert any("cut" in n for n in data["notices"])
+
+
+@pytest.mark.parametrize("content,why", [
+    (b"", "no sentence pairs"), (b"\xff\xfe\x00bad", "not UTF-8"), (b"only one column\n", "expected"),
+])
+def test_bad_pairs_file_through_the_evaluate_cli(tmp_path, content, why):
+    f = tmp_path / "pairs.tsv"
+    f.write_bytes(content)
+    r = cli("core.evaluate", "--model", MODEL, "--pairs", str(f))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and why in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args,why", [
+    (["--task", "nope"], "unknown task"), (["--steps", "0"], "steps"), (["--resume"], "resume"),
+    (["--d-model", "30", "--heads", "4"], "divisible"), (["--heads", "4", "--kv-heads", "3"], "divide"),
+    (["--pos-encoding", "spiral"], "positional"), (["--text", "/nonexistent/file.txt", "--task", "lm"], "file"),
+])
+def test_invalid_training_settings_through_the_train_cli(tmp_path, args, why):
+    r = cli("core.train", "--out", str(tmp_path / "run"), "--steps", "2", *args)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and why in r.stderr.lower(), r.stderr

@@ -1,0 +1,81 @@
+"""The Training page in Streamlit's AppTest: renders, refuses bad settings, trains a tiny model end to end."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def app(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_DATA", str(tmp_path))  # before the app reads registry.data_dir()
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=60)
+    at.run()
+    at.switch_page("../pages/training.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def errors(at) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def test_page_renders(app):
+    assert app.title[0].value == "Training"
+    assert app.button[0].label == "Start training" if app.button else False
+    assert not errors(app)
+    assert any("Device:" in c.value for c in app.caption)
+
+
+def test_invalid_settings_show_an_error(app):
+    app.number_input(key="tr_d_model").set_value(30).run()  # not divisible by 4 heads
+    assert any("divisible" in e for e in errors(app)), errors(app)
+    assert next(b for b in app.button if b.label == "Start training").disabled
+    app.number_input(key="tr_d_model").set_value(64).number_input(key="tr_kv_heads").set_value(3).run()
+    assert any("must divide" in e for e in errors(app)), errors(app)
+    app.number_input(key="tr_kv_heads").set_value(0).number_input(key="tr_d_model").set_value(1024).run()
+    assert any("d_model must be between" in e for e in errors(app)), errors(app)
+    app.number_input(key="tr_d_model").set_value(64).text_input(key="tr_name").set_value("../evil").run()
+    assert any("model name" in e for e in errors(app)), errors(app)
+    assert not app.exception
+
+
+def test_tiny_run_registers_a_model(app, tmp_path):
+    at = app
+    at.selectbox(key="tr_task").set_value("copy").run()
+    for key, value in [("tr_d_model", 32), ("tr_layers", 1), ("tr_heads", 2), ("tr_d_ff", 64), ("tr_steps", 30),
+                       ("tr_batch", 16), ("tr_warmup", 10)]:
+        at.number_input(key=key).set_value(value)
+    at.text_input(key="tr_name").set_value("my-copy")
+    at.run()
+    assert not errors(at), errors(at)
+    next(b for b in at.button if b.label == "Start training").click().run()
+    assert not at.exception, at.exception
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if any("Saved as" in s.value for s in at.success):
+            break
+        assert not errors(at), errors(at)
+        time.sleep(0.5)
+        at.run()
+    else:
+        pytest.fail("the training job did not finish within 120 s")
+    assert any("my-copy" in s.value for s in at.success)
+    assert (tmp_path / "models" / "my-copy" / "config.json").exists()
+    assert "my-copy" in at.sidebar.selectbox(key="model").options
+    assert len(at.get("plotly_chart")) >= 2  # loss curve and attention snapshots
+
+    at.sidebar.selectbox(key="model").set_value("my-copy")
+    at.sidebar.text_area(key="text").set_value("3 1 4 1 5 9")
+    at.run()
+    at.switch_page("../pages/attention.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert not errors(at), errors(at)
+    assert at.title[0].value == "Attention"
+    assert at.session_state["model"] == "my-copy"
