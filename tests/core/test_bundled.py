@@ -1,0 +1,57 @@
+"""The shipped checkpoints load, reproduce their model cards' held-out metrics, and translate the seeds."""
+import pytest
+
+from core import registry
+from core.evaluate import translate_all
+from core.tasks import heldout_metrics
+
+EXPECTED = {"copy", "reverse", "en-fr", "en-de", "lm"}
+SEEDS = {
+    "en-fr": {"The animal didn't cross the street because it was too tired.":
+              "L'animal n'a pas traversé la rue parce qu'il était trop fatigué.",
+              "The animal didn't cross the street because it was too wide.":
+              "L'animal n'a pas traversé la rue parce qu'elle était trop large.",
+              "I am happy.": "Je suis heureux."},
+    "en-de": {"I am happy.": "Ich bin froh.",
+              "The animal didn't cross the street because it was too tired.":
+              "Das Tier hat die Straße nicht überquert, weil es zu müde war.",
+              "The animal didn't cross the street because it was too wide.":
+              "Das Tier hat die Straße nicht überquert, weil sie zu breit war."},
+}
+
+
+def test_every_promised_model_is_bundled():
+    missing = EXPECTED - set(registry.bundled())
+    assert not missing, f"not bundled: {missing}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(registry.bundled())))
+def test_bundled_model_reproduces_its_card(name):
+    ck = registry.load(name)
+    card = ck.meta["heldout"]
+    assert "python -m core.train" in ck.meta["command"]
+    assert (ck.path / "card.md").read_text().count("Held-out evaluation") == 1
+    measured = heldout_metrics(ck)
+    for key, value in card.items():
+        assert measured[key] == pytest.approx(value, abs=1e-9), key
+
+
+@pytest.mark.parametrize("name", sorted(SEEDS))
+def test_seed_sentences_translate_exactly(name):
+    ck = registry.load(name)
+    sources = list(SEEDS[name])
+    assert translate_all(ck, sources) == [SEEDS[name][s] for s in sources]
+
+
+@pytest.mark.parametrize("name", ["en-fr", "en-de"])
+def test_translation_models_meet_their_targets(name):
+    held = registry.load(name).meta["heldout"]
+    assert held["exact_match"] >= 0.95
+    assert held["pronoun_accuracy"] >= (0.985 if name == "en-fr" else 0.99)
+
+
+def test_bundled_models_are_small():
+    for name in registry.bundled():
+        size = sum(f.stat().st_size for f in (registry.BUNDLED / name).iterdir())
+        assert size < 8_000_000, f"{name} is {size} bytes"
