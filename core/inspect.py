@@ -40,7 +40,7 @@ def main(argv=None) -> int:
         else:
             print(text)
     except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print("error: " + (" ".join(str(e).split()) or e.__class__.__name__), file=sys.stderr)
         return 2
     return 0
 

@@ -238,7 +238,8 @@ def source_ids(tokenizer, cfg, text: str) -> list[int]:
         return ids[: cfg.max_len - 1] + [EOS]
     if cfg.kind == "decoder-only":
         return [BOS] + ids[: cfg.max_len - 1]
-    return ids[: cfg.max_len]
+    frame = getattr(tokenizer, "frame", list)  # BERT: [CLS] ids [SEP]; ours: the ids unchanged
+    return frame(ids[: cfg.max_len - len(frame([]))])
 
 
 @torch.no_grad()

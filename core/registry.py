@@ -63,5 +63,5 @@ def resolve(name: str, allow_path: bool = True) -> Path:
                 return folder / name
     if allow_path and name and Path(name).is_dir():
         return Path(name)
-    known = ", ".join(bundled() + user_models()) or "none"
+    known = ", ".join(available()) or "none"
     raise ValueError(f"unknown model {name!r}; known models: {known}")
