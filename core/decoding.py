@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 import torch
 
 from .model import Transformer
-from .tokenizer import BOS, EOS
+from .tokenizer import BOS, EOS, MASK, PAD
+
+NEVER_GENERATED = (PAD, BOS, MASK)  # a decoder's output is never padding, a start marker or a mask
 
 
 @dataclass
@@ -36,6 +38,13 @@ class DecodeResult:
     score: float = 0.0
 
 
+def forbid(logits: torch.Tensor) -> torch.Tensor:
+    """``logits [..., vocab]`` with the :data:`NEVER_GENERATED` ids at −∞ (their probability exactly 0)."""
+    logits = logits.clone()
+    logits[..., list(NEVER_GENERATED)] = float("-inf")
+    return logits
+
+
 class Incremental:
     """Feeds tokens to the decoder one chunk at a time, keeping keys and values (KV cache).
 
@@ -54,6 +63,10 @@ class Incremental:
         h = self.model.decode(ids, self.memory, self.pad, start=self.pos, caches=self.caches)
         self.pos += ids.shape[1]
         return self.model.project(h[:, -1]).float()
+
+    def next_logits(self, ids: torch.Tensor) -> torch.Tensor:
+        """:meth:`feed`, with the tokens a decoder may never emit set to −∞."""
+        return forbid(self.feed(ids))
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows ``index`` of the batch (beam search)."""
@@ -119,11 +132,12 @@ def generate(model: Transformer, src: list[int] | None = None, prompt: list[int]
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
     inc = Incremental(model, src_t) if use_cache else None
     ids, steps = list(prefix), []
-    logits = inc.feed(torch.tensor([ids], device=device))[0] if use_cache else None
+    logits = inc.next_logits(torch.tensor([ids], device=device))[0] if use_cache else None
     for _ in range(_budget(model, len(ids), max_new)):
         if not use_cache:
-            logits = model(src_t, torch.tensor([ids], device=device)).logits[0, -1].float() \
-                if src_t is not None else model(torch.tensor([ids], device=device)).logits[0, -1].float()
+            args = (src_t, torch.tensor([ids], device=device)) if src_t is not None else \
+                (torch.tensor([ids], device=device),)
+            logits = forbid(model(*args).logits[0, -1].float())
         probs = logits.softmax(-1).cpu()
         if method == "greedy":
             nxt = int(probs.argmax())
@@ -135,7 +149,7 @@ def generate(model: Transformer, src: list[int] | None = None, prompt: list[int]
             break
         ids.append(nxt)
         if use_cache and len(ids) < model.cfg.max_len:
-            logits = inc.feed(torch.tensor([[nxt]], device=device))[0]
+            logits = inc.next_logits(torch.tensor([[nxt]], device=device))[0]
     return DecodeResult(ids[len(prefix):], steps)
 
 
@@ -150,7 +164,7 @@ def beam_search(model: Transformer, src: list[int] | None = None, prompt: list[i
     prefix = _prefix(model, src, prompt)
     src_t = torch.tensor([src], device=device) if model.cfg.kind == "encoder-decoder" else None
     inc = Incremental(model, src_t)
-    logp = inc.feed(torch.tensor([prefix], device=device)).log_softmax(-1)
+    logp = inc.next_logits(torch.tensor([prefix], device=device)).log_softmax(-1)
     live = [Beam(list(prefix), 0.0)]
     done: list[Beam] = []
     history, steps = [], []
@@ -185,7 +199,7 @@ def beam_search(model: Transformer, src: list[int] | None = None, prompt: list[i
         if len(live[0].ids) >= model.cfg.max_len:
             break
         inc.reorder(torch.tensor(keep, device=device))
-        logp = inc.feed(torch.tensor([[b.ids[-1]] for b in live], device=device)).log_softmax(-1)
+        logp = inc.next_logits(torch.tensor([[b.ids[-1]] for b in live], device=device)).log_softmax(-1)
     best = max(done + live, key=norm)
     out = [t for t in best.ids[len(prefix):] if t != EOS]
     return DecodeResult(out, steps, history, best.score)
@@ -203,7 +217,7 @@ def greedy_batch(model: Transformer, src: torch.Tensor | None = None, prompt: to
         b = prompt.shape[0]
         start = prompt
     inc = Incremental(model, src)
-    logits = inc.feed(start)
+    logits = inc.next_logits(start)
     out = torch.empty(b, 0, dtype=torch.long, device=start.device)
     finished = torch.zeros(b, dtype=torch.bool, device=start.device)
     for _ in range(_budget(model, start.shape[1], max_new)):
@@ -213,7 +227,7 @@ def greedy_batch(model: Transformer, src: torch.Tensor | None = None, prompt: to
         finished |= nxt.eq(EOS)
         if bool(finished.all()) or start.shape[1] + out.shape[1] >= model.cfg.max_len:
             break
-        logits = inc.feed(nxt[:, None])
+        logits = inc.next_logits(nxt[:, None])
     result = []
     for row in out.tolist():
         result.append(row[:row.index(EOS)] if EOS in row else row)

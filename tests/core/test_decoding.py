@@ -8,7 +8,7 @@ import torch
 
 from core import ModelConfig, Transformer
 from core.decoding import Incremental, beam_search, filter_logits, generate, greedy_batch
-from core.tokenizer import BOS, EOS, PAD
+from core.tokenizer import BOS, EOS, MASK, PAD
 
 ATOL = 1e-5
 VOCAB = 19
@@ -150,7 +150,7 @@ def _eos_runner_up(model, margin=0.05):
     def shifted(hidden):
         logits = project(hidden)
         others = logits.clone()
-        others[..., EOS] = float("-inf")
+        others[..., [EOS, PAD, BOS, MASK]] = float("-inf")  # the best token must be one decoding may emit
         logits = logits.clone()
         logits[..., EOS] = others.max(-1).values - margin
         return logits
@@ -191,10 +191,13 @@ def test_beam_history_is_bounded_and_sorted(kind, beams):
 
 
 def _logprob(model, src, ids):
-    """Sum of log-probabilities of ``ids`` after BOS under the model (teacher forcing)."""
+    """Sum of log-probabilities of ``ids`` after BOS under the model (teacher forcing), PAD/BOS/MASK excluded
+    from the distribution as decoding excludes them."""
     seq = [BOS] + list(ids)
     with torch.no_grad():
-        logp = model(torch.tensor([src]), torch.tensor([seq[:-1]])).logits[0].log_softmax(-1)
+        logits = model(torch.tensor([src]), torch.tensor([seq[:-1]])).logits[0]
+        logits[:, [PAD, BOS, MASK]] = float("-inf")
+        logp = logits.log_softmax(-1)
     return float(sum(logp[i, t] for i, t in enumerate(seq[1:])))
 
 
