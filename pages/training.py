@@ -123,6 +123,7 @@ if st.button("Start training", type="primary", disabled=bool(errors) or running 
              help="One run per session at a time." if running else None):
     try:
         jobs.append(tj.Job(cfg, name).start())
+        st.session_state["tr_suggested"] = name  # the name is now taken: the next run offers a fresh one
     except (tj.JobLimitError, ValueError) as e:
         st.error(str(e))
     else:

@@ -36,11 +36,14 @@ def test_invalid_settings_show_an_error(app):
     app.number_input(key="tr_d_model").set_value(30).run()  # not divisible by 4 heads
     assert any("divisible" in e for e in errors(app)), errors(app)
     assert next(b for b in app.button if b.label == "Start training").disabled
-    app.number_input(key="tr_d_model").set_value(64).number_input(key="tr_kv_heads").set_value(3).run()
+    app.number_input(key="tr_d_model").set_value(64)
+    app.number_input(key="tr_kv_heads").set_value(3).run()
     assert any("must divide" in e for e in errors(app)), errors(app)
-    app.number_input(key="tr_kv_heads").set_value(0).number_input(key="tr_d_model").set_value(1024).run()
+    app.number_input(key="tr_kv_heads").set_value(0)
+    app.number_input(key="tr_d_model").set_value(1024).run()
     assert any("d_model must be between" in e for e in errors(app)), errors(app)
-    app.number_input(key="tr_d_model").set_value(64).text_input(key="tr_name").set_value("../evil").run()
+    app.number_input(key="tr_d_model").set_value(64)
+    app.text_input(key="tr_name").set_value("../evil").run()
     assert any("model name" in e for e in errors(app)), errors(app)
     assert not app.exception
 

@@ -199,8 +199,10 @@ def test_patch_only_affects_the_calling_thread():
         worker.start()
         worker.join()
         mine = logits(model)
-    torch.testing.assert_close(seen["x"], clean, rtol=0, atol=0)
-    assert (mine - clean).abs().max() > 1e-4
+    # another thread may reduce in another order (its own intra-op pool): equal up to float rounding,
+    # while the patch itself moves the logits by far more
+    torch.testing.assert_close(seen["x"], clean, rtol=0, atol=1e-5)
+    assert (mine - clean).abs().max() > 1e-3
 
 
 def test_patch_rejects_unknown_and_cross_names():
