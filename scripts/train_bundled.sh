@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 small="--layers 2 --d-model 64 --heads 4 --d-ff 256 --dropout 0.0 --label-smoothing 0.0 --lr 2 --warmup 200"
 mt="--layers 2 --d-model 128 --heads 4 --d-ff 512 --dropout 0.1 --lr 2 --warmup 300 --steps 2500"
-python -m core.train --task copy    --out assets/models/copy    --steps 1500 --seed 0 $small --eval-every 500 --ckpt-every 500
+python -m core.train --task copy    --out assets/models/copy    --steps 2500 --seed 0 $small --eval-every 500 --ckpt-every 500
 python -m core.train --task reverse --out assets/models/reverse --steps 3000 --seed 0 $small --eval-every 500 --ckpt-every 500
 python -m core.train --task en-fr   --out assets/models/en-fr   --seed 0 $mt --eval-every 500 --ckpt-every 500
 python -m core.train --task en-de   --out assets/models/en-de   --seed 0 $mt --eval-every 500 --ckpt-every 500
