@@ -130,6 +130,12 @@ def _use_preset():
         st.session_state["tgt"] = ""
 
 
+def model_device(model) -> str:
+    """The device the model's parameters are on (``cpu``, ``cuda:0``, ...)."""
+    param = next(model.parameters(), None)
+    return str(param.device) if param is not None else "cpu"
+
+
 def sidebar() -> View | None:
     """Draw the shared sidebar; return the current view, or None when no model can be loaded."""
     names = models()
@@ -154,9 +160,9 @@ def sidebar() -> View | None:
             st.text_input("Target (optional)", key="tgt", max_chars=MAX_TEXT,
                           help="Leave empty to use the model's own translation.")
         st.toggle("Presentation mode", key="present", help="Large type and a high-contrast scale for projectors.")
-        cfg = ck.model.cfg
+        cfg, device = ck.model.cfg, model_device(ck.model)
         st.caption(f"{cfg.kind} · {cfg.n_layers('encoder')}+{cfg.n_layers('decoder')} layers · {cfg.n_heads} heads · "
-                   f"d_model {cfg.d_model} · {ck.model.num_parameters():,} parameters · device cpu")
+                   f"d_model {cfg.d_model} · {ck.model.num_parameters():,} parameters · device {device}")
     present = bool(st.session_state.get("present"))
     if present:
         st.markdown("<style>html, body, [class*='st-'] {font-size: 1.35rem;} h1 {font-size: 3rem !important;}</style>",

@@ -45,7 +45,14 @@ PROBE_SENTENCE = "The animal didn't cross the street because it was too tired."
 MODEL_FILES = (checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.TOKENIZER, checkpoint.CARD)
 FINISHED = ("done", "stopped", "error")
 
+# torch.set_num_threads() sets the calling thread's OpenMP thread count and also a process-wide value from
+# which every thread created later initialises itself (Streamlit runs each script rerun in a new thread).
+# The app's threads keep the count the process started with; a training job limits only its own thread.
+DEFAULT_THREADS = torch.get_num_threads()  # recorded at import, before any job ran
+TRAIN_THREADS = 1  # intra-op threads of one training job
+
 _lock = threading.Lock()
+_threads_lock = threading.Lock()
 _active: set["Job"] = set()
 _ids = itertools.count(1)
 
@@ -142,6 +149,22 @@ def device_name() -> str:
 def active_jobs() -> int:
     with _lock:
         return len(_active)
+
+
+def limit_this_thread(n: int) -> None:
+    """Give the calling thread ``n`` intra-op threads and leave every other thread's count at the default.
+
+    ``torch.set_num_threads(n)`` here sets this thread's count, but also the process-wide value that each
+    new thread copies on its first torch call; a helper thread then puts that value back to
+    :data:`DEFAULT_THREADS` (which changes only the helper's own count, not this thread's). This thread must
+    have made its first torch call before, or it would copy the restored default later.
+    """
+    torch.get_num_threads()  # initialises this thread's count now
+    with _threads_lock:  # two jobs starting at once must not restore in between each other's steps
+        torch.set_num_threads(n)
+        restore = threading.Thread(target=torch.set_num_threads, args=(DEFAULT_THREADS,), name="threads-restore")
+        restore.start()
+        restore.join()
 
 
 # --------------------------------------------------------------------------- uploads
@@ -271,10 +294,12 @@ class Job:
     def _work(self) -> None:
         tmp = None
         try:
+            limit_this_thread(min(TRAIN_THREADS, DEFAULT_THREADS))
             work_root = registry.data_dir() / "tmp"
             work_root.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f"train-{self.id}-", dir=work_root))
-            cfg = dataclasses.replace(self.cfg, out=str(tmp / "ckpt"), resume=False, threads=1, quiet=True,
+            # threads=None: train() must not call torch.set_num_threads (this thread's count is set above)
+            cfg = dataclasses.replace(self.cfg, out=str(tmp / "ckpt"), resume=False, threads=None, quiet=True,
                                       ckpt_every=self.cfg.steps + 1, eval_every=max(5, self.cfg.steps // 10),
                                       max_seconds=MAX_RUN_S, history=[])
             train(cfg, on_step=self._on_step, stop=self._stop)

@@ -1,0 +1,223 @@
+"""app/training_jobs.py without a browser: uploads, settings, the job's life cycle, limits and torch threads."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import torch
+
+from app import training_jobs as tj
+from core import registry
+from core.train import TrainConfig
+
+TINY = dict(task="copy", d_model=16, layers=1, heads=2, d_ff=32, batch_size=8, warmup=5, dropout=0.0)
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_DATA", str(tmp_path))
+    yield tmp_path
+    with tj._lock:  # a failed test must not leave a job holding a server slot
+        left = list(tj._active)
+    for job in left:
+        job.stop()
+        job.join(30)
+
+
+def in_fresh_thread(fn):
+    """``fn()`` run in a new thread, as Streamlit runs every script rerun; returns its result."""
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("v", fn()))
+    t.start()
+    t.join()
+    return out["v"]
+
+
+def wait_for(cond, timeout=60.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def files_under(folder):
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+# --------------------------------------------------------------------------- torch threads
+
+def test_job_thread_limit_does_not_leak_into_later_threads(data, monkeypatch):
+    original = in_fresh_thread(torch.get_num_threads)
+    # at least 2, so the worker's limit of 1 is distinguishable even on a 1-core machine
+    default = max(2, original)
+    in_fresh_thread(lambda: torch.set_num_threads(default))
+    monkeypatch.setattr(tj, "DEFAULT_THREADS", default, raising=False)
+    limit = getattr(tj, "TRAIN_THREADS", 1)
+    seen = []
+    real_train = tj.train
+
+    def spy(cfg, on_step=None, stop=None, **kw):
+        def hook(info):
+            seen.append((threading.current_thread().name, torch.get_num_threads()))
+            on_step(info)
+        return real_train(cfg, on_step=hook, stop=stop, **kw)
+
+    monkeypatch.setattr(tj, "train", spy)
+    try:
+        job = tj.Job(TrainConfig(steps=5, **TINY), "threads-1").start()
+        assert job.join(120), job.snapshot()
+        assert job.snapshot()["status"] == "done", job.snapshot()["error"]
+        assert seen and {n for n, _ in seen} == {f"train-{job.id}"}
+        assert {c for _, c in seen} == {limit}, seen  # the trainer ran within its own budget
+        assert in_fresh_thread(torch.get_num_threads) == default  # every later thread keeps the default
+        assert in_fresh_thread(lambda: (torch.ones(1000).sum(), torch.get_num_threads())[1]) == default
+    finally:
+        in_fresh_thread(lambda: torch.set_num_threads(original))
+
+
+# --------------------------------------------------------------------------- uploads
+
+@pytest.mark.parametrize("payload, words", [
+    (b"", "empty"),
+    (b"   \n\t ", "empty"),
+    (b"caf\xe9 au lait\n", "UTF-8"),
+    (b"text\x00with a NUL", "binary"),
+    (b"a" * (tj.MAX_UPLOAD + 1), "limit"),
+], ids=["empty", "blank", "latin-1", "nul", "too-large"])
+def test_save_upload_rejects_bad_files_and_keeps_nothing(data, payload, words):
+    with pytest.raises(ValueError, match=words) as err:
+        tj.save_upload(payload, "notes.txt")
+    assert "notes.txt" in str(err.value)
+    assert ".part" not in str(err.value)  # the temporary name is not shown to the learner
+    assert files_under(data) == []
+
+
+def test_save_upload_keeps_a_good_file_inside_the_data_folder(data):
+    text = "The dog was hungry.\nThe cat slept.\n"
+    path = tj.save_upload(text.encode(), "../../evil.txt")
+    assert path.parent == (data / "uploads").resolve()
+    assert path.read_text(encoding="utf-8") == text
+    assert "evil" not in path.name and path.suffix == ".txt"
+    assert files_under(data) == [path]
+    assert not (data.parent.parent / "evil.txt").exists()
+    other = tj.save_upload("\ufeffÜber die Straße.\n".encode("utf-8"), "/etc/passwd")
+    assert other != path and other.parent == path.parent
+
+
+# --------------------------------------------------------------------------- settings
+
+def test_check_settings_accepts_a_tiny_run(data):
+    assert tj.check_settings(TrainConfig(steps=20, **TINY), "fine-1") == []
+
+
+@pytest.mark.parametrize("changes, words", [
+    (dict(d_model=30, heads=4), "divisible"),
+    (dict(d_model=1024), "d_model must be between"),
+    (dict(steps=10 ** 6), "Steps must be between"),
+    (dict(steps=0), "Steps must be between"),
+    (dict(layers=9), "Layers must be between"),
+    (dict(heads=64), "Heads must be between"),
+    (dict(d_ff=10 ** 5), "d_ff must be between"),
+    (dict(batch_size=10 ** 4), "Batch size must be between"),
+    (dict(kv_heads=0), "Key/value heads"),
+    (dict(heads=4, kv_heads=3, d_model=32), "divide"),
+    (dict(warmup=-1), "Warm-up"),
+    (dict(lr=0.0), "learning-rate"),
+    (dict(task="chess"), "Unknown task"),
+])
+def test_check_settings_rejects_bad_settings_readably(data, changes, words):
+    errors = tj.check_settings(TrainConfig(**{**TINY, "steps": 20, **changes}), "fine-1")
+    assert errors and any(words in e for e in errors), errors
+    for e in errors:
+        assert (e[:1].isupper() or e.startswith(("d_model", "d_ff"))) and e.endswith("."), e
+        assert "Traceback" not in e and "Error" not in e
+    with pytest.raises(ValueError, match=words):
+        tj.Job(TrainConfig(**{**TINY, "steps": 20, **changes}), "fine-1")
+
+
+@pytest.mark.parametrize("name", ["../evil", "", "a/b", ".hidden", "x" * 65])
+def test_check_settings_rejects_bad_names(data, name):
+    errors = tj.check_settings(TrainConfig(steps=20, **TINY), name)
+    assert any("model name" in e for e in errors), errors
+
+
+def test_check_settings_rejects_a_taken_name(data):
+    (registry.user_dir() / "mine").mkdir(parents=True)
+    assert any("already exists" in e for e in tj.check_settings(TrainConfig(steps=20, **TINY), "mine"))
+    assert tj.suggest_name("copy") not in registry.available()
+
+
+# --------------------------------------------------------------------------- jobs
+
+def test_tiny_job_finishes_and_registers_its_model(data):
+    job = tj.Job(TrainConfig(steps=20, **TINY), "tiny-copy").start()
+    assert job.join(120)
+    snap = job.snapshot()
+    assert snap["status"] == "done", snap["error"]
+    assert snap["saved"] == "tiny-copy" and snap["step"] == 20 and len(snap["history"]) == 20
+    assert snap["snapshots"] and snap["evals"]
+    assert (data / "models" / "tiny-copy" / "config.json").exists()
+    assert "tiny-copy" in registry.available()
+    assert registry.load("tiny-copy", allow_path=False).model.cfg.d_model == 16
+    assert tj.active_jobs() == 0
+    assert not any((data / "tmp").iterdir())  # the temporary run folder is gone
+    assert tj.name_taken("tiny-copy")
+
+
+def test_job_pauses_resumes_and_stops_without_saving(data):
+    job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **TINY), "stopped-1").start()
+    job.pause()
+    wait_for(lambda: job.snapshot()["step"] >= 1, what="the first step")
+    assert job.paused and job.snapshot()["status"] == "paused"
+    held = job.snapshot()["step"]
+    time.sleep(0.3)
+    assert job.snapshot()["step"] == held  # paused: no progress
+    job.resume()
+    wait_for(lambda: job.snapshot()["step"] > held + 2, what="progress after resume")
+    assert job.snapshot()["status"] == "running"
+    job.pause()
+    wait_for(lambda: job.snapshot()["paused_s"] > 0.05, what="the second pause")
+    job.stop()  # stopping a paused job ends it too
+    assert job.join(60)
+    snap = job.snapshot()
+    assert snap["status"] == "stopped" and snap["saved"] is None and snap["error"] is None
+    assert 1 <= snap["step"] < tj.MAX_STEPS
+    assert not (data / "models" / "stopped-1").exists() and "stopped-1" not in registry.available()
+    assert tj.active_jobs() == 0
+
+
+def test_concurrent_job_limit(data):
+    jobs = []
+    try:
+        for i in range(tj.MAX_JOBS):
+            job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **TINY), f"limit-{i}")
+            job.pause()  # paused before it starts: it holds a slot but uses no CPU after its first step
+            jobs.append(job.start())
+        assert tj.active_jobs() == tj.MAX_JOBS
+        extra = tj.Job(TrainConfig(steps=20, **TINY), "limit-extra")
+        with pytest.raises(tj.JobLimitError, match=str(tj.MAX_JOBS)):
+            extra.start()
+    finally:
+        for job in jobs:
+            job.stop()
+        for job in jobs:
+            assert job.join(60)
+    assert tj.active_jobs() == 0
+    assert all(j.snapshot()["status"] == "stopped" for j in jobs)
+    extra.start()  # a slot is free again
+    assert extra.join(120) and extra.snapshot()["status"] == "done"
+
+
+# --------------------------------------------------------------------------- sidebar device
+
+def test_sidebar_device_is_where_the_parameters_are():
+    from app.shell import model_device
+
+    assert model_device(torch.nn.Linear(2, 2)) == "cpu"
+    assert model_device(torch.nn.Linear(2, 2, device="meta")) == "meta"  # read from the model, not hard-coded
+    assert model_device(torch.nn.Identity()) == "cpu"
+    if torch.cuda.is_available():
+        assert model_device(torch.nn.Linear(2, 2).cuda()) == "cuda:0"
