@@ -14,6 +14,7 @@ from app.shell import sidebar  # noqa: E402
 
 PAGES = [  # (file, title, icon, url path); the first is the default page, served at "/"
     ("home.py", "Start here", ":material/home:", "home"),
+    ("lesson.py", "Lesson (step by step)", ":material/school:", "lesson"),
     ("attention.py", "Attention", ":material/grid_on:", "attention"),
     ("qk.py", "Q·K walkthrough", ":material/calculate:", "qk"),
     ("bertviz_views.py", "bertviz views", ":material/hub:", "bertviz"),

@@ -13,6 +13,7 @@ st.subheader("Where to find each idea")
 st.markdown("""
 | Idea (from the papers) | Page |
 |---|---|
+| The whole path, in order, for a class: tokens → embeddings → positions → one head by hand → heads → layers → decoder → output → "it" | **Lesson** |
 | Scaled dot-product attention, softmax(QKᵀ/√d_k + M)V, one row by hand | **Q·K walkthrough** |
 | Multi-head attention: every head of every layer; encoder self, masked decoder self, cross-attention | **Attention**, **bertviz views** |
 | Positional encoding: sinusoids, the rotation (shift) property, learned positions, RoPE, ALiBi | **Positional encoding** |

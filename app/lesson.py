@@ -1,0 +1,360 @@
+"""The guided lesson: one sentence through the whole transformer, nine steps, each a list of blocks.
+
+A step is computed into plain blocks (markdown, figures, tables) so the same content can be drawn
+on the Lesson page one screen at a time and written into a self-contained handout (HTML with
+plotly.js inlined: print it to PDF, or save every figure as PNG, all offline).
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+
+from app import coref_view, figures
+from app.shell import load_model, traced
+from core import coref, lesson
+from core import inspection as ins
+from core.data.translation import translate
+from core.decoding import generate
+from core.evaluate import translate_all
+from core.positional import sinusoidal
+from core.tokenizer import EOS
+
+SOURCES = {
+    "starke": "Stärk, *Transformers* survey (seed 000)",
+    "cse589": "CSE 589 paper on the Transformer (seed 001)",
+    "wiki": "encyclopedia article *Transformer (deep learning architecture)* (seed 002)",
+    "slides": "*The Transformer* slides (seed 003)",
+    "seita": "Seita, *Transformer Networks for State of the Art NLP* (seed 004)",
+}
+
+
+@dataclass
+class Step:
+    title: str
+    text: str  # two or three sentences, markdown
+    source: str  # where it comes from in the seed documents
+    blocks: list = field(default_factory=list)  # ("md", str) | ("fig", Figure) | ("table", list[dict])
+
+
+@dataclass
+class Context:
+    name: str  # the lesson's translation model
+    text: str
+    present: bool = False
+    dark: bool = False
+
+    @property
+    def ck(self):
+        return load_model(self.name)
+
+    @property
+    def run(self):
+        return traced(self.name, self.text, None)
+
+    def style(self) -> dict:
+        return {"present": self.present, "dark": self.dark}
+
+
+def _tok(tokens):
+    return [figures.label(t) for t in tokens]
+
+
+# --------------------------------------------------------------------------- the nine steps
+def tokens_step(c: Context) -> Step:
+    r = c.run
+    pieces = [{"position": i, "token": t, "id": i_} for i, (t, i_) in enumerate(zip(r.src_tokens, r.src_ids))]
+    words = len(c.text.split())
+    notes = [("md", f"**{words} words → {len(r.src_ids)} tokens** (the last one, `[EOS]`, marks the end).")]
+    notes += [("md", f"⚠️ {n}") for n in r.notices]
+    return Step("1 · Text → tokens",
+                "The model never sees letters. A tokenizer cuts the sentence into pieces from a fixed vocabulary "
+                "and replaces each by its number. Sub-word pieces let a small vocabulary spell any word: a rare "
+                "word becomes several known pieces instead of one unknown token.",
+                f"{SOURCES['wiki']}, “Tokenization” (byte-pair encoding); {SOURCES['starke']}, sec. 2",
+                notes + [("table", pieces)])
+
+
+def embedding_step(c: Context) -> Step:
+    r, ck = c.run, c.ck
+    parts = ins.embedding_parts(r.trace, "encoder")
+    d = ck.model.cfg.d_model
+    scale = ck.model.embed.scale
+    raw = parts["tokens"] / scale
+    fig = figures.matrix(parts["tokens"], None, r.src_tokens, title=f"Token embeddings × √{d} = {scale:.2f}",
+                         x_title="dimension", y_title="token", value_name="value", diverging=True, **c.style())
+    return Step("2 · Token embeddings",
+                "Each token id picks one row of a learned table: a vector of d_model numbers. The paper multiplies "
+                "it by √d_model so that it is not drowned by the positional encoding added next.",
+                f"Vaswani et al. sec. 3.4, as summarised in {SOURCES['starke']}, sec. 2",
+                [("md", f"Mean vector length before scaling: {float(raw.norm(dim=-1).mean()):.3f}; after: "
+                        f"{float(parts['tokens'].norm(dim=-1).mean()):.3f} (d_model = {d})."), ("fig", fig)])
+
+
+def positional_step(c: Context) -> Step:
+    r, ck = c.run, c.ck
+    cfg = ck.model.cfg
+    parts = ins.embedding_parts(r.trace, "encoder")
+    blocks = []
+    if cfg.pos_encoding == "sinusoidal":
+        pe = sinusoidal(len(r.src_ids), cfg.d_model, cfg.pe_base)
+        blocks.append(("fig", figures.matrix(pe, None, list(range(len(r.src_ids))), title="PE(pos, 2i) = sin(pos/N^(2i/d)),"
+                                             " PE(pos, 2i+1) = cos(…)", x_title="dimension", y_title="position",
+                                             value_name="PE", diverging=True, **c.style())))
+    if parts["positions"] is not None:
+        blocks.append(("fig", figures.matrix(parts["sum"], None, r.src_tokens, title="Token embedding + positional "
+                                             "encoding: what the first layer reads", x_title="dimension",
+                                             y_title="token", value_name="value", diverging=True, **c.style())))
+    perm = ins.permutation_test(ck.model, r.src_ids, ins.shuffle_order(len(r.src_ids), 0))
+    blocks.append(("md", f"**Shuffle the words** and run the first layer. Without positions the output is the same "
+                         f"set of vectors, only reordered: largest difference "
+                         f"**{perm['without']['max_diff']:.2e}**. With this model's positions "
+                         f"({', '.join(perm['terms']) or 'none'}): **{perm['with']['max_diff']:.3f}** — order now "
+                         "matters."))
+    return Step("3 · Positional encoding",
+                "Attention and the feed-forward layer treat the tokens as a bag: shuffle the sentence and they "
+                "return the same vectors, shuffled. Adding a different vector for every position (sinusoids of "
+                "many wavelengths) gives the model the word order back.",
+                f"{SOURCES['starke']}, “Positional encoding”; Vaswani et al. sec. 3.5", blocks)
+
+
+def one_head_step(c: Context, head: int = 0) -> Step:
+    r = c.run
+    name = "encoder.0.self_attn"
+    hb = lesson.head_by_hand(r.trace, name, head)
+    toks, st_ = r.src_tokens, c.style()
+    blocks = [("md", f"Layer 0, head {head}, d_k = {hb['d_k']}. Q = X·W_Q, K = X·W_K, V = X·W_V:")]
+    for key in ("Q", "K", "V"):
+        blocks.append(("fig", figures.matrix(hb[key], None, toks, title=key, x_title="dimension", y_title="token",
+                                             value_name=key, diverging=True, height=260 + 18 * len(toks), **st_)))
+    blocks.append(("fig", figures.matrix(hb["scaled"], toks, toks, title=f"QKᵀ / √{hb['d_k']}", x_title="key",
+                                         y_title="query", value_name="score", diverging=True, **st_)))
+    blocks.append(("fig", figures.heatmap(hb["weights"], toks, toks, title="softmax(QKᵀ/√d_k): each row sums to 1",
+                                          **st_)))
+    blocks.append(("fig", figures.matrix(hb["out"], None, toks, title="softmax(…) × V: this head's output",
+                                         x_title="dimension", y_title="token", value_name="value", diverging=True,
+                                         **st_)))
+    blocks.append(("md", f"Recomputed here by hand vs the model's own numbers: weights differ by at most "
+                         f"{hb['weights_error']:.1e}, outputs by {hb['out_error']:.1e}."))
+    return Step("4 · One attention head, by hand",
+                "Every token asks a question (its query q), advertises what it holds (its key k) and what it "
+                "passes on (its value v). The dot products q·k say how well each key answers; dividing by √d_k "
+                "keeps them from growing with the dimension, softmax turns each row into weights, and the output "
+                "is the weighted sum of the values.",
+                f"Vaswani et al. eq. 1, in {SOURCES['starke']} (eq. 1) and {SOURCES['cse589']} (why √d_k)", blocks)
+
+
+def multi_head_step(c: Context) -> Step:
+    r, ck = c.run, c.ck
+    w = r.trace.attention("encoder", 0)[0]  # [H, T, T]
+    prof = lesson.head_profile(w)
+    merged = lesson.merge_heads(ck.model, r.trace, "encoder.0.self_attn")
+    n_h = w.shape[0]
+    heads = [f"head {h}" for h in range(n_h)]
+    return Step("5 · Multi-head attention",
+                f"The layer runs {n_h} heads side by side, each with its own W_Q, W_K, W_V, so each can look for "
+                "something different — a neighbour, the same word, the noun a pronoun stands for. Their outputs "
+                "are concatenated and mixed back to d_model by W_O.",
+                f"Vaswani et al. sec. 3.2.2; {SOURCES['wiki']}, “Multiheaded attention”",
+                [("fig", figures.grid(w[None], r.src_tokens, r.src_tokens, title="Layer 0: every head", **c.style())),
+                 ("fig", figures.grouped_bars({"entropy (nats, low = sharp)": prof["entropy"],
+                                               "mean distance |i − j|": prof["distance"]}, heads,
+                                              title="What differs between the heads", **c.style())),
+                 ("md", f"Concat(head₁…head_{n_h}) is {tuple(merged['concat'].shape)}; × W_Oᵀ "
+                        f"{tuple(merged['W_O'].shape)} gives {tuple(merged['out'].shape)}, equal to the model's "
+                        f"sublayer output to {merged['error']:.1e}.")])
+
+
+def layers_step(c: Context) -> Step:
+    r, ck = c.run, c.ck
+    an = lesson.add_and_norm(ck.model, r.trace, "encoder", 0)
+    stages = ins.residual_stages(r.trace, "encoder")
+    norms = ins.stage_norms(stages)
+    summary = ins.sublayer_summary(r.trace, "encoder")
+    n_l = ins.n_layers(r.trace, "encoder")
+    how = ("x + Sublayer(LayerNorm(x)) (pre-LN)" if an["pre_ln"] else "LayerNorm(x + Sublayer(x)) (post-LN, as "
+           "in the paper)")
+    return Step("6 · Residual, LayerNorm, feed-forward — and the stack",
+                "Each sublayer's output is added to its input (the residual connection), then normalised. "
+                "A feed-forward network, FFN(x) = max(0, xW₁ + b₁)W₂ + b₂, processes every token on its own. "
+                "Stacking layers lets the representation of each token change step by step.",
+                f"{SOURCES['seita']} (FFN and residual + LayerNorm); {SOURCES['wiki']} (pre- vs post-LN)",
+                [("md", f"Layer 0, after attention: {how}, recomputed by hand to {an['error']:.1e}."),
+                 ("fig", figures.matrix(norms, r.src_tokens, [s for s, _ in stages], title="Length of every token's "
+                                        "vector along the residual stream", x_title="token", y_title="stage",
+                                        value_name="‖x‖", **c.style())),
+                 ("fig", figures.grouped_bars(summary, [f"layer {i}" for i in range(n_l)],
+                                              title="What each sublayer adds, relative to the stream it reads",
+                                              y_title="‖added‖ / ‖input‖", **c.style()))])
+
+
+def decoder_step(c: Context) -> Step:
+    r = c.run
+    tr, st_ = r.trace, c.style()
+    mask = tr["decoder.0.self_attn.mask"][0, 0] if "decoder.0.self_attn.mask" in tr else None
+    blocks = []
+    if mask is not None:
+        blocks.append(("fig", figures.mask_map(mask, r.tgt_tokens, r.tgt_tokens, title="Causal mask M: 0 = may "
+                                               "look, −∞ = the future", **st_)))
+    blocks.append(("fig", figures.heatmap(tr.attention("decoder", 0)[0].mean(0), r.tgt_tokens, r.tgt_tokens,
+                                          title="Decoder self-attention, layer 0 (mean of heads): nothing above "
+                                                "the diagonal", **st_)))
+    last = tr.n_layers("cross") - 1
+    blocks.append(("fig", figures.heatmap(tr.attention("cross", last)[0].mean(0), r.tgt_tokens, r.src_tokens,
+                                          title=f"Cross-attention, layer {last} (mean of heads): which English "
+                                                "word each output word reads", **st_)))
+    return Step("7 · The decoder: masked self-attention and cross-attention",
+                "The decoder writes the translation one word at a time, so in training it must not peek at the "
+                "words it is about to predict: the mask adds −∞ to every future position, and softmax turns that "
+                "into a weight of exactly 0. Cross-attention then lets every output word read the encoder's "
+                "vectors of the English sentence.",
+                f"{SOURCES['starke']}, sec. 2 (‘cheating’); {SOURCES['cse589']}, fig. 4; "
+                f"{SOURCES['wiki']}, masked attention with M", blocks)
+
+
+def output_step(c: Context) -> Step:
+    r, ck = c.run, c.ck
+    tok = ck.tokenizer
+    src = r.src_ids
+    res = generate(ck.model, src=src, max_new=ck.model.cfg.max_len - 1)
+    rows = []
+    for n, s in enumerate(res.steps):
+        top = ", ".join(f"{tok.display([i])[0]} {p:.2f}" for i, p in s.top[:3])
+        rows.append({"step": n + 1, "chosen": tok.display([s.chosen])[0], "probability": round(float(s.probs[s.chosen]), 4),
+                     "top 3": top})
+    first = res.steps[0]
+    blocks = [("fig", figures.bars([p for _, p in first.top], tok.display([i for i, _ in first.top]),
+                                   title="Step 1: softmax over the whole vocabulary (top 10 shown)",
+                                   y_title="probability", highlight=0, **c.style())),
+              ("table", rows),
+              ("md", f"**Translation:** {figures.label(tok.decode(res.ids))}")]
+    demos = [("en-de", ["I am happy."]), ("en-fr", ["The animal didn't cross the street because it was too tired.",
+                                                    "The animal didn't cross the street because it was too wide."])]
+    for model, sentences in demos:
+        try:
+            out = translate_all(load_model(model), sentences)
+        except ValueError:
+            continue
+        blocks += [("md", f"`{model}`: {figures.label(s)} → **{figures.label(o)}**") for s, o in zip(sentences, out)]
+    return Step("8 · Output: linear + softmax, one word at a time",
+                "The decoder's last vector is multiplied by the vocabulary matrix and softmax gives a probability "
+                "for every word. Greedy decoding takes the most likely one, appends it to the decoder's input and "
+                f"goes again until the end token {tok.display([EOS])[0]}.",
+                f"{SOURCES['starke']}, sec. 2 (‘I am happy’ → ‘Ich bin froh’)", blocks)
+
+
+def payoff_step(c: Context, k_off: int = 2) -> Step:
+    items = coref_view.item_for(c.text)
+    pair = None
+    if items is not None:
+        pair = next((p for p in coref_view.probe_items() if items.text in (p[0].text, p[1].text)), None)
+    pair = pair or coref_view.probe_items()[0]
+    ck = c.ck
+    lks = [coref.links(traced(c.name, it.text, None), it) for it in pair]
+    blocks = []
+    if lks[0] is None or lks[1] is None:
+        return Step("9 · The payoff: what does “it” refer to?", "This model does not see the candidates as tokens.",
+                    SOURCES["cse589"], blocks)
+    cands = pair[0].candidates
+    right = [(lk.argmax(-1) == cands.index(it.antecedent)) for lk, it in zip(lks, pair)]
+    resolving = (right[0] & right[1]).tolist()
+    for it, lk in zip(pair, lks):
+        blocks.append(("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.label(it.text),
+                                                     resolving=resolving, **c.style())))
+    board = coref_view.scoreboard(c.name)
+    off = {}
+    for b in board["best"][:k_off]:
+        off.setdefault(f"encoder.{b['layer']}.self_attn", []).append(b["head"])
+    rows = []
+    for it in pair:
+        ref = translate(it.text, "fr")
+        before = coref.pronoun_probabilities(ck, it.text, ref, ("il", "elle"))
+        after = coref.pronoun_probabilities(ck, it.text, ref, ("il", "elle"), ablate=off or None)
+        rows.append({"sentence": it.text, "p(il)": before.get("il"), "p(elle)": before.get("elle"),
+                     f"p(il), top {k_off} heads off": after.get("il"), f"p(elle), top {k_off} heads off": after.get("elle")})
+    n_res = sum(map(sum, resolving))
+    blocks.append(("md", f"✓ marks the {n_res} heads that point “it” at the right noun in **both** sentences. "
+                         f"Switched off below: {', '.join(f'{n} heads {h}' for n, h in off.items()) or 'none'} "
+                         f"(the best on {board['n']} probe sentences)."))
+    blocks.append(("table", rows))
+    return Step("9 · The payoff: what does “it” refer to?",
+                "Change one word — tired or wide — and “it” changes referent, so French needs il or elle. Some "
+                "heads link “it” to the right noun in both sentences. Attention is a clue, not proof; switching "
+                "those heads off and watching the pronoun's probability is the stronger test.",
+                f"{SOURCES['cse589']}, fig. 9 (“it” → animal / street)", blocks)
+
+
+STEPS = [tokens_step, embedding_step, positional_step, one_head_step, multi_head_step, layers_step, decoder_step,
+         output_step, payoff_step]
+
+
+def build(c: Context, index: int, **kw) -> Step:
+    if not 0 <= index < len(STEPS):
+        raise ValueError(f"the lesson has steps 1–{len(STEPS)}")
+    return STEPS[index](c, **kw)
+
+
+# --------------------------------------------------------------------------- handout
+def _md_html(text: str) -> str:
+    """The little markdown the steps use (bold, italics, code) as safe HTML; everything else is escaped."""
+    out = html.escape(html.unescape(text), quote=False)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    out = re.sub(r"\*(.+?)\*", r"<i>\1</i>", out)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
+
+
+def _table_html(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(str(k))}</th>" for k in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape('' if v is None else str(v))}</td>" for v in r.values())
+                   + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+HANDOUT_SCRIPT = """
+function savePngs() {
+  document.querySelectorAll('.plotly-graph-div').forEach(function (div, i) {
+    Plotly.downloadImage(div, {format: 'png', filename: 'lesson-figure-' + (i + 1), scale: 2});
+  });
+}
+"""
+
+
+def handout(c: Context, steps: list[Step] | None = None) -> str:
+    """Every step as one self-contained HTML page (plotly.js inlined once, no network): print it to PDF,
+    or press the button to save every figure as a PNG."""
+    import plotly.io as pio
+    steps = steps if steps is not None else [build(c, i) for i in range(len(STEPS))]
+    parts, first = [], True
+    for s in steps:
+        parts.append(f"<section><h2>{_md_html(s.title)}</h2><p>{_md_html(s.text)}</p>"
+                     f"<p class='src'>Source: {_md_html(s.source)}</p>")
+        for kind, value in s.blocks:
+            if kind == "md":
+                parts.append(f"<p>{_md_html(value)}</p>")
+            elif kind == "table":
+                parts.append(_table_html(value))
+            else:
+                parts.append(pio.to_html(value, full_html=False, include_plotlyjs=first,
+                                         config={"displaylogo": False}))
+                first = False
+        parts.append("</section>")
+    title = f"Attention Lab lesson — {html.escape(c.text)} ({html.escape(c.name)})"
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; script-src 'unsafe-inline' "
+            "'unsafe-eval'; style-src 'unsafe-inline'; img-src data: blob:\">"
+            f"<title>{title}</title><style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}"
+            "section{page-break-after:always}table{border-collapse:collapse}td,th{border:1px solid #999;"
+            "padding:2px 6px}.src{color:#555;font-size:90%}@media print{button{display:none}}</style></head><body>"
+            f"<h1>{title}</h1><button onclick='savePngs()'>Save every figure as PNG</button> "
+            "<button onclick='window.print()'>Print / save as PDF</button>"
+            + "".join(parts) + f"<script>{HANDOUT_SCRIPT}</script></body></html>")
+
+
+def lesson_model(view_name: str, kind: str, available: list[str]) -> str | None:
+    """The lesson needs a translation model: the current one if it is, else ``en-fr`` if present."""
+    if kind == "encoder-decoder":
+        return view_name
+    return "en-fr" if "en-fr" in available else None
+

@@ -1,0 +1,62 @@
+"""A guided lesson for classrooms: the class's sentence through the whole transformer, one step per screen."""
+import streamlit as st
+
+from app import lesson
+from app.shell import models, sync_url, url_int
+
+st.title("Lesson: one sentence through the transformer")
+view = st.session_state.get("view")
+if view is None:
+    st.stop()
+name = lesson.lesson_model(view.name, view.kind, models())
+if name is None:
+    st.info("The lesson follows a translation model; none is available here. Train one on the Training page.")
+    st.stop()
+if name != view.name:
+    st.info(f"The lesson follows a translation model, so it uses **{name}** (the sidebar's {view.name} is "
+            f"{view.kind}).")
+ctx = lesson.Context(name, view.text, view.present, view.dark)
+try:
+    ctx.run  # noqa: B018 — tokenizes and traces once (cached); bad text gets its message here
+except ValueError as e:
+    st.info(str(e))
+    st.stop()
+
+n = len(lesson.STEPS)
+if "lesson_step" not in st.session_state:
+    st.session_state["lesson_step"] = url_int("step", n)
+
+
+def move(delta: int) -> None:
+    st.session_state["lesson_step"] = min(n - 1, max(0, st.session_state["lesson_step"] + delta))
+
+
+i = st.session_state["lesson_step"]
+nav = st.columns([1, 1, 6])
+nav[0].button("◀ Back", on_click=move, args=(-1,), disabled=i == 0, shortcut="Left", key="lesson_back")
+nav[1].button("Next ▶", on_click=move, args=(1,), disabled=i == n - 1, shortcut="Right", key="lesson_next",
+              type="primary")
+nav[2].progress((i + 1) / n, text=f"Step {i + 1} of {n} · keyboard: ← →")
+sync_url(step=i)
+
+step = lesson.build(ctx, i)
+st.header(step.title)
+st.markdown(step.text)
+st.caption(f"Source: {step.source}")
+for k, (kind, value) in enumerate(step.blocks):
+    if kind == "md":
+        st.markdown(value)
+    elif kind == "table":
+        st.dataframe(value, hide_index=True)
+    else:
+        st.plotly_chart(value, key=f"lesson_{i}_{k}")
+
+with st.expander("Handout for the class (all nine steps)"):
+    st.caption("One HTML file with every figure, for this sentence: open it, then print to PDF or save every figure "
+               "as PNG. It works offline.")
+    if st.button("Prepare the handout", key="lesson_prepare"):
+        st.session_state["lesson_handout"] = ((name, view.text), lesson.handout(ctx))
+    made_for, page = st.session_state.get("lesson_handout", (None, None))
+    if made_for == (name, view.text):
+        st.download_button("Download handout (HTML)", page, "attention-lab-lesson.html", "text/html",
+                           key="lesson_download")

@@ -1,0 +1,108 @@
+"""AppTest: the Lesson walks all nine steps on the class's sentence, follows the URL, and exports a safe handout."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import lesson
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = "The animal didn't cross the street because it was too tired."
+XSS = '</script><img src=x onerror="window.__pwned=1">'
+
+
+def open_lesson(**params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page("../pages/lesson.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at):
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def step_number(at) -> int:
+    return int(re.match(r"(\d) ·", at.header[0].value).group(1))
+
+
+def test_next_and_back_walk_every_step():
+    at = open_lesson(model="en-fr", text=SEED)
+    seen = []
+    for i in range(len(lesson.STEPS)):
+        assert step_number(at) == i + 1
+        assert not at.error, [e.value for e in at.error]
+        assert at.caption[0].value.startswith("Source:")
+        if i == 0:
+            tokens = at.dataframe[0].value["token"].tolist()
+            assert tokens[:3] == ["The", "animal", "didn"] and tokens[-1] == "[EOS]"
+        else:
+            assert charts(at), f"step {i + 1} drew no figure"
+        seen.append(at.header[0].value)
+        nxt = next(b for b in at.button if b.label.startswith("Next"))
+        assert nxt.disabled == (i == len(lesson.STEPS) - 1)
+        if i < len(lesson.STEPS) - 1:
+            nxt.click().run()
+            assert not at.exception, [e.value for e in at.exception]
+    assert len(set(seen)) == len(lesson.STEPS)
+    assert at.query_params["step"] in ("8", ["8"])
+    next(b for b in at.button if b.label.startswith("◀")).click().run()
+    assert step_number(at) == 8
+
+
+def test_the_step_follows_the_class_sentence():
+    at = open_lesson(model="en-fr", text="The dog is tired.", step="1")
+    rows = charts(at)[0]["layout"]["yaxis"]["ticktext"]
+    assert rows == ["The", "dog", "is", "tired", ".", "[EOS]"]
+    at.sidebar.text_area(key="text").set_value("I am happy.").run()
+    assert charts(at)[0]["layout"]["yaxis"]["ticktext"] == ["I", "am", "happy", ".", "[EOS]"]
+
+
+def test_url_opens_a_step_and_a_bad_step_is_refused():
+    at = open_lesson(model="en-fr", step="3")
+    assert step_number(at) == 4
+    assert "by hand" in at.header[0].value
+    at = open_lesson(model="en-fr", step="42")
+    assert step_number(at) == 1
+    assert any("step" in w.value for w in at.warning)
+
+
+def test_decoding_step_translates_the_seed_sentences_live():
+    at = open_lesson(model="en-fr", text=SEED, step="7")
+    text = " ".join(m.value for m in at.markdown)
+    assert "Ich bin froh." in text
+    assert "parce qu'il était trop fatigué" in text and "parce qu'elle était trop large" in text
+
+
+def test_non_translation_model_falls_back_to_en_fr():
+    at = open_lesson(model="minilm", step="6")
+    assert any("en-fr" in i.value for i in at.info)
+    assert step_number(at) == 7 and not at.error
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_empty_sentence_gets_a_message(text):
+    at = open_lesson(model="en-fr", text=text)
+    assert any("empty" in i.value for i in at.info)
+    assert not at.header
+
+
+def test_handout_has_every_step_and_escapes_the_sentence():
+    at = open_lesson(model="en-fr", text="The dog is tired. " + XSS)
+    next(b for b in at.button if b.label == "Prepare the handout").click().run()
+    assert not at.exception
+    assert at.get("download_button"), "no download button"
+    made_for, page = at.session_state["lesson_handout"]
+    assert made_for[0] == "en-fr"
+    for i in range(len(lesson.STEPS)):
+        assert f"<h2>{i + 1} · " in page
+    assert "<img src=x" not in page and "</script><img" not in page
+    assert page.count("<section>") == len(lesson.STEPS)
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)\s*=\s*[\"']?https?:", page)  # nothing fetched
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
