@@ -1,0 +1,247 @@
+"""The training CLI ``python -m core.train``: it learns copy / reverse, survives SIGKILL with exact resume,
+runs under two gloo processes, follows the paper's learning-rate formula and ends with a JSON summary.
+
+Every run is a real subprocess of the CLI with ``--threads 1`` and a fixed seed, so results are reproducible
+bit for bit; nothing here asserts on wall-clock time (the loops that wait for a checkpoint have a generous
+safety timeout only so that a hang fails instead of blocking the suite).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from core import checkpoint
+from core.decoding import beam_search, generate
+from core.tasks import SyntheticTask
+from core.tokenizer import EOS
+from core.train import STATE_JSON, TrainConfig, learning_rate
+
+ROOT = Path(__file__).resolve().parents[2]
+SAFETY_TIMEOUT = 300  # seconds; only to turn a hang into a failure, never a performance check
+
+# Learns copy and reverse of 4-8 symbols to 100 % held-out exact match in ~500 steps for seeds 0, 1, 2
+# (measured); 600 steps leaves margin.
+LEARN = ["--steps", "600", "--seed", "0", "--layers", "1", "--d-model", "64", "--heads", "4", "--d-ff", "128",
+         "--norm", "pre", "--dropout", "0", "--label-smoothing", "0", "--schedule", "cosine", "--lr", "0.003",
+         "--warmup", "50", "--seq-len", "8", "--batch-size", "64", "--eval-every", "600", "--ckpt-every", "600",
+         "--threads", "1"]
+SEQ_LEN = 8
+SUMMARY_KEYS = {"steps", "tokens_per_s", "final_loss", "metrics"}
+
+
+def run_cli(*args, module=("core.train",), timeout=SAFETY_TIMEOUT):
+    return subprocess.run([sys.executable, "-m", *module, *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def last_json_line(stdout: str) -> dict:
+    lines = [ln for ln in stdout.splitlines() if ln.strip()]
+    assert lines, "the CLI printed nothing on stdout"
+    return json.loads(lines[-1])
+
+
+def train_state(out: Path) -> dict:
+    return json.loads((out / STATE_JSON).read_text())
+
+
+# ------------------------------------------------------------------ 1. copy / reverse are learned
+@pytest.fixture(scope="module", params=["copy", "reverse"])
+def trained(request, tmp_path_factory):
+    task = request.param
+    out = tmp_path_factory.mktemp(task) / "run"
+    r = run_cli("--task", task, "--out", out, *LEARN)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return task, out, r
+
+
+def _expected(task: str, symbols: list[str]) -> list[str]:
+    return symbols if task == "copy" else symbols[::-1]
+
+
+@pytest.mark.slow
+def test_cli_learns_task_to_99_percent_and_decoders_reproduce_it(trained):
+    task, out, r = trained
+    summary = last_json_line(r.stdout)
+    assert summary["steps"] == 600
+    assert summary["metrics"]["exact_match"] >= 0.99, summary
+
+    ck = checkpoint.load(out)
+    assert ck.meta["task"] == task and ck.meta["step"] == 600
+    assert ck.meta["metrics"] == summary["metrics"]
+    assert ck.model.cfg.max_len == SEQ_LEN + 2
+    # an independent, larger held-out measurement on the checkpoint that was written to disk
+    heldout = SyntheticTask(task, max_len=SEQ_LEN, tokenizer=ck.tokenizer).evaluate(ck.model, n=1000)
+    assert heldout["exact_match"] >= 0.99, heldout
+    print(f"{task}: exact match {summary['metrics']['exact_match']} (200 held-out, CLI), "
+          f"{heldout['exact_match']} (1000 held-out)")
+
+    tok = ck.tokenizer
+    inputs = ["7 3 a 9", "j 0 0 b 5 c", "1 2 3 4 5 6 7 8", "e e d d c"]
+    # plus a few sequences from a generator seed that neither training (step_generator) nor evaluation uses
+    probe = SyntheticTask(task, max_len=SEQ_LEN, tokenizer=tok)
+    for src, _ in probe.sample(torch.Generator().manual_seed(987_654), 4):
+        inputs.append(tok.decode(src))
+    for text in inputs:
+        symbols = text.split()
+        src = tok.encode(text)
+        assert len(src) == len(symbols), text
+        want_ids = tok.encode(" ".join(_expected(task, symbols)))
+        greedy = generate(ck.model, src=src + [EOS], max_new=ck.model.cfg.max_len)
+        beam = beam_search(ck.model, src=src + [EOS], beams=4, max_new=ck.model.cfg.max_len)
+        assert greedy.ids == want_ids, (text, tok.decode(greedy.ids))
+        assert beam.ids == want_ids, (text, tok.decode(beam.ids))
+        assert greedy.steps[-1].chosen == EOS  # greedy stopped by itself, not by the length budget
+        assert tok.decode(greedy.ids) == " ".join(_expected(task, symbols))
+
+
+# ------------------------------------------------------------------ 4. summary line and learning rate
+@pytest.mark.slow
+def test_last_printed_line_is_the_json_summary(trained):
+    task, out, r = trained
+    summary = last_json_line(r.stdout)
+    assert SUMMARY_KEYS <= set(summary), summary
+    assert summary["task"] == task and summary["steps"] == 600
+    assert isinstance(summary["tokens_per_s"], (int, float)) and summary["tokens_per_s"] > 0
+    assert isinstance(summary["metrics"], dict) and "exact_match" in summary["metrics"]
+    # final_loss is the loss of the last step, as recorded in the saved loss history
+    history = train_state(out)["history"]
+    assert len(history) == 600 and history[-1][0] == 600
+    assert math.isfinite(summary["final_loss"])
+    assert round(summary["final_loss"], 6) == history[-1][1]
+    assert summary["checkpoint"] == str(out)
+    # it is the only JSON on stdout: progress goes to stderr
+    assert sum(ln.lstrip().startswith("{") for ln in r.stdout.splitlines()) == 1
+
+
+@pytest.mark.parametrize("d_model,warmup,factor", [(64, 200, 1.0), (512, 4000, 1.0), (128, 300, 2.0)])
+def test_noam_learning_rate_is_the_papers_formula(d_model, warmup, factor):
+    cfg = TrainConfig(schedule="noam", lr=factor, warmup=warmup)
+    for step in (1, 2, 10, warmup // 2, warmup - 1, warmup, warmup + 1, 2 * warmup, 10 * warmup, 100_000):
+        paper = factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+        assert learning_rate(step, cfg, d_model) == pytest.approx(paper, rel=1e-12), step
+    # linear warm-up, then inverse square root decay: the peak is exactly at step == warmup
+    lrs = [learning_rate(s, cfg, d_model) for s in range(1, 3 * warmup + 1)]
+    assert lrs.index(max(lrs)) + 1 == warmup
+    assert learning_rate(warmup, cfg, d_model) == pytest.approx(factor * (d_model * warmup) ** -0.5, rel=1e-12)
+    assert all(a < b for a, b in zip(lrs[:warmup - 1], lrs[1:warmup]))
+    assert all(a > b for a, b in zip(lrs[warmup - 1:], lrs[warmup:]))
+
+
+# ------------------------------------------------------------------ 2. SIGKILL and exact resume
+CRASH = ["--task", "copy", "--steps", "150", "--seed", "3", "--layers", "1", "--d-model", "32", "--heads", "2",
+         "--d-ff", "64", "--batch-size", "32", "--seq-len", "8", "--warmup", "50", "--dropout", "0.1",
+         "--ckpt-every", "5", "--eval-every", "1000", "--threads", "1"]
+CRASH_STEPS, CKPT_EVERY = 150, 5
+
+
+def _saved_step(out: Path):
+    """The step of the checkpoint on disk, read without touching it (no recover: the writer may be mid-swap)."""
+    try:
+        return json.loads((out / STATE_JSON).read_text())["step"]
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, KeyError):
+        return None
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_then_resume_equals_uninterrupted_run(tmp_path):
+    ref_out = tmp_path / "reference" / "run"
+    r = run_cli("--out", ref_out, *CRASH)
+    assert r.returncode == 0, r.stderr[-3000:]
+    reference = train_state(ref_out)["history"]
+    ref_summary = last_json_line(r.stdout)
+    assert [s for s, _ in reference] == list(range(1, CRASH_STEPS + 1))
+
+    out = tmp_path / "crashy" / "run"
+    rng = random.Random(1234)
+    kills: list[int] = []
+    for n in range(3):
+        target = (kills[-1] if kills else 0) + rng.randint(8, 30)  # wait for at least this step on disk
+        pause = rng.uniform(0.0, 0.05)  # then land anywhere: mid-step, mid-save, between the two renames
+        log = tmp_path / f"stderr-{n}.txt"
+        with open(log, "w") as err:
+            proc = subprocess.Popen([sys.executable, "-m", "core.train", "--out", str(out), *CRASH]
+                                    + (["--resume"] if kills else []), cwd=ROOT, stdout=subprocess.DEVNULL,
+                                    stderr=err)
+            try:
+                deadline = time.monotonic() + SAFETY_TIMEOUT
+                while (step := _saved_step(out)) is None or step < target:
+                    assert proc.poll() is None, f"run {n} ended before it was killed: {log.read_text()[-2000:]}"
+                    assert time.monotonic() < deadline, "no checkpoint appeared (hang)"
+                    time.sleep(0.005)
+                time.sleep(pause)
+                proc.send_signal(signal.SIGKILL)
+            finally:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == -signal.SIGKILL, "the run finished before the kill"
+        if kills:
+            assert f"resuming copy from step {kills[-1]}" in log.read_text()
+
+        ck = checkpoint.load(out)  # loads whole (recovering a half swap if the kill fell between the renames)
+        state = train_state(out)
+        step = state["step"]
+        assert step % CKPT_EVERY == 0 and target <= step < CRASH_STEPS, (target, step)
+        assert ck.meta["step"] == step and ck.meta["task"] == "copy"
+        assert ck.model.cfg.d_model == 32 and ck.model.cfg.max_len == 10
+        # the saved loss history is the uninterrupted run's, step for step, up to the checkpoint
+        assert state["history"] == reference[:step]
+        kills.append(step)
+    print(f"killed at checkpoint steps {kills}")
+    assert len(set(kills)) == 3 and kills == sorted(kills)
+
+    r = run_cli("--out", out, *CRASH, "--resume")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"resuming copy from step {kills[-1]}" in r.stderr
+    summary = last_json_line(r.stdout)
+    assert summary["steps"] == CRASH_STEPS
+    history = train_state(out)["history"]
+    assert [s for s, _ in history] == list(range(1, CRASH_STEPS + 1))
+    for (s, a), (_, b) in zip(history, reference):
+        assert a == pytest.approx(b, abs=1e-6), s
+    assert history == reference  # in fact bit for bit (single thread, same data, restored RNG and optimiser)
+    assert summary["final_loss"] == ref_summary["final_loss"]
+    assert summary["metrics"] == ref_summary["metrics"]
+    # the final weights equal the uninterrupted run's
+    a, b = checkpoint.load(out).model.state_dict(), checkpoint.load(ref_out).model.state_dict()
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+# ------------------------------------------------------------------ 3. two gloo processes
+@pytest.mark.slow
+def test_two_process_gloo_run_saves_once_and_prints_one_summary(tmp_path):
+    out = tmp_path / "ddp" / "run"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                        "-m", "core.train", "--task", "copy", "--out", str(out), "--steps", "6", "--seed", "0",
+                        "--layers", "1", "--d-model", "32", "--heads", "2", "--d-ff", "64", "--batch-size", "16",
+                        "--seq-len", "8", "--ckpt-every", "3", "--eval-every", "1000", "--threads", "1",
+                        "--device", "cpu"], cwd=ROOT, capture_output=True, text=True, timeout=SAFETY_TIMEOUT, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "× 2 processes" in r.stderr  # DistributedDataParallel really ran across two ranks
+    json_lines = [ln for ln in r.stdout.splitlines() if ln.lstrip().startswith("{")]
+    assert len(json_lines) == 1, r.stdout
+    summary = json.loads(json_lines[0])
+    assert SUMMARY_KEYS <= set(summary) and summary["steps"] == 6
+    assert last_json_line(r.stdout) == summary
+    # exactly one checkpoint folder, no temporary or .old folders left next to it
+    assert [p.name for p in (tmp_path / "ddp").iterdir()] == ["run"]
+    ck = checkpoint.load(out)
+    assert ck.meta["step"] == 6 and ck.meta["summary"]["steps"] == 6
+    # the folder is rank 0's (the rank that printed): same final loss and metrics (rank 1 never evaluates)
+    history = train_state(out)["history"]
+    assert [s for s, _ in history] == list(range(1, 7))
+    assert history[-1][1] == round(summary["final_loss"], 6)
+    assert ck.meta["summary"]["final_loss"] == summary["final_loss"]
+    assert ck.meta["metrics"] == summary["metrics"] and "exact_match" in summary["metrics"]
