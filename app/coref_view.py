@@ -9,7 +9,9 @@ from app.figures import _style, label
 from app.shell import load_model
 from core import coref
 from core.data import translation
-from core.runner import run
+
+KIND_TITLES = {"self": "Encoder self-attention from “it”",
+               "cross": "Cross-attention from the decoder position that writes the pronoun"}
 
 
 def probe_items(lang: str = "fr") -> list[tuple[coref.ProbeItem, coref.ProbeItem]]:
@@ -29,18 +31,27 @@ def item_for(text: str) -> coref.ProbeItem | None:
     return coref.ProbeItem(p.src if p.src.rstrip(".") == text.strip().rstrip(".") else text, p.antecedent, p.candidates)
 
 
+def _flat_items() -> list[coref.ProbeItem]:
+    return [it for pair in probe_items() for it in pair]
+
+
 @st.cache_resource(max_entries=8, show_spinner="Scoring every head on the probe set…")
-def scoreboard(model_name: str) -> dict:
-    items = [it for pair in probe_items() for it in pair]
-    return coref.scoreboard(load_model(model_name), items)
+def scoreboards(model_name: str) -> dict[str, dict]:
+    """Every probe kind the model supports (``self``; ``cross`` too for encoder-decoder models)."""
+    return coref.scoreboards(load_model(model_name), _flat_items())
+
+
+def scoreboard(model_name: str, kind: str = "self") -> dict:
+    """One kind's board: ``n``, ``best`` [{layer, head, share, name}], ``share`` [L, H], ``rollout_share`` [L]."""
+    return scoreboards(model_name)[kind]
 
 
 def grid_figure(lk: torch.Tensor, candidates, antecedent: str, *, title: str, present=False, dark=False,
-                resolving=None) -> go.Figure:
-    """Cells: weight(it → first candidate) − weight(it → second); ✓ marks heads that resolve the pair."""
+                resolving=None, query: str = "it") -> go.Figure:
+    """Cells: weight(query → first candidate) − weight(query → second); ✓ marks heads that resolve the pair."""
     diff = (lk[..., 0] - lk[..., 1]).tolist()
     n_l, n_h = lk.shape[:2]
-    hover = [[f"layer {l} head {h}<br>" + "<br>".join(f"it → {label(c)}: {float(lk[l, h, i]):.4f}"
+    hover = [[f"layer {l} head {h}<br>" + "<br>".join(f"{label(query)} → {label(c)}: {float(lk[l, h, i]):.4f}"
                                                        for i, c in enumerate(candidates))
               for h in range(n_h)] for l in range(n_l)]
     text = [["✓" if resolving is not None and resolving[l][h] else "" for h in range(n_h)] for l in range(n_l)]
@@ -63,6 +74,56 @@ def share_figure(share: torch.Tensor, *, title: str, present=False, dark=False) 
     return _style(fig, present, height=180 + 45 * share.shape[0], dark=dark)
 
 
-def links_for(model_name: str, item: coref.ProbeItem):
-    res = run(load_model(model_name), item.text)
-    return coref.links(res, item)
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _probe_run(model_name: str, text: str, antecedent: str, candidates: tuple, reference: str | None):
+    return coref.probe_run(load_model(model_name), coref.ProbeItem(text, antecedent, candidates, reference=reference))
+
+
+def probe_run(model_name: str, item: coref.ProbeItem):
+    """The traced run both probe kinds read (teacher-forced with the reference translation, if any)."""
+    return _probe_run(model_name, item.text, item.antecedent, tuple(item.candidates), item.reference)
+
+
+def _choices(model_name: str):
+    return coref.TARGET_PRONOUNS.get(coref.language(load_model(model_name)) or "")
+
+
+def links_for(model_name: str, item: coref.ProbeItem, kind: str = "self"):
+    """``[layers, heads, candidates]`` attention of one probe kind, or None if a word is missing."""
+    return coref.links(probe_run(model_name, item), item, kind, _choices(model_name))
+
+
+def cross_query(model_name: str, item: coref.ProbeItem) -> tuple[str, str] | None:
+    """(the decoder token at the cross probe's query position, the pronoun it predicts next)."""
+    res = probe_run(model_name, item)
+    pos = coref.cross_positions(res, item, _choices(model_name))
+    if pos is None:
+        return None
+    return res.tgt_tokens[pos[0]], res.tgt_tokens[pos[0] + 1]
+
+
+def heads_text(off: dict) -> str:
+    return "; ".join(f"{n} heads {', '.join(map(str, h))}" for n, h in off.items()) or "nothing"
+
+
+def _key(off: dict) -> tuple:
+    return tuple(sorted((n, int(h)) for n, hs in off.items() for h in hs))
+
+
+@st.cache_resource(max_entries=32, show_spinner="Re-translating with those heads off…")
+def _effect(model_name: str, texts: tuple, heads: tuple) -> dict:
+    items = [coref.ProbeItem(t, a, c) for t, a, c in texts]
+    off: dict[str, list[int]] = {}
+    for n, h in heads:
+        off.setdefault(n, []).append(h)
+    return coref.ablation_effect(load_model(model_name), items, off)
+
+
+def ablation_effect(model_name: str, items: list[coref.ProbeItem], off: dict) -> dict:
+    """Cached :func:`core.coref.ablation_effect` (re-translations and pronoun probabilities, heads off)."""
+    return _effect(model_name, tuple((it.text, it.antecedent, tuple(it.candidates)) for it in items), _key(off))
+
+
+def probe_set_effect(model_name: str, off: dict) -> dict:
+    """The same over the whole built-in probe set (both sentences of every pair)."""
+    return ablation_effect(model_name, _flat_items(), off)

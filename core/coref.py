@@ -1,8 +1,20 @@
 """Coreference probing: which heads link a pronoun ("it") to its antecedent, and does it matter?
 
-Attention from the pronoun to each candidate noun is read per layer × head; a head "gets a
-sentence right" when its strongest link among the candidates goes to the true antecedent.
-Ablation then tests whether those heads are *used*: switch them off and watch il/elle change.
+Two probe kinds read attention to each candidate noun per layer × head:
+
+* ``"self"`` (every model): self-attention **from the English "it"** to the candidates — the encoder
+  (or, for a language model, the decoder) stack.
+* ``"cross"`` (encoder-decoder models only): cross-attention **from the decoder position that
+  predicts the target pronoun** to the English candidates. The decoder is teacher-forced with the
+  reference translation (``core.data.translation.translate``); if the reference holds the pronoun
+  at decoder-input index ``j`` (``[BOS] + target``, e.g. "… parce qu ' il …"), the query is
+  ``j - 1``: the position whose next-token prediction *is* il/elle, i.e. where the translator
+  decides, before it has seen the answer. :func:`pronoun_probabilities` reads its probabilities
+  at the same position.
+
+A head "gets a sentence right" when its link to the true antecedent is strictly stronger than to
+every other candidate (a tie — typically no weight on either noun — counts as wrong). Ablation
+then tests whether those heads are *used*: switch them off, re-translate, and watch il/elle.
 """
 from __future__ import annotations
 
@@ -15,6 +27,10 @@ from .checkpoint import Checkpoint
 from .runner import Run, run
 from .tokenizer import BOS, EOS
 
+KINDS = ("self", "cross")
+# Subject pronouns that refer back to an English "it" in the generated corpus.
+TARGET_PRONOUNS = {"fr": ("il", "elle"), "de": ("er", "sie", "es")}
+
 
 @dataclass(frozen=True)
 class ProbeItem:
@@ -22,6 +38,7 @@ class ProbeItem:
     antecedent: str
     candidates: tuple[str, ...]
     pronoun: str = "it"
+    reference: str | None = None  # the target translation for the cross probe (None: derived from the grammar)
 
 
 def _norm(tok: str) -> str:
@@ -37,8 +54,55 @@ def locate(tokens: list[str], word: str, start: int = 0) -> int | None:
     return None
 
 
+def locate_any(tokens: list[str], words, start: int = 0) -> int | None:
+    """Index of the first token (at or after ``start``) equal to any of ``words``."""
+    words = {w.lower() for w in words}
+    return next((i for i in range(start, len(tokens)) if _norm(tokens[i]) in words), None)
+
+
 def self_kind(res: Run) -> str:
     return "decoder" if res.kind == "decoder-only" else "encoder"
+
+
+def kinds_for(ck_or_kind) -> tuple[str, ...]:
+    """Probe kinds a model supports: ``("self", "cross")`` for encoder-decoder, else ``("self",)``."""
+    kind = ck_or_kind if isinstance(ck_or_kind, str) else ck_or_kind.model.cfg.kind
+    return KINDS if kind == "encoder-decoder" else ("self",)
+
+
+def attention_name(kind: str, res_kind: str, layer: int) -> str:
+    """Module name to ablate a head of this probe kind (``decoder.1.cross_attn``, ``encoder.0.self_attn``)."""
+    if kind == "cross":
+        return f"decoder.{layer}.cross_attn"
+    return f"{'decoder' if res_kind == 'decoder-only' else 'encoder'}.{layer}.self_attn"
+
+
+def language(ck: Checkpoint) -> str | None:
+    """Target language of a translation model (``fr``/``de``), or None (no translation task)."""
+    if ck.model.cfg.kind != "encoder-decoder":
+        return None
+    lang = str(ck.meta.get("task", "")).split("-")[-1]
+    return lang if lang in TARGET_PRONOUNS else None
+
+
+def reference(ck: Checkpoint, item: ProbeItem) -> str | None:
+    """The reference translation the decoder is teacher-forced with (None: outside the grammar / not a translator)."""
+    if item.reference:
+        return item.reference
+    lang = language(ck)
+    if lang is None:
+        return None
+    from .data import translation
+    try:
+        return translation.translate(item.text, lang)
+    except ValueError:
+        return None
+
+
+def probe_run(ck: Checkpoint, item: ProbeItem) -> Run:
+    """One traced run that serves both kinds: teacher-forced with the reference where there is one
+    (encoder attention does not depend on the target), else the model's own greedy output."""
+    return run(ck, item.text, reference(ck, item))
 
 
 def positions(res: Run, item: ProbeItem) -> tuple[int, list[int]] | None:
@@ -51,8 +115,36 @@ def positions(res: Run, item: ProbeItem) -> tuple[int, list[int]] | None:
     return None if p is None else (p, cands)
 
 
-def links(res: Run, item: ProbeItem) -> torch.Tensor | None:
-    """Attention from the pronoun to each candidate: ``[layers, heads, candidates]``."""
+def target_pronoun(res: Run, choices=None) -> int | None:
+    """Decoder-input index of the target pronoun (first of ``choices`` after BOS and the first word)."""
+    if res.kind != "encoder-decoder":
+        return None
+    choices = choices or {w for ws in TARGET_PRONOUNS.values() for w in ws}
+    return locate_any(res.tgt_tokens, choices, start=2)
+
+
+def cross_positions(res: Run, item: ProbeItem, choices=None) -> tuple[int, list[int]] | None:
+    """(decoder query position, English candidate positions) for the cross probe, or None.
+
+    The query is the position whose next-token prediction is the target pronoun (one before it)."""
+    pos = positions(res, item)
+    j = target_pronoun(res, choices)
+    if pos is None or j is None:
+        return None
+    return j - 1, pos[1]
+
+
+def links(res: Run, item: ProbeItem, kind: str = "self", choices=None) -> torch.Tensor | None:
+    """Attention from the pronoun (``self``) or the pronoun-predicting decoder position (``cross``)
+    to each candidate: ``[layers, heads, candidates]``."""
+    if kind == "cross":
+        pos = cross_positions(res, item, choices)
+        if pos is None:
+            return None
+        q, cands = pos
+        return res.trace.stacked("cross")[:, 0][:, :, q][:, :, cands]
+    if kind != "self":
+        raise ValueError(f"unknown probe kind {kind!r}; choose one of {', '.join(KINDS)}")
     pos = positions(res, item)
     if pos is None:
         return None
@@ -61,8 +153,22 @@ def links(res: Run, item: ProbeItem) -> torch.Tensor | None:
     return w[:, :, p][:, :, cands]
 
 
-def rollout_links(res: Run, item: ProbeItem) -> torch.Tensor | None:
-    """The same from attention rollout: ``[layers, candidates]``."""
+def rollout_links(res: Run, item: ProbeItem, kind: str = "self", choices=None) -> torch.Tensor | None:
+    """The same from attention rollout: ``[layers, candidates]``.
+
+    For ``cross``, layer l's flow is decoder self-attention rollout up to l, then the head-mean
+    cross-attention of l, then the full encoder rollout (how much of each English token reaches
+    the query through all three)."""
+    if kind == "cross":
+        pos = cross_positions(res, item, choices)
+        if pos is None:
+            return None
+        q, cands = pos
+        enc = rollout(res.trace.stacked("encoder")[:, 0])[-1]  # [S, S]
+        dec = rollout(res.trace.stacked("decoder")[:, 0])  # [L, T, T]
+        cross = res.trace.stacked("cross")[:, 0].float().mean(1)  # [L, T, S]
+        flow = torch.stack([dec[l] @ cross[l] @ enc for l in range(cross.shape[0])])
+        return flow[:, q][:, cands]
     pos = positions(res, item)
     if pos is None:
         return None
@@ -70,40 +176,90 @@ def rollout_links(res: Run, item: ProbeItem) -> torch.Tensor | None:
     return rollout(res.trace.stacked(self_kind(res))[:, 0])[:, p][:, cands]
 
 
-def scoreboard(ck: Checkpoint, items: list[ProbeItem]) -> dict:
-    """Per (layer, head): the share of sentences whose strongest pronoun link is the antecedent."""
-    hits, roll_hits, used, skipped = None, None, 0, []
-    for item in items:
-        res = run(ck, item.text)
-        lk = links(res, item)
-        if lk is None:
-            skipped.append(item.text)
-            continue
-        right = item.candidates.index(item.antecedent)
-        h = (lk.argmax(-1) == right).float()
-        r = (rollout_links(res, item).argmax(-1) == right).float()
-        hits = h if hits is None else hits + h
-        roll_hits = r if roll_hits is None else roll_hits + r
-        used += 1
+def picks(lk: torch.Tensor, right: int) -> torch.Tensor:
+    """``[..., candidates]`` links → bool ``[...]``: the antecedent ``right`` gets strictly the most weight."""
+    others = torch.cat([lk[..., :right], lk[..., right + 1:]], -1)
+    return lk[..., right] > others.max(-1).values
+
+
+def _board(hits, roll_hits, used, skipped, kind, res_kind) -> dict:
     if not used:
-        return {"n": 0, "skipped": skipped, "share": None, "rollout_share": None, "best": []}
+        return {"kind": kind, "n": 0, "skipped": skipped, "share": None, "rollout_share": None, "best": [],
+                "ranked": []}
     share = hits / used
     flat = [(float(share[l, h]), l, h) for l in range(share.shape[0]) for h in range(share.shape[1])]
-    best = sorted(flat, key=lambda t: (-t[0], t[1], t[2]))[:5]
-    return {"n": used, "skipped": skipped, "share": share, "rollout_share": roll_hits / used,
-            "best": [{"layer": l, "head": h, "share": s} for s, l, h in best]}
+    ranked = [{"layer": l, "head": h, "share": s, "name": attention_name(kind, res_kind, l)}
+              for s, l, h in sorted(flat, key=lambda t: (-t[0], t[1], t[2]))]
+    return {"kind": kind, "n": used, "skipped": skipped, "share": share, "rollout_share": roll_hits / used,
+            "best": ranked[:5], "ranked": ranked}
+
+
+def scoreboards(ck: Checkpoint, items: list[ProbeItem], kinds=None) -> dict[str, dict]:
+    """Per probe kind and (layer, head): the share of sentences whose strongest link is the antecedent.
+
+    One traced run per sentence serves every kind. Each board: ``kind``, ``n`` (sentences used),
+    ``skipped`` (texts where a word was missing), ``share`` ``[L, H]``, ``rollout_share`` ``[L]``,
+    ``ranked`` (every head, best first: ``layer``, ``head``, ``share``, ``name`` = the module to ablate)
+    and ``best`` (its first 5)."""
+    kinds = tuple(kinds or kinds_for(ck))
+    for k in kinds:
+        if k not in kinds_for(ck):
+            raise ValueError(f"probe kind {k!r} needs an encoder-decoder model")
+    choices = TARGET_PRONOUNS.get(language(ck) or "", None)
+    acc = {k: [None, None, 0, []] for k in kinds}
+    res_kind = ck.model.cfg.kind
+    for item in items:
+        res = probe_run(ck, item)
+        right = item.candidates.index(item.antecedent)
+        for k in kinds:
+            a = acc[k]
+            lk = links(res, item, k, choices)
+            if lk is None:
+                a[3].append(item.text)
+                continue
+            h = picks(lk, right).float()
+            r = picks(rollout_links(res, item, k, choices), right).float()
+            a[0] = h if a[0] is None else a[0] + h
+            a[1] = r if a[1] is None else a[1] + r
+            a[2] += 1
+    return {k: _board(*acc[k], k, res_kind) for k in kinds}
+
+
+def scoreboard(ck: Checkpoint, items: list[ProbeItem], kind: str = "self") -> dict:
+    """The board of one probe kind (see :func:`scoreboards`)."""
+    return scoreboards(ck, items, (kind,))[kind]
+
+
+def heads_off(board: dict, k: int | None = None, layer: int | None = None) -> dict:
+    """Ablation dict ``{"decoder.1.cross_attn": [head, ...]}``: the board's ``k`` best heads, or (``layer``
+    given) every head of that layer."""
+    ranked = board.get("ranked") or board["best"]
+    if layer is not None:
+        chosen = [b for b in ranked if b["layer"] == layer]
+    else:
+        chosen = ranked[:k]
+    off: dict[str, list[int]] = {}
+    for b in chosen:
+        name = b.get("name") or attention_name(board.get("kind", "self"), "encoder-decoder", b["layer"])
+        off.setdefault(name, []).append(b["head"])
+    return {n: sorted(h) for n, h in off.items()}
+
+
+def best_layer(board: dict) -> int | None:
+    """The layer that holds the board's best head (None for an empty board)."""
+    return board["best"][0]["layer"] if board["best"] else None
 
 
 @torch.no_grad()
 def pronoun_probabilities(ck: Checkpoint, src: str, tgt: str, choices: tuple[str, ...], ablate=None) -> dict:
     """Teacher-force the reference translation ``tgt`` and read the probability of each pronoun in ``choices``
-    at the position where the reference has one of them (e.g. il vs elle). Empty if none is found."""
+    at the position where the reference has one of them (e.g. il vs elle; the first word is skipped, as a
+    sentence-initial pronoun refers to nothing). That is the cross probe's query position. Empty if none is found."""
     model, tok = ck.model, ck.tokenizer
     if model.cfg.kind != "encoder-decoder":
         raise ValueError("pronoun probabilities need a translation model")
     tgt_ids = tok.encode(tgt)
-    shown = tok.display(tgt_ids)
-    pos = next((i for i, t in enumerate(shown) if _norm(t) in choices), None)
+    pos = locate_any(tok.display(tgt_ids), choices, start=1)
     if pos is None:
         return {}
     device = model.embed.tokens.weight.device
@@ -112,6 +268,46 @@ def pronoun_probabilities(ck: Checkpoint, src: str, tgt: str, choices: tuple[str
     probs = model(torch.tensor([src_ids], device=device), dec, ablate=ablate).logits[0, -1].float().softmax(-1)
     out = {}
     for word in choices:
-        ids = [tok.token_to_id("▁" + word), tok.token_to_id(word)]
-        out[word] = float(sum(probs[i] for i in ids if i is not None))
+        ids = {tok.token_to_id("▁" + word), tok.token_to_id(word)} - {None}
+        out[word] = float(sum(probs[i] for i in ids))
     return out
+
+
+def translated_pronoun(ck: Checkpoint, src: str, heads: dict | None = None) -> tuple[str, str | None]:
+    """Greedy translation of ``src`` with ``heads`` switched off, and the back-referring pronoun in it."""
+    from .data import translation
+    from .inspection import translate_ablated
+    model, tok = ck.model, ck.tokenizer
+    src_ids = tok.encode(src)[: model.cfg.max_len - 1] + [EOS]
+    out = tok.decode(translate_ablated(model, src_ids, heads or {}))
+    lang = language(ck)
+    return out, (translation.pronoun_of(out, lang) if lang else None)
+
+
+def ablation_effect(ck: Checkpoint, items: list[ProbeItem], heads: dict) -> dict:
+    """Re-translate every item with ``heads`` off. Counts: ``flipped`` (the pronoun swapped for another
+    one, e.g. il → elle), ``changed`` (any change, losing the pronoun included), ``right_before`` /
+    ``right_after`` (the reference's pronoun produced). ``rows``: per sentence both translations,
+    their pronouns and the teacher-forced probability of the reference pronoun before / after."""
+    lang = language(ck)
+    if lang is None:
+        raise ValueError("ablation evidence needs a model trained on en-fr or en-de")
+    from .data import translation
+    rows, flipped, changed, right_before, right_after = [], 0, 0, 0, 0
+    for item in items:
+        ref = reference(ck, item)
+        want = translation.pronoun_of(ref, lang) if ref else None
+        out0, p0 = translated_pronoun(ck, item.text)
+        out1, p1 = translated_pronoun(ck, item.text, heads)
+        choices = TARGET_PRONOUNS[lang]
+        before = pronoun_probabilities(ck, item.text, ref, choices) if ref else {}
+        after = pronoun_probabilities(ck, item.text, ref, choices, ablate=heads) if ref else {}
+        changed += p0 != p1
+        flipped += p0 != p1 and p0 is not None and p1 is not None
+        right_before += want is not None and p0 == want
+        right_after += want is not None and p1 == want
+        rows.append({"sentence": item.text, "reference": ref, "translation": out0, "translation, heads off": out1,
+                     "pronoun": p0, "pronoun, heads off": p1,
+                     "p(ref pronoun)": before.get(want), "p(ref pronoun), heads off": after.get(want)})
+    return {"n": len(items), "flipped": flipped, "changed": changed, "right_before": right_before,
+            "right_after": right_after, "heads": heads, "rows": rows}

