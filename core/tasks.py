@@ -167,6 +167,7 @@ class LMTask(Task):
                  vocab_size: int = 1500):
         from .data import lm
         self.name = "lm"
+        source = "a user text file" if text is not None else "the generated English corpus (core.data.lm, 4000 sentences)"
         text = text if text is not None else lm.generate_corpus(4000, seed=0)
         lines = [ln for ln in text.splitlines() if ln.strip()]
         if not lines:
@@ -183,7 +184,7 @@ class LMTask(Task):
             raise ValueError(f"the training text is too short: {len(stream)} tokens; need at least "
                              f"{int(2 * (seq_len + 2) / 0.05)} for windows of {seq_len}")
         self.max_len = max(seq_len, 128)
-        self.description = (f"{'the generated English corpus (core.data.lm, 4000 sentences)' if text is None else 'a user text file'}: "
+        self.description = (f"{source}: "
                             f"{len(stream)} tokens, BPE vocabulary of {self.tokenizer.vocab_size}, windows of {seq_len}")
 
     def _windows(self, stream, starts):
