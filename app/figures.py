@@ -148,6 +148,19 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str = "", x_
     return _style(fig, present, height=height or min(900, 200 + max(n_y, 4) * (30 if present else 24)), dark=dark)
 
 
+def token_strip(tokens, ids, *, title: str = "", present: bool = False, dark: bool = False) -> go.Figure:
+    """The tokenizer's output as one strip of cells: each piece with its vocabulary id written in it."""
+    toks = [label(t) for t in tokens]
+    fig = go.Figure(go.Heatmap(z=[[int(i) for i in ids]], x=list(range(len(toks))), y=[0],
+                               text=[[f"{t}<br>{int(i)}" for t, i in zip(toks, ids)]], texttemplate="%{text}",
+                               colorscale="Greys" if present else "Blues", showscale=False,
+                               hovertemplate="%{text}<extra></extra>"))
+    fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=toks, side="top", title="token (position)")
+    fig.update_yaxes(visible=False)
+    fig.update_layout(title=title)
+    return _style(fig, present, height=200 if not present else 260, dark=dark)
+
+
 def mask_map(mask: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present: bool = False,
              dark: bool = False) -> go.Figure:
     """An additive mask as a picture: dark = the query may look at the key (0), light = masked (−∞)."""

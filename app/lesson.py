@@ -14,7 +14,6 @@ from app import coref_view, figures
 from app.shell import load_model, traced
 from core import coref, lesson
 from core import inspection as ins
-from core.data.translation import translate
 from core.decoding import generate
 from core.evaluate import translate_all
 from core.positional import sinusoidal
@@ -72,7 +71,8 @@ def tokens_step(c: Context) -> Step:
                 "and replaces each by its number. Sub-word pieces let a small vocabulary spell any word: a rare "
                 "word becomes several known pieces instead of one unknown token.",
                 f"{SOURCES['wiki']}, “Tokenization” (byte-pair encoding); {SOURCES['starke']}, sec. 2",
-                notes + [("table", pieces)])
+                notes + [("fig", figures.token_strip(r.src_tokens, r.src_ids, title="Token pieces and their ids "
+                                                     "(colour = id)", **c.style())), ("table", pieces)])
 
 
 def embedding_step(c: Context) -> Step:
@@ -243,45 +243,39 @@ def output_step(c: Context) -> Step:
                 f"{SOURCES['starke']}, sec. 2 (‘I am happy’ → ‘Ich bin froh’)", blocks)
 
 
-def payoff_step(c: Context, k_off: int = 2) -> Step:
-    items = coref_view.item_for(c.text)
-    pair = None
-    if items is not None:
-        pair = next((p for p in coref_view.probe_items() if items.text in (p[0].text, p[1].text)), None)
-    pair = pair or coref_view.probe_items()[0]
-    ck = c.ck
-    lks = [coref.links(traced(c.name, it.text, None), it) for it in pair]
-    blocks = []
+def payoff_step(c: Context, k_off: int = 4) -> Step:
+    item = coref_view.item_for(c.text)
+    pair = next((p for p in coref_view.probe_items() if item is not None and item.text in (p[0].text, p[1].text)),
+                None) or coref_view.probe_items()[0]
+    kind = "cross" if "cross" in coref.kinds_for(c.ck) else "self"
+    lks = [coref_view.links_for(c.name, it, kind) for it in pair]
+    title = "9 · The payoff: what does “it” refer to?"
+    source = f"{SOURCES['cse589']}, fig. 9 (“it” → animal / street)"
     if lks[0] is None or lks[1] is None:
-        return Step("9 · The payoff: what does “it” refer to?", "This model does not see the candidates as tokens.",
-                    SOURCES["cse589"], blocks)
+        return Step(title, "This model does not see “it” and both nouns as tokens of these sentences.", source)
     cands = pair[0].candidates
-    right = [(lk.argmax(-1) == cands.index(it.antecedent)) for lk, it in zip(lks, pair)]
+    right = [coref.picks(lk, cands.index(it.antecedent)) for lk, it in zip(lks, pair)]
     resolving = (right[0] & right[1]).tolist()
-    for it, lk in zip(pair, lks):
-        blocks.append(("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.label(it.text),
-                                                     resolving=resolving, **c.style())))
-    board = coref_view.scoreboard(c.name)
-    off = {}
-    for b in board["best"][:k_off]:
-        off.setdefault(f"encoder.{b['layer']}.self_attn", []).append(b["head"])
-    rows = []
-    for it in pair:
-        ref = translate(it.text, "fr")
-        before = coref.pronoun_probabilities(ck, it.text, ref, ("il", "elle"))
-        after = coref.pronoun_probabilities(ck, it.text, ref, ("il", "elle"), ablate=off or None)
-        rows.append({"sentence": it.text, "p(il)": before.get("il"), "p(elle)": before.get("elle"),
-                     f"p(il), top {k_off} heads off": after.get("il"), f"p(elle), top {k_off} heads off": after.get("elle")})
-    n_res = sum(map(sum, resolving))
-    blocks.append(("md", f"✓ marks the {n_res} heads that point “it” at the right noun in **both** sentences. "
-                         f"Switched off below: {', '.join(f'{n} heads {h}' for n, h in off.items()) or 'none'} "
-                         f"(the best on {board['n']} probe sentences)."))
-    blocks.append(("table", rows))
-    return Step("9 · The payoff: what does “it” refer to?",
+    blocks = [("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.label(it.text),
+                                             resolving=resolving, **c.style())) for it, lk in zip(pair, lks)]
+    board = coref_view.scoreboard(c.name, kind)
+    off = coref.heads_off(board, k_off)
+    effect = coref_view.ablation_effect(c.name, list(pair), off)
+    where = ("cross-attention from the French word just before il/elle to the English nouns" if kind == "cross"
+             else "self-attention from “it” to the nouns")
+    blocks.append(("md", f"Read here: {where}. ✓ marks the {sum(map(sum, resolving))} heads that pick the right "
+                         f"noun in **both** sentences; the best head does so on {board['best'][0]['share']:.0%} of "
+                         f"{board['n']} probe sentences."))
+    blocks.append(("md", f"**Switch off the {k_off} best heads** ({coref_view.heads_text(off)}) and translate "
+                         "again:"))
+    blocks.append(("table", [{"sentence": r["sentence"], "translation": r["translation"],
+                              "heads off": r["translation, heads off"],
+                              "p(right pronoun)": r["p(ref pronoun)"],
+                              "p(right pronoun), heads off": r["p(ref pronoun), heads off"]} for r in effect["rows"]]))
+    return Step(title,
                 "Change one word — tired or wide — and “it” changes referent, so French needs il or elle. Some "
-                "heads link “it” to the right noun in both sentences. Attention is a clue, not proof; switching "
-                "those heads off and watching the pronoun's probability is the stronger test.",
-                f"{SOURCES['cse589']}, fig. 9 (“it” → animal / street)", blocks)
+                "heads point at the right noun in both sentences. Attention is a clue, not proof; switching "
+                "heads off and watching the pronoun change is the stronger test.", source, blocks)
 
 
 STEPS = [tokens_step, embedding_step, positional_step, one_head_step, multi_head_step, layers_step, decoder_step,

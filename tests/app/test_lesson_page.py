@@ -42,8 +42,8 @@ def test_next_and_back_walk_every_step():
         if i == 0:
             tokens = at.dataframe[0].value["token"].tolist()
             assert tokens[:3] == ["The", "animal", "didn"] and tokens[-1] == "[EOS]"
-        else:
-            assert charts(at), f"step {i + 1} drew no figure"
+            assert charts(at)[0]["layout"]["xaxis"]["ticktext"] == tokens
+        assert charts(at), f"step {i + 1} drew no figure"
         seen.append(at.header[0].value)
         nxt = next(b for b in at.button if b.label.startswith("Next"))
         assert nxt.disabled == (i == len(lesson.STEPS) - 1)

@@ -1,0 +1,75 @@
+"""End-to-end in real Chromium: every page renders offline; the Lesson steps with the arrow keys and its
+handout prints to PDF without any network."""
+from urllib.parse import quote
+
+import pytest
+
+from browser import offline_page
+
+pytestmark = pytest.mark.e2e
+XSS = '</script><img src=x onerror="window.__pwned=1">'
+PAGES = [("/", "home"), ("/lesson", "lesson"), ("/attention", None), ("/qk", None), ("/bertviz", None),
+         ("/decode", None), ("/positional", "positional"), ("/masking", "masking"), ("/layers", "layers"),
+         ("/training", "training"), ("/coreference", "coreference")]
+
+
+def pwned_anywhere(page) -> list:
+    hits = []
+    for frame in page.frames:
+        try:
+            if frame.evaluate("typeof window.__pwned !== 'undefined'"):
+                hits.append(frame.url)
+        except Exception:  # a detached frame
+            pass
+    return hits
+
+
+@pytest.mark.parametrize("path,shot", PAGES)
+def test_every_page_renders_with_nothing_leaving_the_machine(visit, path, shot):
+    page = visit.open(f"{path}?model=en-fr&text={quote('The animal did not cross the street because it was too wide. ' + XSS)}")
+    page.wait_for_selector("h1", timeout=60_000)
+    if path not in ("/", "/training"):
+        page.wait_for_selector(".js-plotly-plot, iframe", timeout=60_000)
+    assert not page.locator("[data-testid=stException]").count(), page.locator("[data-testid=stException]").first.inner_text()
+    page.wait_for_timeout(500)
+    assert pwned_anywhere(page) == [] and visit.dialogs == []
+    assert visit.external == [], visit.external
+    if shot:
+        visit.page.goto(visit.base + f"{path}?model=en-fr")
+        visit.settle()
+        if path not in ("/", "/training"):
+            page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+        visit.shot(shot, also_docs=True)
+
+
+def test_lesson_steps_with_arrow_keys_and_its_handout_prints(visit, browser, tmp_path):
+    page = visit.open("/lesson?model=en-fr")
+    header = page.locator("h2").first
+    header.wait_for(timeout=60_000)
+    assert header.inner_text().startswith("1 ·")
+    page.locator("h1").first.click()  # focus the page, not a text box
+    for expected in ("2 ·", "3 ·", "4 ·"):
+        page.keyboard.press("ArrowRight")
+        visit.settle()
+        page.wait_for_function(f"() => [...document.querySelectorAll('h2')].some(h => h.innerText.startsWith('{expected}'))",
+                               timeout=60_000)
+    page.keyboard.press("ArrowLeft")
+    visit.settle()
+    page.wait_for_function("() => [...document.querySelectorAll('h2')].some(h => h.innerText.startsWith('3 ·'))",
+                           timeout=60_000)
+    page.get_by_text("Handout for the class").click()
+    page.get_by_role("button", name="Prepare the handout").click()
+    visit.settle(timeout=120_000)
+    with page.expect_download(timeout=120_000) as dl:
+        page.get_by_role("button", name="Download handout (HTML)").click()
+    handout = tmp_path / "lesson.html"
+    dl.value.save_as(handout)
+    assert visit.external == [], visit.external
+
+    doc, log = offline_page(browser)
+    doc.goto(handout.as_uri())
+    doc.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 15", timeout=60_000)
+    assert doc.locator("section").count() == 9
+    pdf = doc.pdf()
+    assert pdf.startswith(b"%PDF") and len(pdf) > 50_000
+    assert log.external == [], log.external
