@@ -58,7 +58,7 @@ def test_models_found():
 
 
 @pytest.mark.parametrize("page", list(PAGES))
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", MODELS + ["minilm"])  # minilm: the pretrained encoder-only model
 def test_page_renders_and_follows_the_sentence(model, page):
     at = open_page(model, page)
     figs = charts(at)
