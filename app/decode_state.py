@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.decoding import beam_search, generate
-from core.runner import trace_ids
+from core.runner import trace_ids, vocabulary_notices
 from core.tokenizer import BOS, EOS
 
 
@@ -12,16 +12,21 @@ from core.tokenizer import BOS, EOS
 def _decode(name, text, method, temperature, top_k, top_p, beams, seed):
     from app.shell import load_model
     ck = load_model(name)
-    src = ck.tokenizer.encode(text)[: ck.model.cfg.max_len - 1]
-    if ck.model.cfg.kind == "encoder-decoder":
-        args = dict(src=src + [EOS])
-    else:
-        args = dict(prompt=src[: ck.model.cfg.max_len - 2])
+    ids = ck.tokenizer.encode(text)
+    limit = ck.model.cfg.max_len - (1 if ck.model.cfg.kind == "encoder-decoder" else 2)
+    notices = vocabulary_notices(ck.tokenizer, text)
+    if len(ids) > limit:
+        notices.append(f"The text has {len(ids)} tokens; this model reads at most {limit} here, so it was cut "
+                       f"after token {limit}.")
+    src = ids[:limit]
+    args = dict(src=src + [EOS]) if ck.model.cfg.kind == "encoder-decoder" else dict(prompt=src)
+    args["notices"] = notices
     max_new = 40 if ck.model.cfg.kind == "decoder-only" else ck.model.cfg.max_len
+    inputs = {k: v for k, v in args.items() if k != "notices"}
     if method == "beam":
-        return args, beam_search(ck.model, beams=beams, max_new=max_new, **args)
+        return args, beam_search(ck.model, beams=beams, max_new=max_new, **inputs)
     return args, generate(ck.model, method=method, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-                          max_new=max_new, **args)
+                          max_new=max_new, **inputs)
 
 
 def decode_panel(view, figures) -> None:
@@ -42,6 +47,8 @@ def decode_panel(view, figures) -> None:
     except ValueError as e:
         st.info(str(e))
         return
+    for note in args["notices"]:
+        st.warning(note)
     key = (view.name, view.text, method, beams, temperature, top_k, top_p, seed)
     if st.session_state.get("decode_key") != key:
         st.session_state["decode_key"], st.session_state["decode_n"] = key, 0

@@ -32,6 +32,19 @@ class Run:
         return self.tgt_tokens, self.src_tokens
 
 
+def vocabulary_notices(tok, text: str) -> list[str]:
+    """Words the model reads as [UNK], and words it only knows as several sub-word pieces."""
+    notices = []
+    unknown = tok.unknown_words(text)
+    if unknown:
+        notices.append("Not in this model's vocabulary (shown as [UNK]): " + ", ".join(unknown[:10]))
+    split = [w for w in getattr(tok, "split_words", lambda _: [])(text) if w not in unknown]
+    if split:
+        notices.append("Not in this model's vocabulary as whole words, so read as sub-word pieces: "
+                       + ", ".join(split[:10]))
+    return notices
+
+
 def _clip(ids, limit, what, notices):
     if len(ids) > limit:
         notices.append(f"The {what} has {len(ids)} tokens; this model reads at most {limit}, "
@@ -48,14 +61,7 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
     device = model.embed.tokens.weight.device
     if not normalize_text(src or ""):
         raise ValueError("Type a sentence first: the text is empty.")
-    notices = []
-    unknown = tok.unknown_words(src)
-    if unknown:
-        notices.append("Not in this model's vocabulary (shown as [UNK]): " + ", ".join(unknown[:10]))
-    split = [w for w in getattr(tok, "split_words", lambda _: [])(src) if w not in unknown]
-    if split:
-        notices.append("Not in this model's vocabulary as whole words, so read as sub-word pieces: "
-                       + ", ".join(split[:10]))
+    notices = vocabulary_notices(tok, src)
     trace = Trace(layers)
     if cfg.kind == "encoder-decoder":
         src_ids = _clip(tok.encode(src), cfg.max_len - 1, "sentence", notices) + [EOS]
