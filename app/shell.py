@@ -110,17 +110,34 @@ def url_int(key: str, upper: int, default: int = 0) -> int:
     return default
 
 
-def sync_url(**extra) -> None:
-    """Mirror the current view into the URL (only what differs from the defaults)."""
+def _view_params() -> dict:
+    """The shared part of a view (model, sentence, target, presentation mode) as URL parameters."""
     params = {"model": st.session_state.get("model"), "text": st.session_state.get("text")}
     if st.session_state.get("tgt"):
         params["tgt"] = st.session_state["tgt"]
     if st.session_state.get("present"):
         params["present"] = "1"
-    params.update({k: str(v) for k, v in extra.items() if v is not None})
-    current = {k: st.query_params.get(k) for k in params}
-    if current != {k: (str(v) if v is not None else None) for k, v in params.items()}:
-        st.query_params.from_dict({k: v for k, v in params.items() if v is not None})
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def sync_url(**extra) -> None:
+    """Mirror the current view into the URL: the shared part plus this page's own ``extra`` (layer, head, ...),
+    dropping parameters of other pages."""
+    params = {**_view_params(), **{k: str(v) for k, v in extra.items() if v is not None}}
+    if {k: st.query_params.get(k) for k in st.query_params} != params:
+        st.query_params.from_dict(params)
+
+
+def _sync_shared_url() -> None:
+    """Every page keeps model and sentence in its link (Streamlit clears the URL on a page switch); the page's
+    own parameters, still to be read by the page, are left alone."""
+    shared = _view_params()
+    for key in ("tgt", "present"):
+        if key not in shared and key in st.query_params:
+            del st.query_params[key]
+    for key, value in shared.items():
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
 
 
 def _use_preset():
@@ -163,6 +180,7 @@ def sidebar() -> View | None:
         cfg, device = ck.model.cfg, model_device(ck.model)
         st.caption(f"{cfg.kind} · {cfg.n_layers('encoder')}+{cfg.n_layers('decoder')} layers · {cfg.n_heads} heads · "
                    f"d_model {cfg.d_model} · {ck.model.num_parameters():,} parameters · device {device}")
+    _sync_shared_url()
     present = bool(st.session_state.get("present"))
     if present:
         st.markdown("<style>html, body, [class*='st-'] {font-size: 1.35rem;} h1 {font-size: 3rem !important;}</style>",

@@ -32,10 +32,16 @@ d_k = row["q"].shape[0]
 st.markdown(f"**1. The query** q = x·W_Q for “{figures.label(q_tokens[qi])}” (d_k = {d_k}):")
 st.plotly_chart(figures.bars(row["q"], [str(i) for i in range(d_k)], title="q, one bar per dimension",
                              present=view.present, dark=view.dark), key="q")
+st.markdown("**The keys** k_j = x_j·W_K and **values** v_j = x_j·W_V of every token this query can look at:")
+kc, vc = st.columns(2)
+for col, key, what in ((kc, "k", "keys"), (vc, "v", "values")):
+    col.plotly_chart(figures.matrix(row[key], None, k_tokens, title=f"{what} ({key}), one row per token",
+                                    x_title="dimension", y_title="token", value_name=key, diverging=True,
+                                    present=view.present, dark=view.dark), key=f"qk_{key}")
 table = []
 for j, tok in enumerate(k_tokens):
     table.append({"key": tok, "q·k": float(row["dots"][j]), f"÷√{d_k} = score": float(row["scaled"][j]),
-                  "bias (ALiBi)": float(row["bias"][j]), "mask M": "−∞" if math.isinf(float(row["mask"][j])) else 0.0,
+                  "bias (ALiBi)": float(row["bias"][j]), "mask M": "−∞" if math.isinf(float(row["mask"][j])) else "0",
                   "softmax weight": float(row["weights"][j])})
 st.markdown("**2–4. Dot product with every key, scaled by 1/√d_k, mask added, softmax** (a masked key gets exactly 0):")
 st.dataframe(table, hide_index=True, width="stretch")

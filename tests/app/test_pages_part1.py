@@ -116,3 +116,12 @@ def test_decode_steps_advance_and_run_to_end():
     at.button[1].click().run()
     done = [s.value for s in at.success]
     assert done and "6 5 4 3 2 1" in done[0]
+
+
+@pytest.mark.parametrize("page", ["decode.py", "masking.py", "lesson.py"])
+def test_every_page_keeps_model_and_sentence_in_its_link(page):
+    at = open_page(app(model="reverse"), page)
+    at.sidebar.text_area(key="text").set_value("a b c").run()
+    assert not at.exception
+    params = {k: at.query_params[k] for k in at.query_params}
+    assert params["model"] in ("reverse", ["reverse"]) and params["text"] in ("a b c", ["a b c"]), params
