@@ -1,0 +1,493 @@
+"""Many users at once: N headless-Chromium sessions type sentences on the Attention page while one trains.
+
+    python bench/load_test.py [--sessions 8] [--renders 200] [--out load.json]
+
+Starts its own ``streamlit run app/main.py`` (free port on 127.0.0.1, headless, ATTENTION_LAB_DATA in a
+temporary folder, log to a file), then runs ``--sessions`` browser sessions, each in its own thread with
+its own Playwright and Chromium (Playwright's sync objects are not thread-safe). Each session opens
+``/attention?model=en-fr`` and repeatedly types a new sentence into the sidebar "Sentence" box
+(fill, Control+Enter), timing until the heatmap's x axis shows the new sentence's words. The renders
+(``--renders`` in total) are shared out through one queue. Meanwhile another session uses the Training
+page: small settings, "Start training", wait until saved, again, until the renders are done.
+
+Every request that is not for the app's own 127.0.0.1 origin is aborted and counted. The server's RSS
+(its process and any children; psutil if installed, else /proc/PID/status VmRSS) is sampled every 0.5 s
+and also read exactly when 25 %, 50 % and 100 % of the renders have completed.
+
+Prints p50/p95 time to render, renders ok/failed, peak RSS, RSS after the first 25 % of renders vs at
+the end, external requests, and as the last line the summary as JSON. ``--out`` also writes the full
+record (every render, every RSS sample). ``tests/e2e/test_load.py`` runs a reduced version of this.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for p in (str(ROOT), str(ROOT / "tests")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+MODEL = "en-fr"
+ANIMALS = "dog cat horse cow pig duck goat fox frog wolf turtle rabbit sheep mouse bird hen animal".split()
+ADJECTIVES = "tired hungry happy sad angry calm lazy slow weak sick scared busy ready".split()
+VERBS = ["is", "was"]
+# Every (animal, adjective) word is a single token of the en-fr vocabulary, so the heatmap's x axis
+# reads exactly ["The", animal, verb, adjective, ".", "[EOS]"].
+SENTENCES = [(f"The {a} {v} {j}.", (a, v, j)) for v in VERBS for a in ANIMALS for j in ADJECTIVES]
+# The heatmap is the first Plotly figure of the page; wait until its ticks hold all the new words.
+HEATMAP_SHOWS = ("words => { const p = document.querySelector('.js-plotly-plot');"
+                 " if (!p) return false;"
+                 " const t = [...p.querySelectorAll('.xtick text')].map(e => e.textContent);"
+                 " return words.every(w => t.includes(w)); }")
+TRAIN_SETTINGS = {"d_model": 32, "Layers": 1, "Heads": 2, "d_ff": 64, "Steps": 300, "Batch size": 32,
+                  "Warm-up steps": 50}
+TINY_TRAIN_SETTINGS = {"d_model": 16, "Layers": 1, "Heads": 2, "d_ff": 32, "Steps": 20, "Batch size": 8,
+                       "Warm-up steps": 5}
+
+
+# --------------------------------------------------------------------------- server
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(base: str) -> bool:
+    try:
+        return urllib.request.urlopen(f"{base}/_stcore/health", timeout=5).read() == b"ok"
+    except OSError:
+        return False
+
+
+def start_server(data_dir: Path, log_path: Path, timeout: float = 90) -> tuple[subprocess.Popen, str]:
+    """``streamlit run app/main.py`` headless on a free 127.0.0.1 port (as tests/e2e/conftest.py does)."""
+    port = free_port()
+    env = dict(os.environ, ATTENTION_LAB_DATA=str(data_dir), PYTHONUNBUFFERED="1")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+                                 "--server.headless", "true", "--server.address", "127.0.0.1",
+                                 "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if healthy(base):
+            return proc, base
+        time.sleep(0.3)
+    stop_server(proc)
+    raise RuntimeError(f"streamlit did not become healthy:\n{log_path.read_text()[-3000:]}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+# --------------------------------------------------------------------------- memory
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids += [int(k) for k in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def _vmrss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of ``pid`` and all its descendants."""
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    if psutil is not None:
+        try:
+            p = psutil.Process(pid)
+            total = p.memory_info().rss
+            for c in p.children(recursive=True):
+                try:
+                    total += c.memory_info().rss
+                except psutil.Error:
+                    pass
+            return total
+        except psutil.Error:
+            return 0
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        total += _vmrss(p)
+        todo += _children(p)
+    return total
+
+
+class RssSampler(threading.Thread):
+    """Samples the server's RSS every ``every`` seconds: (seconds since start, MB, renders done)."""
+
+    def __init__(self, pid: int, progress, every: float = 0.5):
+        super().__init__(daemon=True)
+        self.pid, self.progress, self.every = pid, progress, every
+        self.samples: list[tuple[float, float, int]] = []
+        self._halt = threading.Event()
+        self.t0 = time.perf_counter()
+
+    def run(self):
+        while not self._halt.is_set():
+            self.samples.append((round(time.perf_counter() - self.t0, 2), rss_bytes(self.pid) / 2**20, self.progress()))
+            self._halt.wait(self.every)
+
+    def stop(self):
+        self._halt.set()
+        self.join(5)
+
+
+# --------------------------------------------------------------------------- browser sessions
+
+@dataclass
+class Render:
+    session: int
+    index: int
+    sentence: str
+    ok: bool
+    seconds: float | None  # Control+Enter → the heatmap shows the new sentence's words
+    settled_s: float | None = None  # ... → the script has finished (the rest of the page drawn)
+    error: str | None = None
+
+
+@dataclass
+class SessionLog:
+    name: str
+    external: list = field(default_factory=list)
+    page_errors: list = field(default_factory=list)
+    dialogs: list = field(default_factory=list)
+    st_exceptions: list = field(default_factory=list)
+    errors: list = field(default_factory=list)  # exceptions in the driving thread
+
+
+class Shared:
+    """What the threads share: the render queue, the results, the RSS readings at milestones."""
+
+    def __init__(self, total: int, pid: int, milestones=(0.25, 0.5, 1.0)):
+        self.total, self.pid = total, pid
+        self.lock = threading.Lock()
+        self._next = itertools.count()
+        self.renders: list[Render] = []
+        self.marks = {m: max(1, round(m * total)) for m in milestones}
+        self.rss_at: dict[float, float] = {}
+        self.done = threading.Event()
+
+    def take(self) -> int | None:
+        with self.lock:
+            i = next(self._next)
+        return i if i < self.total else None
+
+    def record(self, r: Render) -> None:
+        with self.lock:
+            self.renders.append(r)
+            n = len(self.renders)
+            for m, at in self.marks.items():
+                if n == at:
+                    self.rss_at[m] = rss_bytes(self.pid) / 2**20
+            if n >= self.total:
+                self.done.set()
+
+    def count(self) -> int:
+        return len(self.renders)
+
+
+def _open_context(browser, base: str, log: SessionLog):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+
+    def route(r):
+        url = r.request.url
+        if url.startswith((base, "data:", "about:", "blob:")):
+            r.continue_()
+        else:
+            log.external.append(url)
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("pageerror", lambda e: log.page_errors.append(str(e)))
+    page.on("dialog", lambda d: (log.dialogs.append(d.message), d.dismiss()))
+    return context, page
+
+
+def settle(page, timeout=120_000):
+    page.wait_for_selector("[data-testid=stApp]", timeout=timeout)
+    page.wait_for_timeout(200)
+    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
+
+
+def _note_exceptions(page, log: SessionLog):
+    exc = page.locator("[data-testid=stException]")
+    if exc.count():
+        log.st_exceptions.append(exc.first.inner_text()[:500])
+
+
+def _open_attention(page, base: str):
+    page.goto(f"{base}/attention?model={MODEL}")
+    settle(page)
+    page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
+
+
+def render_session(sid: int, base: str, shared: Shared, start: threading.Barrier, log: SessionLog,
+                   render_timeout_ms: int = 120_000) -> None:
+    """One learner: open the Attention page, then type sentences from the shared queue until it is empty."""
+    from browser import launch
+    try:
+        with launch() as browser:
+            context, page = _open_context(browser, base, log)
+            try:
+                _open_attention(page, base)
+                _wait(start)
+                while (i := shared.take()) is not None:
+                    sentence, (a, v, j) = SENTENCES[i % len(SENTENCES)]
+                    t0 = None
+                    try:
+                        box = page.get_by_label("Sentence")
+                        box.fill(sentence)
+                        t0 = time.perf_counter()
+                        box.press("Control+Enter")
+                        page.wait_for_function(HEATMAP_SHOWS, arg=["The", a, v, j], timeout=render_timeout_ms)
+                        t1 = time.perf_counter()
+                        settle(page, render_timeout_ms)
+                        t2 = time.perf_counter()
+                        _note_exceptions(page, log)
+                        shared.record(Render(sid, i, sentence, True, t1 - t0, t2 - t0))
+                    except Exception as e:  # a failed render is recorded, then the page is reopened
+                        shared.record(Render(sid, i, sentence, False, None, None, f"{type(e).__name__}: {e}"[:500]))
+                        try:
+                            _note_exceptions(page, log)
+                            _open_attention(page, base)
+                        except Exception as e2:
+                            log.errors.append(f"reopen: {type(e2).__name__}: {e2}"[:500])
+            finally:
+                context.close()
+    except BaseException as e:  # includes pytest's Skipped/Failed raised by launch()
+        log.errors.append("".join(traceback.format_exception_only(type(e), e))[:1000])
+        _wait(start, 0)
+
+
+def _wait(barrier: threading.Barrier, timeout: float = 300) -> None:
+    try:
+        barrier.wait(timeout)
+    except threading.BrokenBarrierError:
+        pass
+
+
+@dataclass
+class TrainLog(SessionLog):
+    runs: list = field(default_factory=list)  # {"name", "status", "seconds"}
+    settings_seen: dict = field(default_factory=dict)  # the page's inputs just before Start training
+
+
+def _set_number(page, label: str, value) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    settle(page)
+
+
+def train_session(base: str, shared: Shared, start: threading.Barrier, log: TrainLog, settings: dict,
+                  repeat: bool = True, max_runs: int = 20, run_timeout_s: float = 600) -> None:
+    """Another learner on the Training page: small settings, Start training, wait for "Saved as", again
+    while the renders go on (``repeat``), and always let the run in progress finish."""
+    from browser import launch
+    started = False
+    try:
+        with launch() as browser:
+            context, page = _open_context(browser, base, log)
+            try:
+                page.goto(f"{base}/training")
+                settle(page)
+                for label, value in settings.items():
+                    _set_number(page, label, value)
+                log.settings_seen = {label: page.get_by_label(label, exact=True).input_value() for label in settings}
+                for _ in range(max_runs):
+                    name = page.get_by_label("Save as", exact=True).input_value()
+                    t0 = time.perf_counter()
+                    page.get_by_role("button", name="Start training").click()
+                    if not started:
+                        started = True
+                        _wait(start)
+                    status = "timeout"
+                    deadline = time.time() + run_timeout_s
+                    while time.time() < deadline:
+                        if page.locator("[data-testid=stAlertContentSuccess]", has_text=f"Saved as {name}").count():
+                            status = "done"
+                            break
+                        if page.locator("[data-testid=stAlertContentError]", has_text="Training failed").count():
+                            status = "error: " + page.locator("[data-testid=stAlertContentError]").first.inner_text()
+                            break
+                        page.wait_for_timeout(500)
+                    log.runs.append({"name": name, "status": status, "seconds": round(time.perf_counter() - t0, 1)})
+                    _note_exceptions(page, log)
+                    if status != "done" or not repeat or shared.done.is_set():
+                        break
+                    settle(page)
+                    page.get_by_role("button", name="Start training").wait_for(timeout=60_000)
+                    page.wait_for_function(  # enabled again, with a fresh name suggested
+                        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Start training')"
+                        " && !b.disabled)", timeout=60_000)
+            finally:
+                context.close()
+    except BaseException as e:
+        log.errors.append("".join(traceback.format_exception_only(type(e), e))[:1000])
+    finally:
+        if not started:
+            _wait(start, 0)
+
+
+# --------------------------------------------------------------------------- the whole run
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, repeat_training: bool = True,
+             workdir: Path | None = None, timeout_s: float = 1800) -> dict:
+    """Start a server, run the sessions and the trainer, stop the server; return the full record."""
+    train = TRAIN_SETTINGS if train is None else train
+    tmp = tempfile.TemporaryDirectory(prefix="attention-lab-load-") if workdir is None else None
+    work = Path(tmp.name) if tmp else Path(workdir)
+    (work / "data").mkdir(parents=True, exist_ok=True)
+    log_path = work / "streamlit.log"
+    load_before = os.getloadavg()
+    t_start = time.perf_counter()
+    proc, base = start_server(work / "data", log_path)
+    try:
+        shared = Shared(renders, proc.pid)
+        sampler = RssSampler(proc.pid, shared.count)
+        sampler.start()
+        barrier = threading.Barrier(sessions + (1 if train else 0))
+        logs = [SessionLog(f"render-{i}") for i in range(sessions)]
+        threads = [threading.Thread(target=render_session, args=(i, base, shared, barrier, logs[i]), daemon=True)
+                   for i in range(sessions)]
+        tlog = TrainLog("train")
+        if train:
+            threads.append(threading.Thread(target=train_session, args=(base, shared, barrier, tlog, train,
+                                                                         repeat_training), daemon=True))
+        for t in threads:
+            t.start()
+        deadline = time.time() + timeout_s
+        for t in threads:
+            t.join(max(1, deadline - time.time()))
+        hung = sum(t.is_alive() for t in threads)
+        sampler.stop()
+        server_alive = proc.poll() is None
+        server_healthy = server_alive and healthy(base)
+        load_after = os.getloadavg()
+        wall = time.perf_counter() - t_start
+        log_text = log_path.read_text(errors="replace")
+    finally:
+        stop_server(proc)
+        if tmp:
+            tmp.cleanup()
+
+    rs = sorted(shared.renders, key=lambda r: (r.session, r.index))
+    ok = [r.seconds for r in rs if r.ok]
+    settled = [r.settled_s for r in rs if r.ok]
+    rss = [s[1] for s in sampler.samples] + list(shared.rss_at.values())
+    all_logs = logs + ([tlog] if train else [])
+    summary = {
+        "sessions": sessions, "renders_requested": renders, "renders_ok": len(ok),
+        "renders_failed": sum(not r.ok for r in rs), "renders_missing": renders - len(rs),
+        "render_p50_s": _r(percentile(ok, 0.5)), "render_p95_s": _r(percentile(ok, 0.95)),
+        "render_max_s": _r(max(ok) if ok else None),
+        "settled_p50_s": _r(percentile(settled, 0.5)), "settled_p95_s": _r(percentile(settled, 0.95)),
+        "rss_peak_mb": _r(max(rss) if rss else None, 1),
+        "rss_first_mb": _r(sampler.samples[0][1] if sampler.samples else None, 1),
+        "rss_at_25pct_mb": _r(shared.rss_at.get(0.25), 1), "rss_at_50pct_mb": _r(shared.rss_at.get(0.5), 1),
+        "rss_end_mb": _r(shared.rss_at.get(1.0), 1),
+        "external_requests": sum(len(lg.external) for lg in all_logs),
+        "page_errors": sum(len(lg.page_errors) for lg in all_logs),
+        "dialogs": sum(len(lg.dialogs) for lg in all_logs),
+        "st_exceptions": sum(len(lg.st_exceptions) for lg in all_logs),
+        "thread_errors": sum(len(lg.errors) for lg in all_logs), "threads_hung": hung,
+        "training_runs": tlog.runs if train else [],
+        "server_alive": server_alive, "server_healthy_after": server_healthy,
+        "server_log_tracebacks": log_text.count("Traceback"),
+        "wall_s": round(wall, 1), "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in load_after], "cpus": os.cpu_count(),
+    }
+    return {"summary": summary, "renders": [asdict(r) for r in rs],
+            "rss_samples": [[t, round(m, 1), n] for t, m, n in sampler.samples],
+            "sessions": [asdict(lg) for lg in all_logs], "server_log_tail": log_text[-4000:]}
+
+
+def _r(x, nd=3):
+    return None if x is None else round(x, nd)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=8)
+    ap.add_argument("--renders", type=int, default=200, help="total, shared out among the sessions")
+    ap.add_argument("--train-steps", type=int, default=TRAIN_SETTINGS["Steps"], help="steps of each training run")
+    ap.add_argument("--no-train", action="store_true")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds before the run is abandoned")
+    ap.add_argument("--out", type=Path, help="write the full record (every render, every RSS sample) here")
+    args = ap.parse_args(argv)
+    train = None if args.no_train else dict(TRAIN_SETTINGS, Steps=args.train_steps)
+    record = run_load(args.sessions, args.renders, train or {}, timeout_s=args.timeout)
+    s = record["summary"]
+    print(f"sessions {s['sessions']} + {'1 training' if train else 'no training'} · renders ok {s['renders_ok']} / "
+          f"failed {s['renders_failed']} / missing {s['renders_missing']} of {s['renders_requested']}")
+    print(f"time to render (Control+Enter → heatmap shows the new words): p50 {s['render_p50_s']} s, "
+          f"p95 {s['render_p95_s']} s, max {s['render_max_s']} s; script finished: p50 {s['settled_p50_s']} s, "
+          f"p95 {s['settled_p95_s']} s")
+    print(f"server RSS: start {s['rss_first_mb']} MB, after 25% of renders {s['rss_at_25pct_mb']} MB, "
+          f"after 50% {s['rss_at_50pct_mb']} MB, end {s['rss_end_mb']} MB, peak {s['rss_peak_mb']} MB")
+    print(f"training runs: {[(r['name'], r['status'], r['seconds']) for r in s['training_runs']]}")
+    print(f"external requests {s['external_requests']} · page errors {s['page_errors']} · dialogs {s['dialogs']} · "
+          f"Streamlit exceptions {s['st_exceptions']} · thread errors {s['thread_errors']} · "
+          f"server healthy after: {s['server_healthy_after']} · wall {s['wall_s']} s · "
+          f"load average before {s['loadavg_before']} after {s['loadavg_after']} on {s['cpus']} CPUs")
+    if args.out:
+        args.out.write_text(json.dumps(record, indent=1))
+    print(json.dumps(s))
+    return 0 if s["renders_ok"] == s["renders_requested"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
