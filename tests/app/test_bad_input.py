@@ -31,7 +31,7 @@ BAD_TEXT = [
     ("javascript URL", "javascript:alert(1)", "vocabulary"),
 ]
 PAGES = ["attention.py", "qk.py", "bertviz_views.py", "decode.py", "layers.py", "masking.py", "positional.py",
-         "coreference.py"]
+         "coreference.py", "lesson.py"]
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +59,26 @@ def test_bad_text_on_every_page(at, page, case, text, told):
     at.sidebar.text_area(key="text").set_value("The dog is tired.")
     at.run()
     assert not at.exception
+
+
+def test_a_sentence_in_the_link_longer_than_the_limit_is_cut_with_a_notice():
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    at.query_params["model"] = MODEL
+    at.query_params["text"] = "dog " * 800
+    at.run()
+    assert not at.exception
+    assert any("cut to 2000" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert len(at.sidebar.text_area(key="text").value) == 2000
+
+
+@pytest.mark.parametrize("key,value", [("model", "no-such-model"), ("model", "../../etc/passwd"),
+                                       ("present", "<script>")])
+def test_bad_url_parameters_are_ignored_with_a_notice(key, value):
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert any(f"Ignored URL parameter {key}" in w.value for w in at.warning), [w.value for w in at.warning]
 
 
 def test_html_in_text_never_reaches_markdown_unescaped(at):

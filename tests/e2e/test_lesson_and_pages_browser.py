@@ -75,3 +75,10 @@ def test_lesson_steps_with_arrow_keys_and_its_handout_prints(visit, browser, tmp
     pdf = doc.pdf()
     assert pdf.startswith(b"%PDF") and len(pdf) > 50_000
     assert log.external == [], log.external
+
+
+def test_a_link_to_a_page_that_does_not_exist_lands_on_a_working_page(visit):
+    page = visit.open("/no-such-page?model=en-fr&layer=99")
+    page.wait_for_selector("h1", timeout=60_000)
+    assert not page.locator("[data-testid=stException]").count()
+    assert visit.external == [] and not visit.errors, (visit.external, visit.errors)
