@@ -24,6 +24,9 @@ PAGES = [  # (file, title, icon, url path); the first is the default page, serve
     ("layers.py", "Layer outputs", ":material/stacked_line_chart:", "layers"),
     ("training.py", "Training", ":material/model_training:", "training"),
     ("coreference.py", "Coreference probe", ":material/link:", "coreference"),
+    ("efficient.py", "Efficient attention & cost", ":material/speed:", "efficient"),
+    ("recurrence.py", "Transformer-XL & training stability", ":material/history:", "recurrence"),
+    ("variants.py", "Heads, GQA & speculative decoding", ":material/tune:", "variants"),
 ]
 
 st.set_page_config(page_title="Attention Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")

@@ -1,0 +1,109 @@
+"""Cached computations for the "Heads, GQA & speculative decoding" page (pages/variants.py)."""
+from __future__ import annotations
+
+import html
+import time
+
+import streamlit as st
+import torch
+
+from app.shell import load_model
+from core import heads as H
+from core import speculative as S
+from core.checkpoint import Checkpoint
+from core.decoding import generate
+from core.runner import run
+
+EVAL_N = 32  # evaluation sentences / windows: small enough for a page, large enough to rank heads
+
+
+@st.cache_resource(max_entries=8, show_spinner="Switching every head off in turn…")
+def importance(name: str) -> dict:
+    """Importance ranking and least-important-first pruning curve of a model (translation: + exact match)."""
+    ck = load_model(name)
+    batch, pairs = H.eval_batch(ck, n=EVAL_N)
+    imp = H.head_importance(ck.model, batch)
+    quality = (lambda a: H.translation_quality(ck, pairs, a)) if pairs and hasattr(pairs[0], "tgt_pronoun") else None
+    every = max(1, len(imp.ranking) // 6)
+    curve = H.prune_curve(ck.model, batch, imp.least_first(), quality=quality, every=every)
+    return {"imp": imp, "curve": curve, "n": len(pairs) or batch.tgt_in.shape[0], "translation": quality is not None}
+
+
+def gqa_table(cfg) -> list[dict]:
+    rows = []
+    mha = H.kv_savings(cfg, cfg.n_heads)
+    for g in dict.fromkeys([cfg.n_heads, max(1, cfg.n_heads // 2), 1]):
+        if cfg.n_heads % g:
+            continue
+        s = H.kv_savings(cfg, g)
+        rows.append({"variant": s["kind"], "n_kv_heads": g, "query heads per K/V head": s["queries_per_kv"],
+                     "parameters": s["parameters"], "parameters saved": mha["parameters"] - s["parameters"],
+                     "KV cache bytes / token (fp32)": s["kv_bytes_per_token"],
+                     "cross-attn KV bytes / source token": s["cross_kv_bytes_per_source_token"],
+                     "KV cache vs MHA": f"{s['kv_cache_share']:.0%}"})
+    return rows
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def gqa_model(name: str, g: int) -> Checkpoint:
+    ck = load_model(name)
+    if ck.model.cfg.kv_heads != ck.model.cfg.n_heads or g == ck.model.cfg.n_heads:
+        return ck
+    return Checkpoint(H.to_gqa(ck.model, g), ck.tokenizer, dict(ck.meta), None)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def gqa_run(name: str, g: int, text: str, tgt: str | None):
+    return run(gqa_model(name, g), text, tgt)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def gqa_loss(name: str, g: int) -> tuple[float, float]:
+    ck = load_model(name)
+    batch, _ = H.eval_batch(ck, n=EVAL_N)
+    return H.batch_loss(gqa_model(name, g).model, batch)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def draft(name: str, n_layers: int = 1):
+    return S.truncated_draft(load_model(name).model, n_layers)
+
+
+@st.cache_data(max_entries=32, show_spinner="Drafting and verifying…")
+def speculative(name: str, text: str, k: int, max_new: int) -> dict:
+    ck = load_model(name)
+    prompt = ck.tokenizer.encode(text)[: ck.model.cfg.max_len - 2]
+    res = S.speculative_generate(ck.model, draft(name), prompt=prompt, k=k, max_new=max_new)
+    greedy = generate(ck.model, prompt=prompt, max_new=max_new).ids
+    show = ck.tokenizer.display
+    steps = [{"proposed": show(s.proposed) if s.proposed else [], "accepted": s.accepted,
+              "target": None if s.target_token is None else show([s.target_token])[0],
+              "target_choice": show(s.target_choice) if s.target_choice else []} for s in res.steps]
+    return {"ids": res.ids, "greedy": greedy, "text": ck.tokenizer.decode(res.ids), "steps": steps,
+            "target_passes": res.target_passes, "draft_passes": res.draft_passes, "proposed": res.proposed,
+            "accepted": res.accepted, "rate": res.acceptance_rate, "greedy_passes": len(greedy) + 1}
+
+
+def timing(name: str, text: str, k: int, max_new: int, repeats: int = 3) -> dict:
+    ck = load_model(name)
+    prompt = ck.tokenizer.encode(text)[: ck.model.cfg.max_len - 2]
+    t = time.perf_counter()
+    out = S.compare_timing(ck.model, draft(name), [prompt], k=k, max_new=max_new, repeats=repeats)
+    out["total_s"] = time.perf_counter() - t
+    out["threads"] = torch.get_num_threads()
+    return out
+
+
+def step_html(step: dict) -> str:
+    """One speculative step: accepted proposals green, rejected red struck through, the target's token bold."""
+    def span(tok, style):
+        return f"<span style='{style};padding:1px 4px;border-radius:4px;margin:1px'>{html.escape(tok)}</span>"
+    parts = []
+    for i, tok in enumerate(step["proposed"]):
+        if i < step["accepted"]:
+            parts.append(span(tok, "background:#2ca02c;color:white"))
+        else:
+            parts.append(span(tok, "background:#d62728;color:white;text-decoration:line-through"))
+    if step["target"] is not None:
+        parts.append("→ " + span(step["target"], "border:2px solid #1f77b4;font-weight:bold"))
+    return " ".join(parts)

@@ -1,0 +1,132 @@
+"""Head importance & pruning, multi-query / grouped-query attention savings, speculative decoding."""
+import streamlit as st
+
+from app import figures
+from app import variants_view as V
+from app.shell import load_model
+
+st.title("Heads, GQA & speculative decoding")
+view = st.session_state.get("view")
+if view is None:
+    st.stop()
+plot = dict(present=view.present, dark=view.dark)
+cfg = view.ck.model.cfg
+
+st.header("Which heads matter? Importance and pruning")
+st.markdown("Michel et al. (2019): switch one head off (its output × 0) and measure how much the loss rises on "
+            "held-out data. Then remove heads least-important-first and watch quality fall (Voita et al. 2019).")
+try:
+    imp_data = V.importance(view.name)
+except ValueError as e:
+    imp_data = None
+    st.info(f"No held-out data for this model, so no importance ranking: {e}")
+if imp_data is not None:
+    imp, curve = imp_data["imp"], imp_data["curve"]
+    st.caption(f"Evaluation: {imp_data['n']} held-out {'sentence pairs' if imp_data['translation'] else 'windows'}; "
+               f"loss with every head on: {imp.base_loss:.4f} (token accuracy {imp.base_acc:.1%}).")
+    st.plotly_chart(figures.matrix(imp.delta, [f"H{h}" for h in range(cfg.n_heads)], imp.names, diverging=True,
+                                   title="Loss increase when this head alone is switched off", x_title="head",
+                                   y_title="attention", value_name="Δ loss", show_values=True, **plot),
+                    key="imp_heatmap")
+    top = imp.ranking[:5]
+    st.markdown("Most important: " + ", ".join(f"**{n} H{h}** (+{d:.4f})" for n, h, d in top))
+    kept = [p.kept for p in curve]
+    series = {"loss": [p.loss for p in curve]}
+    fig = figures.lines(series, kept, title="Pruning curve: loss vs heads kept (least important removed first)",
+                        x_title="heads kept", y_title="cross-entropy", **plot)
+    fig.update_xaxes(autorange="reversed")
+    st.plotly_chart(fig, key="prune_loss")
+    quality = {"token accuracy": [p.acc for p in curve]}
+    pts = [p for p in curve if p.metrics]
+    if pts:
+        quality = {"token accuracy": [p.acc for p in pts], "exact match (greedy)": [p.metrics["exact_match"] for p in pts],
+                   "pronoun accuracy": [p.metrics["pronoun_accuracy"] for p in pts]}
+        kept = [p.kept for p in pts]
+    fig = figures.lines(quality, kept, title="Pruning curve: quality vs heads kept", x_title="heads kept",
+                        y_title="accuracy", **plot)
+    fig.update_xaxes(autorange="reversed")
+    st.plotly_chart(fig, key="prune_quality")
+    with st.expander("Removal order and every point"):
+        st.dataframe([{"heads kept": p.kept, "last removed": "—" if not p.removed else f"{p.removed[-1][0]} H{p.removed[-1][1]}",
+                       "loss": round(p.loss, 4), "token accuracy": round(p.acc, 4), **p.metrics} for p in curve],
+                     key="prune_table")
+
+st.header("Multi-query and grouped-query attention")
+st.markdown(r"GQA (Ainslie et al. 2023) lets $h/g$ query heads share one key/value head; MQA (Shazeer 2019) is "
+            r"$g = 1$. Per attention module $W_{QKV}$ shrinks from $3hd_h$ to $(h+2g)d_h$ columns, and the KV cache "
+            r"per generated token is $L_{dec}\cdot 2\cdot g\cdot d_h$ numbers instead of $L_{dec}\cdot 2d$.")
+st.dataframe(V.gqa_table(cfg), key="gqa_table")
+st.caption("Formulas in core.heads.kv_savings; tested against Transformer(cfg).num_parameters() and the real "
+           "core.decoding.Incremental caches. Cross-attention keys/values are cached once per source token.")
+if cfg.kv_heads == cfg.n_heads and cfg.n_heads > 1:
+    options = [g for g in dict.fromkeys([max(1, cfg.n_heads // 2), 1]) if cfg.n_heads % g == 0]
+    g = st.radio("Convert this model to n_kv_heads =", options, horizontal=True, key="gqa_g",
+                 format_func=lambda x: f"{x} ({'MQA' if x == 1 else 'GQA'})")
+    st.caption("The checkpoint's key and value heads are mean-pooled within each group (Ainslie et al.'s conversion, "
+               "without their uptraining): a tiny GQA model whose query heads are the originals.")
+else:
+    g = cfg.kv_heads
+try:
+    gres = V.gqa_run(view.name, g, view.text, view.tgt)
+except ValueError as e:
+    gres = None
+    st.info(str(e))
+if gres is not None:
+    kind = "encoder" if "encoder" in gres.trace.kinds() else "decoder"
+    layer = st.selectbox("Layer", range(gres.trace.n_layers(kind)), key="gqa_layer")
+    weights = gres.trace.attention(kind, layer)[0]
+    toks = gres.tokens(kind)
+    per = cfg.n_heads // g
+    cols = st.columns(cfg.n_heads)
+    for h in range(cfg.n_heads):
+        cols[h].plotly_chart(figures.heatmap(weights[h], *toks, title=f"H{h} · K/V head {h // per}", **plot),
+                             key=f"gqa_map_{h}")
+    st.caption(f"{kind.title()} self-attention, layer {layer}: heads with the same K/V head read the same keys "
+               "and values but keep their own queries, so their maps still differ.")
+    try:
+        loss, acc = V.gqa_loss(view.name, g)
+        before = V.importance(view.name)["imp"]
+        st.markdown(f"Held-out loss after conversion: **{loss:.4f}** (MHA: {before.base_loss:.4f}); "
+                    f"token accuracy {acc:.1%} (MHA: {before.base_acc:.1%}).")
+    except ValueError:
+        pass
+
+st.header("Speculative decoding")
+name = view.name if view.kind == "decoder-only" else "lm"
+st.markdown("A draft proposes k tokens; the target checks all of them in **one** forward pass and keeps the longest "
+            "prefix it agrees with, plus its own next token (Leviathan et al. 2023, greedy verification). "
+            f"Target: **{name}**. Draft: the same model cut to its first decoder layer (self-speculative: shared "
+            "embeddings, first layer, final norm and head; no training).")
+try:
+    ck = load_model(name)
+except (ValueError, OSError) as e:
+    st.info(f"Speculative decoding needs a decoder-only model ('lm'): {e}")
+    st.stop()
+c1, c2 = st.columns(2)
+k = c1.select_slider("Draft tokens per step k", [1, 2, 3, 4, 6, 8], value=4, key="spec_k")
+max_new = c2.slider("Tokens to generate", 4, 64, 32, key="spec_new")
+text = view.text
+spec = V.speculative(name, text, int(k), int(max_new))
+a, b, c = st.columns(3)
+a.metric("Tokens generated", len(spec["ids"]))
+b.metric("Target passes", spec["target_passes"], delta=spec["target_passes"] - spec["greedy_passes"],
+         delta_color="inverse", help=f"Plain greedy: {spec['greedy_passes']} passes, one per token.")
+c.metric("Draft tokens accepted", f"{spec['rate']:.0%}", help=f"{spec['accepted']} of {spec['proposed']} proposals")
+if spec["ids"] == spec["greedy"]:
+    st.success("Output identical to the target's greedy decoding ✓")
+else:
+    st.error("Output differs from greedy decoding")
+st.markdown(f"**Prompt:** {text}  \n**Continuation:** {spec['text']}")
+st.plotly_chart(figures.grouped_bars({"proposed": [len(s["proposed"]) for s in spec["steps"]],
+                                      "accepted": [s["accepted"] for s in spec["steps"]]},
+                                     [f"step {i + 1}" for i in range(len(spec["steps"]))],
+                                     title="Per target pass: draft tokens proposed and accepted", y_title="tokens",
+                                     **plot), key="spec_bars")
+for i, s in enumerate(spec["steps"]):
+    st.markdown(f"**{i + 1}.** " + V.step_html(s), unsafe_allow_html=True)
+st.caption("Green: accepted draft tokens; red: rejected; boxed: the target's own token (the correction, "
+           "or a bonus token when every proposal was accepted).")
+if st.button("Time greedy vs speculative (A B A B, median of 3)", key="spec_time"):
+    t = V.timing(name, text, int(k), int(max_new))
+    st.markdown(f"Greedy {t['greedy_s'] * 1e3:.1f} ms, speculative {t['speculative_s'] * 1e3:.1f} ms: "
+                f"speed-up **×{t['speedup']:.2f}** ({t['threads']} CPU threads).")
