@@ -1,0 +1,448 @@
+"""Efficient attention: the approximations and sparsity patterns that replace the T×T softmax.
+
+All functions take ``q [..., Tq, d]``, ``k [..., Tk, d]``, ``v [..., Tk, d_v]`` (any leading batch /
+head dimensions, the same for q, k and v) and compare against exact softmax attention
+
+    A = softmax(QKᵀ/√d (+ causal mask)),   out = A V                        (Vaswani et al. 2017)
+
+- **Performer / FAVOR+** (Choromanski et al. 2021): positive random features
+  ``φ(x) = exp(ωᵢᵀx − ‖x‖²/2)/√m`` with ``ωᵢ ~ N(0, I_d)`` (optionally orthogonal) satisfy
+  ``E[φ(x)ᵀφ(y)] = exp(xᵀy)``; with x = q/d^¼, y = k/d^¼ that is the softmax kernel exp(q·k/√d).
+  ``out ≈ φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1)`` costs O(T·m·d) instead of O(T²·d).
+- **Linear attention** (Katharopoulos et al. 2020): ``φ(x) = elu(x) + 1``,
+  ``out_i = φ(q_i)ᵀ(Σ_j φ(k_j)v_jᵀ) / φ(q_i)ᵀ(Σ_j φ(k_j))`` — O(T) memory through ``φ(K)ᵀV``.
+- **Reformer LSH attention** (Kitaev et al. 2020): ``h(x) = argmax([xR; −xR])`` with a random
+  ``R ∈ ℝ^{d×b/2}``; a query attends only to keys in its own bucket.
+- **Longformer sliding window** (Beltagy et al. 2020): query i sees key j iff ``|i − j| ≤ w``;
+  global tokens see every token and are seen by every token.
+
+:func:`measure_cost` times the explicit, fused, windowed and linear forms as T grows (used by
+``bench/bench_attention_cost.py`` and the app's cost page).
+"""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+NEG_INF = float("-inf")
+
+
+# --------------------------------------------------------------------------------------------- exact
+def causal_allowed(t_q: int, t_k: int, device=None) -> torch.Tensor:
+    """Bool ``[Tq, Tk]``: key j is visible from query i iff ``j ≤ i + (Tk − Tq)`` (KV-cache alignment)."""
+    i = torch.arange(t_q, device=device)[:, None]
+    j = torch.arange(t_k, device=device)[None, :]
+    return j <= i + (t_k - t_q)
+
+
+def softmax_attention(q, k, v, *, causal: bool = False, allowed: torch.Tensor | None = None):
+    """Explicit attention ``A = softmax(QKᵀ/√d + M)``, ``out = AV``; returns ``(weights, out)``.
+
+    ``allowed`` is a bool mask broadcastable to ``[..., Tq, Tk]`` (False → −∞ in M). Materialises the
+    T×T matrix twice (scores and weights): O(T²) memory.
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        allowed = causal_allowed(q.shape[-2], k.shape[-2], q.device) if allowed is None else \
+            allowed & causal_allowed(q.shape[-2], k.shape[-2], q.device)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, NEG_INF)
+    weights = torch.softmax(scores, dim=-1)
+    return weights, weights @ v
+
+
+def mass_kept(full_weights: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Share of each query's full softmax attention that falls on the allowed keys: ``Σ_{j allowed} A_ij``."""
+    return (full_weights * allowed.to(full_weights.dtype)).sum(-1)
+
+
+def head_qkv(trace, kind: str, layer: int, head: int, batch: int = 0):
+    """``q [Tq, d]``, ``k [Tk, d]``, ``v [Tk, d]`` of one head of a traced attention (GQA: the head's kv group)."""
+    from .trace import KIND_NAMES
+    name = KIND_NAMES[kind].format(layer)
+    q, k, v = trace[f"{name}.q"], trace[f"{name}.k"], trace[f"{name}.v"]
+    g = head // (q.shape[1] // k.shape[1])
+    return q[batch, head].float(), k[batch, g].float(), v[batch, g].float()
+
+
+# ----------------------------------------------------------------------------------- Performer FAVOR+
+@dataclass
+class FavorResult:
+    weights: torch.Tensor  # [..., Tq, Tk] the implied attention matrix φ(q_i)ᵀφ(k_j) / Σ_l φ(q_i)ᵀφ(k_l)
+    out: torch.Tensor  # [..., Tq, d_v] computed the linear way, never through `weights`
+    projection: torch.Tensor  # [m, d] the random features ω
+
+
+def random_projection(d: int, n_features: int, seed: int = 0, *, orthogonal: bool = True,
+                      dtype=torch.float32) -> torch.Tensor:
+    """``[m, d]`` rows ``ωᵢ ~ N(0, I_d)``. Orthogonal: blocks of d mutually orthogonal directions (QR of a
+    Gaussian matrix) with norms redrawn from the χ_d distribution of ‖N(0, I_d)‖ — each row is still
+    marginally N(0, I_d), so the estimator stays unbiased, with lower variance (FAVOR+)."""
+    gen = torch.Generator().manual_seed(int(seed))
+    if not orthogonal:
+        return torch.randn(n_features, d, generator=gen, dtype=torch.float64).to(dtype)
+    blocks = []
+    for _ in range(math.ceil(n_features / d)):
+        qmat, r = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.float64))
+        blocks.append((qmat * torch.sign(torch.diagonal(r))).T)  # sign fix: Haar-distributed
+    directions = torch.cat(blocks)[:n_features]
+    norms = torch.randn(n_features, d, generator=gen, dtype=torch.float64).norm(dim=-1, keepdim=True)
+    return (directions * norms).to(dtype)
+
+
+def performer_features(x: torch.Tensor, projection: torch.Tensor, is_query: bool | None = None) -> torch.Tensor:
+    """Positive random features ``φ(x) = exp(ωᵀx − ‖x‖²/2) / √m`` → ``[..., T, m]``.
+
+    ``E_ω[φ(x)ᵀφ(y)] = exp(xᵀy)`` (Choromanski et al., Lemma 1). For numerical safety the exponent
+    may be shifted: ``is_query=True`` subtracts each row's max (cancels in the row normalisation),
+    ``False`` subtracts one max over all keys (a common factor, cancels too); ``None`` keeps the
+    exact unbiased features.
+    """
+    expo = performer_log_features(x, projection)
+    if is_query is True:
+        expo = expo - expo.amax(-1, keepdim=True).detach()
+    elif is_query is False:
+        expo = expo - expo.amax(dim=(-2, -1), keepdim=True).detach()
+    return torch.exp(expo)
+
+
+def performer_log_features(x: torch.Tensor, projection: torch.Tensor) -> torch.Tensor:
+    """``log φ(x) = ωᵀx − ‖x‖²/2 − ½·log m`` (never overflows)."""
+    wx = x @ projection.T.to(x.dtype)
+    return wx - (x * x).sum(-1, keepdim=True) / 2 - 0.5 * math.log(projection.shape[0])
+
+
+def favor_attention(q, k, v, n_features: int = 256, seed: int = 0, causal: bool = False, *,
+                    orthogonal: bool = True) -> FavorResult:
+    """FAVOR+ approximation of ``softmax(QKᵀ/√d)V`` with ``m = n_features`` positive random features.
+
+    With x = q/d^¼, y = k/d^¼:  ``out_i = φ(x_i)ᵀ Σ_j φ(y_j)v_jᵀ / φ(x_i)ᵀ Σ_j φ(y_j)`` (prefix sums
+    over j ≤ i when causal). Numerator and denominator are unbiased for the exact ones and converge
+    as m → ∞, so the approximation becomes exact.
+    """
+    d = q.shape[-1]
+    proj = random_projection(d, n_features, seed, orthogonal=orthogonal, dtype=q.dtype).to(q.device)
+    scale = d ** -0.25
+    qf = performer_features(q * scale, proj, is_query=True)
+    kf = performer_features(k * scale, proj, is_query=False)
+    implied = qf @ kf.transpose(-2, -1)
+    if causal:
+        implied = implied * causal_allowed(q.shape[-2], k.shape[-2], q.device)
+        kv = torch.cumsum(kf[..., :, :, None] * v[..., :, None, :], dim=-3)  # [..., Tk, m, d_v]
+        z = torch.cumsum(kf, dim=-2)
+        shift = k.shape[-2] - q.shape[-2]
+        kv, z = kv[..., shift:, :, :], z[..., shift:, :]
+        out = (qf[..., :, None, :] @ kv).squeeze(-2) / (qf * z).sum(-1, keepdim=True)
+    else:
+        out = (qf @ (kf.transpose(-2, -1) @ v)) / (qf @ kf.sum(-2)[..., :, None])
+    weights = implied / implied.sum(-1, keepdim=True)
+    bad = ~(torch.isfinite(weights).all(-1) & torch.isfinite(out).all(-1))
+    if bad.any():  # every feature of a row underflowed: redo the same estimator in log space
+        logits = torch.logsumexp(performer_log_features(q * scale, proj)[..., :, None, :]
+                                 + performer_log_features(k * scale, proj)[..., None, :, :], -1)
+        if causal:
+            logits = logits.masked_fill(~causal_allowed(q.shape[-2], k.shape[-2], q.device), NEG_INF)
+        exact_math = torch.softmax(logits, -1)
+        weights = torch.where(bad[..., None], exact_math, weights)
+        out = torch.where(bad[..., None], exact_math @ v, out)
+    return FavorResult(weights, out, proj)
+
+
+def favor_error_curve(q, k, feature_counts, seeds=range(4), *, causal: bool = False,
+                      orthogonal: bool = True) -> list[float]:
+    """Mean |A_favor − A_exact| over all entries, averaged over ``seeds``, for each number of features."""
+    exact, _ = softmax_attention(q, k, k, causal=causal)
+    errors = []
+    for m in feature_counts:
+        errs = [(favor_attention(q, k, k, m, s, causal, orthogonal=orthogonal).weights - exact).abs().mean()
+                for s in seeds]
+        errors.append(float(torch.stack(errs).mean()))
+    return errors
+
+
+# ------------------------------------------------------------------------------------ linear attention
+def elu_feature(x: torch.Tensor) -> torch.Tensor:
+    """``φ(x) = elu(x) + 1`` (positive, Katharopoulos et al. 2020)."""
+    return F.elu(x) + 1
+
+
+def linear_attention(q, k, v, *, causal: bool = False, eps: float = 1e-6) -> torch.Tensor:
+    """``out_i = φ(q_i)ᵀ S / φ(q_i)ᵀ z`` with ``S = Σ_j φ(k_j) v_jᵀ`` (d×d_v), ``z = Σ_j φ(k_j)``.
+
+    Never forms the T×T matrix: O(T·d·d_v) time, O(d·d_v + T·d) memory (causal: prefix sums of
+    S, O(T·d·d_v)).
+    """
+    qf, kf = elu_feature(q), elu_feature(k)
+    if causal:
+        s = torch.cumsum(kf[..., :, :, None] * v[..., :, None, :], dim=-3)
+        z = torch.cumsum(kf, dim=-2)
+        return (qf[..., :, None, :] @ s).squeeze(-2) / ((qf * z).sum(-1, keepdim=True) + eps)
+    return (qf @ (kf.transpose(-2, -1) @ v)) / (qf @ kf.sum(-2)[..., :, None] + eps)
+
+
+def linear_attention_weights(q, k, *, causal: bool = False) -> torch.Tensor:
+    """The quadratic form of linear attention: ``A_ij = φ(q_i)ᵀφ(k_j) / Σ_l φ(q_i)ᵀφ(k_l)`` (for display)."""
+    a = elu_feature(q) @ elu_feature(k).transpose(-2, -1)
+    if causal:
+        a = a * causal_allowed(q.shape[-2], k.shape[-2], q.device)
+    return a / a.sum(-1, keepdim=True)
+
+
+# ------------------------------------------------------------------------------------- Reformer LSH
+@dataclass
+class LSHResult:
+    weights: torch.Tensor  # [..., Tq, Tk] softmax restricted to the allowed (same-bucket) keys
+    out: torch.Tensor
+    allowed: torch.Tensor  # bool [..., Tq, Tk]
+    q_buckets: torch.Tensor  # long [n_rounds, ..., Tq]
+    k_buckets: torch.Tensor  # long [n_rounds, ..., Tk]
+    full_weights: torch.Tensor  # the exact attention with the same keys (and causal mask)
+    kept: torch.Tensor  # [..., Tq] share of the full attention mass each query keeps
+
+
+def lsh_buckets(x: torch.Tensor, n_buckets: int, seed: int = 0) -> torch.Tensor:
+    """Angular LSH (Reformer): ``h(x) = argmax([xR; −xR])``, ``R ∈ ℝ^{d×b/2}`` Gaussian → long ``[..., T]``.
+
+    Vectors pointing in similar directions land in the same bucket with high probability. ``n_buckets``
+    must be 1 (everything in bucket 0) or even.
+    """
+    if n_buckets == 1:
+        return torch.zeros(x.shape[:-1], dtype=torch.long, device=x.device)
+    if n_buckets < 1 or n_buckets % 2:
+        raise ValueError(f"n_buckets must be 1 or even, got {n_buckets}")
+    gen = torch.Generator().manual_seed(int(seed))
+    rot = torch.randn(x.shape[-1], n_buckets // 2, generator=gen, dtype=torch.float64).to(x.dtype).to(x.device)
+    xr = x @ rot
+    return torch.cat([xr, -xr], dim=-1).argmax(-1)
+
+
+def lsh_attention(q, k, v, n_buckets: int, seed: int = 0, *, shared_qk: bool = False, causal: bool = False,
+                  n_rounds: int = 1) -> LSHResult:
+    """Attention only within LSH buckets: query i sees key j iff ``h_r(q_i) = h_r(k_j)`` for some round r
+    (round r uses rotation seed ``seed + r``).
+
+    ``shared_qk`` (Reformer): keys are the unit-normalised queries ``k_j = q_j/‖q_j‖`` and a token does
+    not attend to itself unless nothing else shares its bucket. A query whose bucket holds no key falls
+    back to its own position (or, for Tq ≠ Tk, its best-scoring key), so every row sums to 1.
+    ``kept_i = Σ_{j allowed} softmax(q_i·k/√d)_j``: how much of the full attention the buckets keep.
+    """
+    if shared_qk:
+        k = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    qb = torch.stack([lsh_buckets(q, n_buckets, seed + r) for r in range(n_rounds)])
+    kb = qb if shared_qk else torch.stack([lsh_buckets(k, n_buckets, seed + r) for r in range(n_rounds)])
+    allowed = (qb[..., :, None] == kb[..., None, :]).any(0)
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    causal_ok = causal_allowed(t_q, t_k, q.device) if causal else torch.ones(t_q, t_k, dtype=torch.bool)
+    full_weights, _ = softmax_attention(q, k, v, causal=causal)
+    if t_q == t_k:
+        own = torch.eye(t_q, dtype=torch.bool, device=q.device)
+    else:
+        own = torch.zeros_like(full_weights, dtype=torch.bool).scatter(-1, full_weights.argmax(-1, keepdim=True), True)
+    allowed = allowed & causal_ok
+    if shared_qk:
+        others = allowed & ~own
+        allowed = torch.where(others.any(-1, keepdim=True), others, allowed)
+    allowed = allowed | (own & ~allowed.any(-1, keepdim=True))
+    weights, out = softmax_attention(q, k, v, allowed=allowed)
+    return LSHResult(weights, out, allowed, qb, kb, full_weights, mass_kept(full_weights, allowed))
+
+
+# ----------------------------------------------------------------------------- Longformer windows
+def sliding_window_mask(t_q: int, window: int, global_tokens=(), *, causal: bool = False,
+                        t_k: int | None = None) -> torch.Tensor:
+    """Bool ``[Tq, Tk]``: ``|i − j| ≤ window``, plus full rows and columns for global tokens, ∧ causal."""
+    t_k = t_q if t_k is None else t_k
+    i, j = torch.arange(t_q)[:, None], torch.arange(t_k)[None, :]
+    allowed = (i - j).abs() <= window
+    glob = [g for g in global_tokens if 0 <= g < min(t_q, t_k)]
+    if glob:
+        g = torch.tensor(glob)
+        allowed[g, :] = True
+        allowed[:, g] = True
+    if causal:
+        allowed &= causal_allowed(t_q, t_k)
+    return allowed
+
+
+def sliding_window_attention(q, k, v, window: int, global_tokens=(), *, causal: bool = False):
+    """Longformer attention through an explicit mask: returns ``(weights, out, allowed)`` (O(T²), for display)."""
+    allowed = sliding_window_mask(q.shape[-2], window, global_tokens, causal=causal, t_k=k.shape[-2]).to(q.device)
+    weights, out = softmax_attention(q, k, v, allowed=allowed)
+    return weights, out, allowed
+
+
+def sliding_window_chunked(q, k, v, window: int, global_tokens=(), *, causal: bool = False,
+                           chunk: int | None = None) -> torch.Tensor:
+    """The same output as :func:`sliding_window_attention` in O(T·w) memory (self-attention, Tq = Tk).
+
+    Queries are cut into chunks of c rows; chunk n attends to keys ``[n·c − w, n·c + c + w)``, gathered
+    with ``unfold`` (scores ``[T/c, c, c + 2w]``). Global keys are appended to every chunk (masked where
+    the band already holds them); global query rows are recomputed in full (O(G·T)).
+    """
+    *lead, t, d = q.shape
+    c = chunk or max(window, 16)
+    n = -(-t // c)
+    w = window
+    qp = F.pad(q, (0, 0, 0, n * c - t))
+    kp = F.pad(k, (0, 0, w, n * c - t + w))
+    vp = F.pad(v, (0, 0, w, n * c - t + w))
+    kc = kp.unfold(-2, c + 2 * w, c).transpose(-2, -1)  # [..., n, c+2w, d]
+    vc = vp.unfold(-2, c + 2 * w, c).transpose(-2, -1)
+    qc = qp.reshape(*lead, n, c, d)
+    scale = 1 / math.sqrt(d)
+    qi = (torch.arange(n)[:, None] * c + torch.arange(c)[None, :])[:, :, None]  # [n, c, 1]
+    kj = (torch.arange(n)[:, None] * c - w + torch.arange(c + 2 * w)[None, :])[:, None, :]  # [n, 1, c+2w]
+    band = ((qi - kj).abs() <= w) & (kj >= 0) & (kj < t)
+    if causal:
+        band &= kj <= qi
+    band |= qi >= t  # padded query rows: anything, they are cut off
+    scores = (qc @ kc.transpose(-2, -1)) * scale
+    scores = scores.masked_fill(~band.to(q.device), NEG_INF)
+    glob = sorted({g for g in global_tokens if 0 <= g < t})
+    if not glob:
+        out = torch.softmax(scores, -1) @ vc
+        return out.reshape(*lead, n * c, -1)[..., :t, :]
+    g = torch.tensor(glob, device=q.device)
+    gk, gv = k.index_select(-2, g), v.index_select(-2, g)
+    gs = (qc @ gk.transpose(-2, -1)[..., None, :, :]) * scale  # [..., n, c, G]
+    gpos = g.cpu()[None, None, :]
+    gallowed = ((qi - gpos).abs() > w) & (qi < t)
+    if causal:
+        gallowed &= gpos <= qi
+    gs = gs.masked_fill(~gallowed.to(q.device), NEG_INF)
+    probs = torch.softmax(torch.cat([scores, gs], -1), -1)
+    out = probs[..., :c + 2 * w] @ vc + probs[..., c + 2 * w:] @ gv[..., None, :, :]
+    out = out.reshape(*lead, n * c, -1)[..., :t, :].clone()
+    _, gout = softmax_attention(q.index_select(-2, g), k, v, allowed=causal_allowed(t, t, q.device)[g] if causal else None)
+    out[..., g, :] = gout
+    return out
+
+
+# -------------------------------------------------------------------------------- cost measurement
+METHODS = {
+    "explicit": "softmax(QKᵀ/√d)V with the T×T matrix materialised",
+    "sdpa": "torch.nn.functional.scaled_dot_product_attention (fused)",
+    "window": "sliding window, chunked O(T·w)",
+    "linear": "linear attention, elu+1 features, O(T)",
+}
+
+
+def _method(name: str, window: int):
+    if name == "explicit":
+        return lambda q, k, v: softmax_attention(q, k, v)[1]
+    if name == "sdpa":
+        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v)
+    if name == "window":
+        return lambda q, k, v: sliding_window_chunked(q, k, v, window)
+    if name == "linear":
+        return linear_attention
+    raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+
+
+def peak_allocated(fn) -> int:
+    """Peak bytes live in torch's CPU allocator during ``fn()`` above what was live before it, read from
+    the profiler's allocation events (``profile_memory=True``: every alloc/free through c10, intra-op
+    temporaries included; Python objects and the allocator's cached/freed pages are not counted)."""
+    from torch._C._profiler import _EventType
+    from torch.profiler import ProfilerActivity, profile
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)  # the profiler backend prints start/stop lines on the C stderr
+    try:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    allocs = []
+
+    def walk(node):
+        if node.tag == _EventType.Allocation:
+            allocs.append((node.start_time_ns, node.extra_fields.alloc_size))
+        for child in node.children:
+            walk(child)
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root)
+    live = peak = 0
+    for _, size in sorted(allocs):
+        live += size
+        peak = max(peak, live)
+    return int(peak)
+
+
+def explicit_bytes(t: int, batch: int, heads: int, itemsize: int = 4) -> int:
+    """Bytes of the two B·H·T×T matrices the explicit path holds at once (scores and weights)."""
+    return 2 * batch * heads * t * t * itemsize
+
+
+def fit_exponent(ts, times) -> float | None:
+    """Least-squares slope of log(time) against log(T): time ∝ T^slope."""
+    pts = [(math.log(t), math.log(s)) for t, s in zip(ts, times) if s and s > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx else None
+
+
+def measure_cost(sizes=(64, 128, 256, 512, 1024, 2048, 4096, 8192), *, batch: int = 1, heads: int = 4, d: int = 32,
+                 window: int = 64, reps: int = 5, budget_s: float = 1.5, max_explicit_bytes: float = 2e9,
+                 methods=tuple(METHODS), memory: bool = True, progress=None) -> dict:
+    """Time (median of up to ``reps`` runs after one warm-up, fewer once a size has used ``budget_s``) and
+    peak allocator memory (:func:`peak_allocated`) of each method at each sequence length T.
+
+    Returns ``{"rows": [{method, T, time_s, peak_bytes, skipped}], "exponents": {method: {all, large}}}``;
+    ``large`` fits T ≥ 512 only (small T is dominated by fixed per-call overhead).
+    """
+    rows = []
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for t in sizes:
+            q, k, v = (torch.randn(batch, heads, t, d, generator=gen) for _ in range(3))
+            for name in methods:
+                row = {"method": name, "T": t, "time_s": None, "peak_bytes": None, "skipped": None}
+                if name == "explicit" and explicit_bytes(t, batch, heads) > max_explicit_bytes:
+                    row["skipped"] = (f"needs {explicit_bytes(t, batch, heads) / 1e9:.2f} GB for the T×T scores "
+                                      f"and weights (> {max_explicit_bytes / 1e9:.1f} GB limit)")
+                    rows.append(row)
+                    continue
+                fn = _method(name, window)
+                fn(q, k, v)  # warm-up
+                times, start = [], time.perf_counter()
+                while len(times) < reps and (len(times) < 2 or time.perf_counter() - start < budget_s):
+                    t0 = time.perf_counter()
+                    fn(q, k, v)
+                    times.append(time.perf_counter() - t0)
+                row["time_s"] = statistics.median(times)
+                row["reps"] = len(times)
+                if memory:
+                    row["peak_bytes"] = peak_allocated(lambda: fn(q, k, v))
+                rows.append(row)
+                if progress:
+                    progress(row)
+    exponents = {}
+    for name in methods:
+        done = [(r["T"], r["time_s"]) for r in rows if r["method"] == name and r["time_s"]]
+        large = [(t, s) for t, s in done if t >= 512]
+        exponents[name] = {"all": fit_exponent(*zip(*done)) if len(done) > 1 else None,
+                           "large": fit_exponent(*zip(*large)) if len(large) > 1 else None}
+    return {"rows": rows, "exponents": exponents}
+
+
+def cost_series(rows, key: str = "time_s") -> tuple[list[int], dict[str, list[float]]]:
+    """Rows of :func:`measure_cost` as plot series: the sizes and, per method, the values (NaN = skipped)."""
+    sizes = sorted({r["T"] for r in rows})
+    series = {}
+    for r in rows:
+        series.setdefault(r["method"], {})[r["T"]] = r.get(key)
+    return sizes, {m: [float("nan") if vals.get(t) is None else float(vals[t]) for t in sizes]
+                   for m, vals in series.items()}

@@ -1,0 +1,132 @@
+"""Efficient attention on the live sentence: Performer, LSH buckets, sliding window, and the measured cost."""
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+from app import figures
+from app.shell import current_run
+from core import efficient as E
+
+COST_JSON = Path(os.environ.get("ATTENTION_COST_JSON", Path(__file__).resolve().parents[1] / "docs" / "attention_cost.json"))
+FEATURES = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+
+st.title("Efficient attention & cost")
+st.caption("Exact attention builds a T×T matrix: O(T²) time and memory. Three ways around it, applied to the real "
+           "queries and keys of the sentence in the sidebar — and what each one changes in the map.")
+view = st.session_state.get("view")
+res = current_run(view) if view else None
+if res is None:
+    st.stop()
+kind = "encoder" if "encoder" in res.trace.kinds() else "decoder"
+causal = kind == "decoder"
+tokens = res.tokens(kind)[0]
+n_heads = res.trace.attention(kind, 0).shape[1]
+c1, c2 = st.columns(2)
+layer = c1.selectbox("Layer", range(res.trace.n_layers(kind)), key="eff_layer")
+head = c2.selectbox("Head", range(n_heads), key="eff_head")
+q, k, v = E.head_qkv(res.trace, kind, layer, head)
+exact, _ = E.softmax_attention(q, k, v, causal=causal)
+stack = "Encoder" if kind == "encoder" else "Decoder (causal)"
+if (exact - res.trace.attention(kind, layer)[0, head].float()).abs().max() > 1e-4:
+    st.info("This model adds a bias or mask to the scores that the approximations below leave out; "
+            "“exact” here is softmax(QKᵀ/√d) of its real queries and keys.")
+plot = dict(present=view.present, dark=view.dark)
+
+
+def heat(matrix, title):
+    return figures.heatmap(matrix, tokens, tokens, title=title, **plot)
+
+
+st.header("Performer: random features for the softmax kernel")
+st.markdown(r"FAVOR+ (Choromanski et al. 2021): $\phi(x)=e^{\omega^\top x-\lVert x\rVert^2/2}/\sqrt m$ with random "
+            r"$\omega\sim\mathcal N(0,I)$ gives $\mathbb E[\phi(q)^\top\phi(k)]=e^{q\cdot k}$, so "
+            r"$\mathrm{out}\approx\phi(Q)\,(\phi(K)^\top V)\,/\,\phi(Q)\,(\phi(K)^\top\mathbf 1)$ — linear in T.")
+p1, p2, p3 = st.columns(3)
+m = p1.select_slider("Random features m", FEATURES, value=64, key="favor_features")
+seed = p2.number_input("Seed", 0, 10_000, 0, key="favor_seed")
+orthogonal = p3.toggle("Orthogonal features", True, key="favor_orth", help="FAVOR+: orthogonal ω, lower variance")
+fav = E.favor_attention(q, k, v, m, int(seed), causal, orthogonal=orthogonal)
+err = (fav.weights - exact).abs()
+a, b = st.columns(2)
+a.plotly_chart(heat(exact, f"{stack} L{layer} H{head} · exact softmax"), key="favor_exact")
+b.plotly_chart(heat(fav.weights, f"Performer approximation · m = {m}"), key="favor_approx")
+st.markdown(f"Mean |error| **{err.mean():.4f}**, max **{err.max():.4f}** (a weight is at most 1).")
+norm = float((q.norm(dim=-1).max() + k.norm(dim=-1).max()) / q.shape[-1] ** 0.25)
+st.caption(f"Each kernel value's relative error is about √(e^‖x+y‖² / m) with x = q/d^¼, y = k/d^¼ (Choromanski "
+           f"et al., Lemma 2); here ‖x‖ + ‖y‖ reaches {norm:.1f}, so sharp heads (large scores) need very many features.")
+curve = {name: E.favor_error_curve(q, k, FEATURES, seeds=range(4), causal=causal, orthogonal=o)
+         for name, o in (("orthogonal features", True), ("i.i.d. features", False))}
+fig = figures.lines(curve, FEATURES, title="Mean |approx − exact| vs number of features (mean of 4 seeds)",
+                    x_title="random features m", y_title="mean absolute error", **plot)
+fig.update_xaxes(type="log")
+fig.update_yaxes(type="log")
+st.plotly_chart(fig, key="favor_curve")
+with st.expander("Linear attention (elu + 1 features, Katharopoulos et al. 2020)"):
+    lin = E.linear_attention_weights(q, k, causal=causal)
+    st.plotly_chart(heat(lin, "Linear attention φ(q)·φ(k), φ = elu + 1"), key="linear_map")
+    st.caption(f"A different kernel, not an approximation of this model's softmax: mean |difference| "
+               f"{(lin - exact).abs().mean():.4f}. It runs in O(T) memory through φ(K)ᵀV.")
+
+st.header("Reformer: LSH buckets")
+st.markdown(r"Random rotation $R$, bucket $h(x)=\arg\max[xR;\,-xR]$: a query only attends to keys in its own bucket.")
+l1, l2, l3, l4 = st.columns(4)
+n_buckets = l1.select_slider("Buckets", [1, 2, 4, 8, 16], value=4, key="lsh_buckets")
+rounds = l2.number_input("Hash rounds", 1, 4, 1, key="lsh_rounds")
+lsh_seed = l3.number_input("Seed", 0, 10_000, 0, key="lsh_seed")
+shared = l4.toggle("Shared QK (Reformer)", False, key="lsh_shared", help="Keys = normalised queries; no self-attention")
+lsh = E.lsh_attention(q, k, v, n_buckets, int(lsh_seed), shared_qk=shared, causal=causal, n_rounds=int(rounds))
+st.dataframe({"token": tokens, **{f"query bucket (round {r})": lsh.q_buckets[r].tolist() for r in range(int(rounds))},
+              **({} if shared else {f"key bucket (round {r})": lsh.k_buckets[r].tolist() for r in range(int(rounds))}),
+              "attention mass kept": [round(float(x), 3) for x in lsh.kept]}, key="lsh_table")
+a, b = st.columns(2)
+a.plotly_chart(heat(lsh.weights, f"Attention within buckets · {n_buckets} buckets × {rounds} round(s)"), key="lsh_map")
+b.plotly_chart(figures.bars(lsh.kept, tokens, title="Share of the full attention mass each query keeps",
+                            y_title="mass kept", **plot), key="lsh_kept")
+st.markdown(f"On average the buckets keep **{lsh.kept.mean():.1%}** of the full attention mass.")
+
+st.header("Longformer: sliding window + global tokens")
+w1, w2 = st.columns(2)
+window = w1.slider("Window radius w (query i sees keys |i − j| ≤ w)", 0, max(len(tokens) - 1, 1), 2, key="window")
+glob = w2.multiselect("Global tokens", range(len(tokens)), default=[0], format_func=lambda i: f"{i}: {tokens[i]}",
+                      key="window_global")
+win, _, allowed = E.sliding_window_attention(q, k, v, window, glob, causal=causal)
+st.plotly_chart(heat(win, f"Sliding window w = {window}, {len(glob)} global token(s)"), key="window_map")
+st.markdown(f"{int(allowed.sum())} of {allowed.numel()} query–key pairs computed; they carry "
+            f"**{E.mass_kept(exact, allowed).mean():.1%}** of the full attention mass on average.")
+
+st.header("Cost as the sequence grows")
+data = json.loads(COST_JSON.read_text(encoding="utf-8")) if COST_JSON.exists() else st.session_state.get("cost_live")
+if data is None:
+    st.info("No measurement found in docs/attention_cost.json. Run `python bench/bench_attention_cost.py` for the "
+            "full one (T = 64…8192), or a quick one here.")
+    if st.button("Run a quick measurement (T = 64…1024)", key="cost_run"):
+        with st.spinner("Timing four attention implementations…"):
+            live = E.measure_cost((64, 128, 256, 512, 1024), reps=3, budget_s=0.3, memory=True)
+        data = st.session_state["cost_live"] = {**live, "date": datetime.now().isoformat(timespec="seconds"),
+                                                "command": "quick measurement in the app",
+                                                "config": {"threads": torch.get_num_threads()}}
+if data is not None:
+    when = data.get("date", "?")
+    cfg = data.get("config", {})
+    st.caption(f"Measured with `{data.get('command', 'python bench/bench_attention_cost.py')}` on {when} "
+               f"(CPU, {cfg.get('threads', torch.get_num_threads())} thread(s), batch {cfg.get('batch', 1)}, "
+               f"{cfg.get('heads', 4)} heads, d = {cfg.get('d_head', 32)}, window radius {cfg.get('window', 64)}). "
+               "Time is the median of several calls; memory is the peak of torch's CPU allocations during one call.")
+    sizes, times = E.cost_series(data["rows"])
+    _, mems = E.cost_series(data["rows"], "peak_bytes")
+    for key, series, y in (("cost_time", {n: [t * 1e3 for t in s] for n, s in times.items()}, "milliseconds"),
+                           ("cost_mem", {n: [b / 1e6 for b in s] for n, s in mems.items()}, "peak MB")):
+        fig = figures.lines(series, sizes, title=f"{y} vs sequence length T", x_title="T", y_title=y, **plot)
+        fig.update_xaxes(type="log")
+        fig.update_yaxes(type="log")
+        st.plotly_chart(fig, key=key)
+    st.dataframe({"method": list(data["exponents"]),
+                  "time ∝ T^k, all T": [e["all"] for e in data["exponents"].values()],
+                  "time ∝ T^k, T ≥ 512": [e["large"] for e in data["exponents"].values()]}, key="cost_fit")
+    for row in data["rows"]:
+        if row.get("skipped"):
+            st.caption(f"{row['method']} at T = {row['T']} skipped: {row['skipped']}.")

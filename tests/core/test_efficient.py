@@ -1,0 +1,196 @@
+"""Efficient attention (core.efficient): Performer, linear, LSH and sliding-window attention against exact softmax."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from core import efficient as E
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def qkv(*lead, t=24, d=16, scale=1.0, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(*lead, t, d, generator=g, dtype=dtype) * scale for _ in range(3))
+
+
+@pytest.mark.parametrize("orthogonal", [True, False])
+def test_favor_error_decreases_as_features_grow(orthogonal):
+    q, k, _ = qkv(2, t=20, d=8, scale=0.7)
+    err16, err1024 = E.favor_error_curve(q, k, [16, 1024], seeds=range(6), orthogonal=orthogonal)
+    assert err1024 < err16 / 2.5, (err16, err1024)
+
+
+def test_favor_kernel_is_unbiased():
+    """E[φ(x)ᵀφ(y)] = exp(xᵀy): the mean of the unstabilised estimate over many draws approaches the kernel."""
+    q, k, _ = qkv(t=5, d=8, scale=0.6)
+    x, y = q * 8 ** -0.25, k * 8 ** -0.25
+    exact = torch.exp(x @ y.T)
+    for orthogonal in (True, False):
+        est = torch.stack([E.performer_features(x, p) @ E.performer_features(y, p).T for p in
+                           (E.random_projection(8, 16, s, orthogonal=orthogonal, dtype=torch.float64)
+                            for s in range(3000))]).mean(0)
+        rel = ((est - exact) / exact).abs()
+        assert rel.mean() < 0.03 and rel.max() < 0.12, (orthogonal, rel.mean(), rel.max())
+
+
+def test_favor_weights_average_to_exact_and_output_matches_weights():
+    q, k, v = qkv(t=12, d=8, scale=0.7)
+    exact, exact_out = E.softmax_attention(q, k, v)
+    runs = [E.favor_attention(q, k, v, 64, s) for s in range(300)]
+    mean_w = torch.stack([r.weights for r in runs]).mean(0)
+    single = (runs[0].weights - exact).abs().mean()
+    assert (mean_w - exact).abs().mean() < single / 4  # averaging draws removes most of the error
+    for r in runs[:3]:
+        torch.testing.assert_close(r.out, r.weights @ v)  # linear-time output = implied matrix × V
+        torch.testing.assert_close(r.weights.sum(-1), torch.ones(12, dtype=torch.float64))
+    assert runs[0].projection.shape == (64, 8)
+
+
+def test_favor_causal_matches_its_masked_matrix():
+    q, k, v = qkv(3, t=10, d=8, scale=0.7)
+    r = E.favor_attention(q, k, v, 32, 1, causal=True)
+    assert torch.all(r.weights.triu(1) == 0)
+    torch.testing.assert_close(r.out, r.weights @ v)
+    torch.testing.assert_close(r.weights.sum(-1), torch.ones(3, 10, dtype=torch.float64))
+
+
+def test_favor_stays_finite_for_large_norms():
+    """Trained heads can have ‖q‖/d^¼ ≈ 40 (scores in the thousands): the stabilised features must not overflow."""
+    q, k, v = qkv(t=15, d=32, scale=40.0, dtype=torch.float32)
+    for causal in (False, True):
+        r = E.favor_attention(q, k, v, 64, 0, causal)
+        assert torch.isfinite(r.weights).all() and torch.isfinite(r.out).all()
+        torch.testing.assert_close(r.weights.sum(-1), torch.ones(15))
+
+
+def test_random_projection_orthogonal_blocks():
+    p = E.random_projection(8, 20, 3, dtype=torch.float64)
+    block = p[:8] / p[:8].norm(dim=-1, keepdim=True)
+    torch.testing.assert_close(block @ block.T, torch.eye(8, dtype=torch.float64))
+    assert torch.equal(p, E.random_projection(8, 20, 3, dtype=torch.float64))  # seeded
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_linear_attention_equals_its_quadratic_form(causal):
+    q, k, v = qkv(2, 3, t=17, d=8)
+    phi_q, phi_k = E.elu_feature(q), E.elu_feature(k)
+    a = phi_q @ phi_k.transpose(-2, -1)
+    if causal:
+        a = a.tril()
+    expected = (a / a.sum(-1, keepdim=True)) @ v
+    torch.testing.assert_close(E.linear_attention(q, k, v, causal=causal), expected, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(E.linear_attention_weights(q, k, causal=causal) @ v, expected)
+    assert torch.all(phi_q > 0)
+
+
+def test_lsh_buckets_range_and_scale_invariance():
+    q, _, _ = qkv(t=40, d=16)
+    b = E.lsh_buckets(q, 8, seed=2)
+    assert b.shape == (40,) and b.min() >= 0 and b.max() < 8
+    assert torch.equal(b, E.lsh_buckets(q * 3.0, 8, seed=2))  # angular: direction only
+    assert torch.equal(E.lsh_buckets(q, 1), torch.zeros(40, dtype=torch.long))
+    with pytest.raises(ValueError):
+        E.lsh_buckets(q, 3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_lsh_with_one_bucket_is_full_softmax(causal):
+    q, k, v = qkv(2, t=15, d=8)
+    exact, out = E.softmax_attention(q, k, v, causal=causal)
+    r = E.lsh_attention(q, k, v, 1, causal=causal)
+    torch.testing.assert_close(r.weights, exact)
+    torch.testing.assert_close(r.out, out)
+    torch.testing.assert_close(r.kept, torch.ones(2, 15, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("shared_qk", [False, True])
+def test_lsh_attends_within_buckets_only(shared_qk):
+    q, k, v = qkv(t=32, d=8, seed=4)
+    r = E.lsh_attention(q, k, v, 8, seed=1, shared_qk=shared_qk)
+    torch.testing.assert_close(r.weights.sum(-1), torch.ones(32, dtype=torch.float64))
+    same = r.q_buckets[0][:, None] == r.k_buckets[0][None, :]
+    fallback = ~same.any(-1)  # queries with no key in their bucket see their own position only
+    assert torch.all(r.weights[~same & ~fallback[:, None]] == 0)
+    assert torch.all((r.weights > 0) <= (same | torch.eye(32, dtype=torch.bool)))
+    torch.testing.assert_close(r.kept, (r.full_weights * r.allowed).sum(-1))
+    assert torch.all((r.kept > 0) & (r.kept <= 1 + 1e-12))
+    if shared_qk:
+        assert torch.equal(r.q_buckets, r.k_buckets)
+        alone = same.sum(-1) == 1
+        assert torch.all(r.weights.diagonal()[~alone] == 0)  # Reformer: no self-attention unless alone
+
+
+def test_lsh_more_buckets_keep_less_mass():
+    q, k, v = qkv(t=64, d=16, seed=5)
+    kept = [float(torch.stack([E.lsh_attention(q, k, v, b, s).kept.mean() for s in range(5)]).mean())
+            for b in (1, 2, 8, 32)]
+    assert kept[0] == pytest.approx(1.0) and kept[0] > kept[1] > kept[2] > kept[3]
+
+
+def test_sliding_window_mask_band_and_globals():
+    m = E.sliding_window_mask(10, 2, global_tokens=[0, 7])
+    i, j = torch.meshgrid(torch.arange(10), torch.arange(10), indexing="ij")
+    assert torch.all(m[(i - j).abs() <= 2])
+    assert torch.all(m[0]) and torch.all(m[:, 0]) and torch.all(m[7]) and torch.all(m[:, 7])
+    assert not m[3, 9] and not m[9, 3]
+    c = E.sliding_window_mask(10, 2, global_tokens=[0, 7], causal=True)
+    assert torch.equal(c, m & torch.ones(10, 10, dtype=torch.bool).tril())
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("glob", [(), (0,), (0, 13, 40)])
+@pytest.mark.parametrize("window,chunk", [(0, None), (3, None), (5, 4), (8, 8), (60, None)])
+def test_sliding_window_chunked_equals_masked(causal, glob, window, chunk):
+    q, k, v = qkv(2, 3, t=41, d=8, dtype=torch.float32)
+    weights, out, allowed = E.sliding_window_attention(q, k, v, window, glob, causal=causal)
+    fast = E.sliding_window_chunked(q, k, v, window, glob, causal=causal, chunk=chunk)
+    assert (fast - out).abs().max() < 1e-5
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 41))
+    assert torch.all(weights[..., ~allowed] == 0)
+
+
+def test_global_tokens_see_everything():
+    q, k, v = qkv(t=30, d=8)
+    weights, out, _ = E.sliding_window_attention(q, k, v, 2, global_tokens=[0, 11])
+    exact, exact_out = E.softmax_attention(q, k, v)
+    torch.testing.assert_close(weights[[0, 11]], exact[[0, 11]])  # a global row is full attention
+    assert torch.all(weights[:, [0, 11]] > 0)  # every token sees the global tokens
+    torch.testing.assert_close(E.sliding_window_chunked(q, k, v, 2, [0, 11])[[0, 11]], exact_out[[0, 11]])
+
+
+def test_head_qkv_matches_the_traced_weights():
+    from core import registry
+    from core.runner import run
+    res = run(registry.load("en-fr"), "The animal didn't cross the street because it was too tired.")
+    q, k, v = E.head_qkv(res.trace, "encoder", 1, 2)
+    weights, _ = E.softmax_attention(q, k, v)
+    torch.testing.assert_close(weights, res.trace.attention("encoder", 1)[0, 2])
+
+
+def test_fit_exponent_and_cost_series():
+    assert E.fit_exponent([64, 128, 256], [1.0, 4.0, 16.0]) == pytest.approx(2.0)
+    rows = [{"method": "a", "T": 1, "time_s": 1.0}, {"method": "a", "T": 2, "time_s": None},
+            {"method": "b", "T": 2, "time_s": 3.0}]
+    sizes, series = E.cost_series(rows)
+    assert sizes == [1, 2] and series["a"][0] == 1.0 and series["a"][1] != series["a"][1]  # NaN = skipped
+
+
+def test_peak_allocated_sees_the_quadratic_matrix():
+    q = torch.randn(1, 2, 256, 16)
+    peak = E.peak_allocated(lambda: E.softmax_attention(q, q, q))
+    assert E.explicit_bytes(256, 1, 2) <= peak < 1.5 * E.explicit_bytes(256, 1, 2)
+
+
+def test_bench_quick_writes_json(tmp_path):
+    out = tmp_path / "cost.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_attention_cost.py"), "--quick",
+                           "--threads", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last == json.loads(out.read_text())
+    assert {r["method"] for r in last["rows"]} == set(E.METHODS)
+    assert all(r["time_s"] > 0 for r in last["rows"]) and set(last["exponents"]) == set(E.METHODS)
