@@ -1,0 +1,102 @@
+"""Post-LN vs pre-LN, with and without learning-rate warmup (Xiong et al. 2020, "On Layer Normalization
+in the Transformer Architecture").
+
+Post-LN (the original Transformer) puts LayerNorm after the residual sum: ``LN(x + F(x))``; at
+initialisation the expected gradients of the parameters near the output are large, so a large
+learning rate from step 1 can throw the model into a bad region; the warmup stage is what makes it
+train. Pre-LN (``x + F(LN(x))``) has well-behaved gradients at initialisation and trains without
+warmup. :func:`run` trains the four combinations with the same peak learning rate through
+:func:`core.train.train` and returns their loss curves.
+
+CLI: ``python -m core.stability --out assets/stability/curves.json`` (the page reads that file).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+
+from .train import TrainConfig, train
+
+VARIANTS = (("post", True), ("post", False), ("pre", True), ("pre", False))
+
+
+@dataclasses.dataclass
+class StabilityConfig:
+    task: str = "reverse"
+    steps: int = 300
+    lr: float = 1e-2  # the same peak learning rate for all four runs
+    warmup: int = 100  # steps of linear warmup for the "with warmup" runs (0 for the others)
+    layers: int = 4
+    d_model: int = 64
+    heads: int = 4
+    d_ff: int = 128
+    batch_size: int = 32
+    seq_len: int = 12
+    clip: float = 0.0  # no gradient clipping: clipping hides exactly the effect under study
+    seed: int = 0
+    threads: int | None = None
+
+    def train_config(self, norm: str, warmup: bool) -> TrainConfig:
+        return TrainConfig(task=self.task, steps=self.steps, seed=self.seed, layers=self.layers,
+                           d_model=self.d_model, heads=self.heads, d_ff=self.d_ff, norm=norm, dropout=0.0,
+                           batch_size=self.batch_size, schedule="constant", lr=self.lr,
+                           warmup=self.warmup if warmup else 0, label_smoothing=0.0, clip=self.clip,
+                           weight_decay=0.0, seq_len=self.seq_len, eval_every=10 ** 9, ckpt_every=10 ** 9,
+                           threads=self.threads, device="cpu", quiet=True)
+
+
+def label(norm: str, warmup: bool) -> str:
+    return f"{norm}-LN, {'warmup' if warmup else 'no warmup'}"
+
+
+def run(cfg: StabilityConfig | None = None, variants=VARIANTS, on_progress=None) -> dict:
+    """Train every (norm, warmup) variant; ``{"config", "curves": {label: [loss per step]},
+    "final": {label: mean loss of the last 10 % of steps}, "metrics": {label: task metrics}, "seconds"}``.
+
+    Deterministic for a seed: every run starts from ``torch.manual_seed(seed)`` and sees the same batches.
+    """
+    cfg = cfg or StabilityConfig()
+    curves, final, metrics, t0 = {}, {}, {}, time.perf_counter()
+    for i, (norm, warm) in enumerate(variants):
+        name = label(norm, warm)
+        summary = train(cfg.train_config(norm, warm))
+        losses = [loss if math.isfinite(loss) else float("nan") for _, loss in summary["history"]]
+        curves[name] = losses
+        tail = [x for x in losses[-max(1, len(losses) // 10):] if math.isfinite(x)]
+        final[name] = round(sum(tail) / len(tail), 4) if tail else float("nan")
+        metrics[name] = summary["metrics"]
+        if on_progress is not None:
+            on_progress(i + 1, len(variants), name)
+    return {"config": dataclasses.asdict(cfg), "curves": curves, "final": final, "metrics": metrics,
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def command(cfg: StabilityConfig, out: str) -> str:
+    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(cfg).items() if v is not None)
+    return f"python -m core.stability --out {out} {flags}"
+
+
+def main(argv=None) -> int:
+    import argparse
+    from datetime import datetime
+    from pathlib import Path
+    p = argparse.ArgumentParser(prog="python -m core.stability", description="post-LN vs pre-LN × warmup curves")
+    p.add_argument("--out", required=True)
+    for f in dataclasses.fields(StabilityConfig):
+        kind = int if f.name == "threads" else type(f.default)
+        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default)
+    args = vars(p.parse_args(argv))
+    out = args.pop("out")
+    cfg = StabilityConfig(**args)
+    result = run(cfg)
+    result |= {"command": command(cfg, out), "date": datetime.now().isoformat(timespec="seconds")}
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result))
+    print(json.dumps({"final": result["final"], "metrics": result["metrics"], "seconds": result["seconds"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

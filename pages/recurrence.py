@@ -1,0 +1,101 @@
+"""Transformer-XL segment recurrence on the live sentence, and post-LN vs pre-LN training stability."""
+import json
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from app import figures
+from core import stability, xl
+from core.tokenizer import BOS
+
+ROOT = Path(__file__).resolve().parents[1]
+XL_DIR = Path(os.environ.get("ATTENTION_XL_MODEL", ROOT / "assets" / "models" / "xl"))
+CURVES = Path(os.environ.get("ATTENTION_STABILITY_JSON", ROOT / "assets" / "stability" / "curves.json"))
+FALLBACK = "The dog saw a sheep in the path. It chased the sheep across the path."
+
+
+@st.cache_resource(show_spinner="Loading the Transformer-XL model…")
+def load_xl(path: str):
+    return xl.load(path)
+
+
+view = st.session_state.get("view")
+plot = dict(present=bool(view and view.present), dark=bool(view and view.dark))
+st.title("Transformer-XL & training stability")
+
+st.header("Segment recurrence (Transformer-XL)")
+st.markdown("Dai et al. (2019): a language model reads a long text in segments. Each layer keeps its hidden "
+            "states of the previous segment as extra keys and values — the **memory**, with no gradient through "
+            "it — and positions are *relative* (here a learned per-head bias on the distance i − j, started "
+            "as ALiBi), so the cached states stay valid at new offsets.")
+if not (XL_DIR / "xl_config.json").exists():
+    st.info(f"No Transformer-XL model at {XL_DIR}. Train one with `python -m core.xl --out assets/models/xl`.")
+else:
+    model, tok, meta = load_xl(str(XL_DIR))
+    text = (view.text if view else "") or FALLBACK
+    ids = [BOS] + tok.encode(text)
+    if len(ids) < 6:
+        st.caption("The sidebar sentence is very short; showing a generated text instead.")
+        ids = [BOS] + tok.encode(FALLBACK)
+    ids = ids[:48]
+    tokens = tok.display(ids)
+    c1, c2 = st.columns(2)
+    split = c1.slider("Segment boundary (first token of the current segment)", 1, len(ids) - 1, len(ids) // 2,
+                      key="xl_split")
+    head = c2.selectbox("Head", range(model.cfg.n_heads), key="xl_head")
+    weights, n_mem = xl.two_segment_attention(model, ids, split)
+    layer = len(weights) - 1
+    mem_tokens = tokens[:split][-n_mem:] if n_mem else []
+    keys = [f"{t} (mem)" for t in mem_tokens] + tokens[split:]
+    fig = figures.heatmap(weights[layer][head], tokens[split:], keys,
+                          title=f"Last layer (L{layer}) head {head}: current segment over [memory; current]", **plot)
+    if n_mem:
+        fig.add_vrect(x0=-0.5, x1=n_mem - 0.5, fillcolor="orange", opacity=0.15, line_width=0,
+                      annotation_text="memory (previous segment, no gradient)", annotation_position="bottom left")
+    st.plotly_chart(fig, key="xl_attention")
+    share = xl.memory_share(weights[layer][head], n_mem)
+    st.plotly_chart(figures.bars(share, tokens[split:], title="Share of each query's attention that reaches into "
+                                 "the memory", y_title="attention mass on memory", **plot), key="xl_mem_share")
+    st.subheader("Context fragmentation: loss at each position of a segment")
+    losses = meta.get("position_losses")
+    if losses:
+        seg = list(range(len(losses["with_memory"])))
+        st.plotly_chart(figures.lines({"with memory": losses["with_memory"],
+                                       "without memory (segment read alone)": losses["without_memory"]}, seg,
+                                      title="Validation loss by position within a segment", x_title="position",
+                                      y_title="cross-entropy (nats)", **plot), key="xl_losses")
+        m = meta["metrics"]
+        st.markdown(f"First 4 positions: **{m['with_memory_first4']:.3f}** with memory vs "
+                    f"**{m['without_memory_first4']:.3f}** without; whole segment {m['with_memory_all']:.3f} vs "
+                    f"{m['without_memory_all']:.3f}. Without memory the first tokens of a segment have nothing "
+                    "to condition on; with it, the loss is flat across the segment.")
+        st.caption(f"Model: `{meta.get('command', '?')}` — {model.num_parameters():,} parameters, "
+                   f"{meta.get('steps', '?')} steps; {losses['segments']} validation segment batches.")
+
+st.header("Pre-LN vs post-LN, with and without warmup (Xiong et al. 2020)")
+st.markdown("Post-LN (the original paper) normalises after the residual sum, `LN(x + F(x))`; pre-LN normalises "
+            "the sublayer input, `x + F(LN(x))`. Xiong et al. show post-LN's gradients near the output are large "
+            "at initialisation, so it needs a learning-rate warmup; pre-LN trains without one. Four runs, the same "
+            "peak learning rate, the same data and seed.")
+data = json.loads(CURVES.read_text(encoding="utf-8")) if CURVES.exists() else st.session_state.get("stability_live")
+if data is None:
+    st.info(f"No precomputed curves at {CURVES}. Run `python -m core.stability --out assets/stability/curves.json`, "
+            "or a quick small run here (2 layers, 60 steps).")
+    if st.button("Run the four quick trainings", key="stability_run"):
+        cfg = stability.StabilityConfig(steps=60, layers=2, warmup=30, lr=5e-3, d_model=32, d_ff=64, batch_size=16)
+        bar = st.progress(0.0)
+        with st.spinner("Training post-LN and pre-LN, with and without warmup…"):
+            live = stability.run(cfg, on_progress=lambda i, n, name: bar.progress(i / n, text=name))
+        data = st.session_state["stability_live"] = live | {"command": "quick run in the app"}
+if data is not None:
+    curves = data["curves"]
+    steps = list(range(1, len(next(iter(curves.values()))) + 1))
+    st.plotly_chart(figures.lines(curves, steps, title=f"Training loss, {data['config']['task']} task, "
+                                  f"peak lr {data['config']['lr']}", x_title="step", y_title="loss", **plot),
+                    key="stability_curves")
+    st.dataframe({"run": list(data["final"]), "final loss (last 10 % of steps)": list(data["final"].values()),
+                  "exact match": [data["metrics"][k].get("exact_match") for k in data["final"]]}, key="stability_table")
+    c = data["config"]
+    st.caption(f"`{data.get('command', '?')}` — {c['layers']}+{c['layers']} layers, d_model {c['d_model']}, "
+               f"batch {c['batch_size']}, warmup {c['warmup']} steps, no gradient clipping; {data['seconds']} s.")

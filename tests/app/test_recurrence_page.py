@@ -1,0 +1,89 @@
+"""AppTest: the Transformer-XL & training-stability page."""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def page(model="lm") -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    at.query_params["model"] = model
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("../pages/recurrence.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def charts(at) -> dict:
+    return {json.loads(el.proto.spec)["layout"]["title"]["text"]: json.loads(el.proto.spec)
+            for el in at.get("plotly_chart")}
+
+
+FAKE = {"config": {"task": "reverse", "lr": 0.002, "layers": 4, "d_model": 64, "batch_size": 32, "warmup": 100},
+        "curves": {"post-LN, warmup": [3.0, 2.0], "post-LN, no warmup": [3.0, 2.9],
+                   "pre-LN, warmup": [3.0, 2.1], "pre-LN, no warmup": [3.0, 1.9]},
+        "final": {"post-LN, warmup": 2.0, "post-LN, no warmup": 2.9, "pre-LN, warmup": 2.1, "pre-LN, no warmup": 1.9},
+        "metrics": {k: {"exact_match": 0.5} for k in ("post-LN, warmup", "post-LN, no warmup", "pre-LN, warmup",
+                                                    "pre-LN, no warmup")},
+        "seconds": 1.0, "command": "python -m core.stability --out x.json"}
+
+
+def test_page_shows_memory_attention_losses_and_stability_curves(tmp_path, monkeypatch):
+    path = tmp_path / "curves.json"
+    path.write_text(json.dumps(FAKE))
+    monkeypatch.setenv("ATTENTION_STABILITY_JSON", str(path))
+    at = page("en-fr")
+    titles = list(charts(at))
+    for start in ("Last layer", "Share of each query", "Validation loss by position", "Training loss, reverse"):
+        assert any(t.startswith(start) for t in titles), (start, titles)
+    att = next(f for t, f in charts(at).items() if t.startswith("Last layer"))
+    assert any("(mem)" in k for k in att["layout"]["xaxis"]["ticktext"])  # memory columns are labelled
+    assert att["layout"]["shapes"]  # and shaded
+    before = att["data"][0]["z"]
+    at.slider(key="xl_split").set_value(3).run()
+    assert not at.exception, [e.value for e in at.exception]
+    after = next(f for t, f in charts(at).items() if t.startswith("Last layer"))["data"][0]["z"]
+    assert after != before
+    assert len(at.dataframe[0].value) == 4
+    assert any("core.stability" in c.value for c in at.caption)
+
+
+def test_without_curves_the_page_offers_a_quick_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_STABILITY_JSON", str(tmp_path / "missing.json"))
+    at = page("lm")
+    assert not any(t.startswith("Training loss") for t in charts(at))
+    at.button(key="stability_run").click().run()  # 4 × 60 steps of a 2+2-layer d=32 model: a few seconds
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(t.startswith("Training loss") for t in charts(at))
+    assert any("quick run in the app" in c.value for c in at.caption)
+
+
+def test_missing_xl_model_is_explained(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_XL_MODEL", str(tmp_path / "none"))
+    monkeypatch.setenv("ATTENTION_STABILITY_JSON", str(tmp_path / "missing.json"))
+    at = page("lm")
+    assert any("python -m core.xl" in i.value for i in at.info)
+
+
+def test_bundled_model_and_precomputed_curves_render():
+    at = page("lm")
+    titles = list(charts(at))
+    assert any(t.startswith("Validation loss by position") for t in titles)
+    if (ROOT / "assets" / "stability" / "curves.json").exists():
+        assert any(t.startswith("Training loss") for t in titles)
+        assert len(at.dataframe[0].value) == 4
