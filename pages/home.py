@@ -22,5 +22,9 @@ st.markdown("""
 | Autoregressive decoding: greedy, beam search, sampling with temperature / top-k / top-p | **Decode step by step** |
 | Training: the warmup learning-rate schedule, label smoothing, watching attention form | **Training** |
 | Coreference: does "it" attend to "animal" (too tired) or "street" (too wide)? | **Coreference probe** |
+| Attention's quadratic cost and its remedies: Performer random features, linear attention, Reformer's LSH buckets, Longformer's window + global tokens | **Efficient attention & cost** |
+| Transformer-XL's segment memory and relative positions; pre-LN vs post-LN and warmup; recurrence vs attention | **Transformer-XL & training stability** |
+| Which heads matter (importance, pruning), multi-query / grouped-query attention, speculative decoding | **Heads, GQA & speculative decoding** |
+| BERT: a real pretrained encoder (all-MiniLM-L6-v2) run by our own code — pick `minilm` in the sidebar | every page |
 """)
 st.caption("Pages appear in the navigation on the left as they are available in this build.")
