@@ -173,6 +173,14 @@ class _Dist:
     def main(self):
         return self.rank == 0
 
+    def gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        """``tensor`` of every process, in rank order (just ``[tensor]`` without torchrun)."""
+        if not self.active:
+            return [tensor]
+        out = [None] * self.world
+        torch.distributed.all_gather_object(out, tensor.cpu())
+        return out
+
     def barrier(self):
         if self.active:
             torch.distributed.barrier()
@@ -220,7 +228,10 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
     if resumed:
         tensors = load_file(str(out / STATE_WEIGHTS))
         _load_opt(opt, tensors)
-        torch.set_rng_state(tensors["rng.torch"])
+        # every process gets its own random state back (dropout differs per rank); older checkpoints hold one
+        torch.set_rng_state(tensors.get(f"rng.torch.{dist.rank}", tensors["rng.torch"]))
+        if device.type == "cuda" and f"rng.cuda.{dist.rank}" in tensors:
+            torch.cuda.set_rng_state(tensors[f"rng.cuda.{dist.rank}"], device)
         start, history = state["step"], state["history"]
         say(f"resuming {cfg.task} from step {start}")
     ddp = torch.nn.parallel.DistributedDataParallel(model) if dist.active else model
@@ -229,10 +240,15 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
     say(f"{cfg.task}: {n_params:,} parameters on {device}" + (f" × {dist.world} processes" if dist.active else ""))
 
     def save_ckpt(step, metrics=None, final=False):
-        if out is None or not dist.main:
+        if out is None:
+            return
+        rng = {f"rng.torch.{r}": t for r, t in enumerate(dist.gather(torch.get_rng_state()))}  # all ranks take part
+        if device.type == "cuda":
+            rng |= {f"rng.cuda.{r}": t for r, t in enumerate(dist.gather(torch.cuda.get_rng_state(device)))}
+        if not dist.main:
             return
         st = {"step": step, "history": history, "train_config": dataclasses.asdict(cfg) | {"history": []}}
-        tensors = _opt_tensors(opt) | {"rng.torch": torch.get_rng_state()}
+        tensors = _opt_tensors(opt) | {"rng.torch": torch.get_rng_state()} | rng
         meta = {"task": cfg.task, "command": command_line(cfg), "step": step, "metrics": metrics or {}, "parameters": n_params}
         summary = _summary(step, metrics or {}) if final else None
         checkpoint.save(out, model, task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),
