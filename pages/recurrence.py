@@ -99,3 +99,23 @@ if data is not None:
     c = data["config"]
     st.caption(f"`{data.get('command', '?')}` — {c['layers']}+{c['layers']} layers, d_model {c['d_model']}, "
                f"batch {c['batch_size']}, warmup {c['warmup']} steps, no gradient clipping; {data['seconds']} s.")
+
+st.header("Recurrence vs attention: accuracy against distance")
+st.markdown("The seeds' core argument. An LSTM encoder-decoder with no attention (Sutskever et al. 2014) must "
+            "carry the whole source through one state vector, so every extra step between reading a token and "
+            "writing it is another chance to lose it; the Transformer's decoder reads any source position "
+            "directly through cross-attention, one step away whatever the length. On *copy* of n symbols, "
+            "n recurrent steps separate each input token from its output, so length = distance.")
+REC = Path(os.environ.get("ATTENTION_RECURRENCE_JSON", ROOT / "assets" / "recurrence" / "results.json"))
+if not REC.exists():
+    st.info(f"No precomputed results at {REC}. Run `python -m core.recurrence --out assets/recurrence/results.json`.")
+else:
+    rec = json.loads(REC.read_text(encoding="utf-8"))
+    for metric, label in (("token_accuracy", "token accuracy (teacher forced)"), ("exact_match", "exact match (greedy)")):
+        st.plotly_chart(figures.lines({k: v[metric] for k, v in rec["curves"].items()}, rec["lengths"],
+                                      title=f"{label.capitalize()} vs distance, {rec['config']['task']} task",
+                                      x_title="sequence length = distance (steps)", y_title=label, **plot),
+                        key=f"rec_{metric}")
+    sizes = "; ".join(f"{k}: {v:,} parameters" for k, v in rec["params"].items())
+    st.caption(f"`{rec.get('command', '?')}` — {rec['config']['steps']} steps, batch {rec['config']['batch_size']}, "
+               f"same batches and seed for both; {sizes}; held-out sequences, {rec['seconds']} s on CPU.")

@@ -87,3 +87,7 @@ def test_bundled_model_and_precomputed_curves_render():
     if (ROOT / "assets" / "stability" / "curves.json").exists():
         assert any(t.startswith("Training loss") for t in titles)
         assert len(at.dataframe[0].value) == 4
+    if (ROOT / "assets" / "recurrence" / "results.json").exists():  # recurrence vs attention section
+        rec = [f for t, f in charts(at).items() if " vs distance, " in t]
+        assert len(rec) == 2 and all(len(f["data"]) == 2 for f in rec)
+        assert any("core.recurrence" in c.value and "parameters" in c.value for c in at.caption)
