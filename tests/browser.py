@@ -41,15 +41,22 @@ def _unavailable(reason: str):
     pytest.skip(reason)
 
 
-@contextlib.contextmanager
-def launch(**kwargs):
-    """Yield a Playwright Chromium browser; closes it (and Playwright) afterwards."""
+def require_chromium() -> None:
+    """Skip the calling test when Chromium or Playwright is missing (fail instead when ``CI`` is set),
+    without starting Playwright (a thread may then start its own)."""
     if not (Path(CHROMIUM_PATH).is_file() or shutil.which(CHROMIUM_PATH)):
         _unavailable(f"no Chromium at {CHROMIUM_PATH} (apt-get install -y chromium)")
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         _unavailable("the python package 'playwright' is not installed (pip install playwright)")
+
+
+@contextlib.contextmanager
+def launch(**kwargs):
+    """Yield a Playwright Chromium browser; closes it (and Playwright) afterwards."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM_PATH, args=list(CHROMIUM_ARGS), **kwargs)
         try:

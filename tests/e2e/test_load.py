@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import launch
+from browser import require_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -19,8 +19,9 @@ RSS_GROWTH_LIMIT_MB = 300
 
 @pytest.fixture(scope="module")
 def record(tmp_path_factory):
-    with launch():  # skips without Chromium/Playwright, fails instead when CI is set (tests/browser.py)
-        pass
+    # skips without Chromium/Playwright, fails instead when CI is set; starts no Playwright in this thread, where
+    # another test module's browser may already run one (the sessions start their own, in their own threads)
+    require_chromium()
     return load_test.run_load(SESSIONS, RENDERS, load_test.TINY_TRAIN_SETTINGS, repeat_training=False,
                               workdir=tmp_path_factory.mktemp("load"), timeout_s=150)
 
