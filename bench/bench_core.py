@@ -5,12 +5,16 @@
     a causal target mask, a tied output projection and cross-entropy, so both do the same work.
     The two are timed alternately (A B A B ...) in one process after a warm-up, and the median of
     the rounds is reported.
+(c) Decoder-only (causal LM): our ``kind="decoder-only"`` model (pre-LN, GELU, learned positions,
+    tied head) against a compact nanoGPT-style causal LM written below (token + position
+    embedding, pre-LN blocks with one fused qkv Linear and ``F.scaled_dot_product_attention
+    (is_causal=True)``, GELU MLP, tied head) at the same size, also alternating A B A B.
 (b) Inference cost of tracing: ``model(src, tgt, trace=True)`` (explicit attention, every tensor
     kept) against the fused forward, eval mode, no grad, at several sequence lengths.
 
 Prints a table, then, as the last line, one JSON object with every figure.
 
-    python bench/bench_core.py [--threads 2] [--rounds 7] [--steps 8]
+    python bench/bench_core.py [--threads 2] [--rounds 7] [--steps 8] [--trace-lengths 16 64 128 256 512]
 """
 from __future__ import annotations
 
@@ -61,6 +65,95 @@ class TorchBaseline(nn.Module):
         h = self.core(self.embed(src), self.embed(tgt), tgt_mask=causal, src_key_padding_mask=pad,
                       memory_key_padding_mask=pad, tgt_is_causal=True)
         return self.lm_head(h)
+
+
+class NanoBlock(nn.Module):
+    """nanoGPT's Block: x + attn(ln_1(x)); x + mlp(ln_2(x))."""
+
+    def __init__(self, d, h, d_ff, dropout, bias):
+        super().__init__()
+        self.h, self.dropout = h, dropout
+        self.ln_1 = nn.LayerNorm(d, bias=bias)
+        self.c_attn = nn.Linear(d, 3 * d, bias=bias)
+        self.c_proj = nn.Linear(d, d, bias=bias)
+        self.ln_2 = nn.LayerNorm(d, bias=bias)
+        self.c_fc = nn.Linear(d, d_ff, bias=bias)
+        self.mlp_proj = nn.Linear(d_ff, d, bias=bias)
+        self.drop = nn.Dropout(dropout)
+
+    def attn(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.h, c // self.h).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+        return self.drop(self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c)))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.drop(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)))))
+
+
+class NanoGPT(nn.Module):
+    """A compact nanoGPT-style causal LM (karpathy/nanoGPT model.py, same structure)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.wpe = nn.Embedding(cfg.max_len, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.h = nn.ModuleList(NanoBlock(cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.bias)
+                               for _ in range(cfg.n_decoder_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1], device=ids.device)
+        x = self.drop(self.wte(ids) + self.wpe(pos))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def decoder_config(vocab=1000, d_model=128, heads=4, layers=4, d_ff=512, dropout=0.1, max_len=128):
+    """A GPT-style config: pre-LN, GELU, learned positions, tied head, no embedding scaling."""
+    return ModelConfig(kind="decoder-only", vocab_size=vocab, d_model=d_model, n_heads=heads,
+                       n_decoder_layers=layers, d_ff=d_ff, dropout=dropout, norm="pre", activation="gelu",
+                       pos_encoding="learned", scale_embeddings=False, max_len=max_len)
+
+
+def bench_decoder_only(cfg, batch, length, rounds, steps, warmup):
+    torch.manual_seed(0)
+    ours = Transformer(cfg).train()
+    ref = NanoGPT(cfg).train()
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, cfg.vocab_size, (batch, length + 1), generator=gen)
+    x, y = ids[:, :-1], ids[:, 1:]
+    ours_params, ref_params = list(ours.parameters()), list(ref.parameters())
+    runs = {
+        "ours": lambda: train_step(lambda s, _: ours(s).logits, x, None, y, ours_params),
+        "nanogpt": lambda: train_step(lambda s, _: ref(s), x, None, y, ref_params),
+    }
+    for fn in runs.values():
+        for _ in range(warmup):
+            fn()
+    times = {k: [] for k in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():  # A B A B ...
+            times[name].append(timed(fn, steps))
+    tokens = batch * length
+    result = {}
+    for name, ts in times.items():
+        result[name] = {"tokens_per_s": tokens / statistics.median(ts),
+                        "step_ms_median": 1000 * statistics.median(ts), "step_ms_min": 1000 * min(ts)}
+    result["ratio_ours_over_nanogpt"] = result["ours"]["tokens_per_s"] / result["nanogpt"]["tokens_per_s"]
+    result["params"] = {"ours": ours.num_parameters(), "nanogpt": sum(p.numel() for p in ref.parameters())}
+    result["config"] = {"d_model": cfg.d_model, "heads": cfg.n_heads, "layers": cfg.n_decoder_layers,
+                        "d_ff": cfg.d_ff, "vocab": cfg.vocab_size, "batch": batch, "length": length}
+    return result
 
 
 def make_batch(cfg, batch, src_len, tgt_len, seed=0):
@@ -145,8 +238,9 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--len", type=int, default=24, dest="length", help="source and target length")
-    ap.add_argument("--trace-lengths", type=int, nargs="+", default=[16, 64, 128])
+    ap.add_argument("--trace-lengths", type=int, nargs="+", default=[16, 64, 128, 256, 512])
     ap.add_argument("--trace-batch", type=int, default=8)
+    ap.add_argument("--dec-len", type=int, default=48, help="decoder-only sequence length (batch x len tokens)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -154,6 +248,10 @@ def main(argv=None):
                       n_decoder_layers=2, d_ff=512, dropout=0.1, norm="post", final_norm=True,
                       activation="relu", max_len=max(128, args.length, *args.trace_lengths))
     train = bench_training(cfg, args.batch, args.length, args.length, args.rounds, args.steps, args.warmup)
+    dec = bench_decoder_only(decoder_config(max_len=max(128, args.dec_len)), args.batch, args.dec_len,
+                             args.rounds, args.steps, args.warmup)
+    dec0 = bench_decoder_only(decoder_config(dropout=0.0, max_len=max(128, args.dec_len)), args.batch, args.dec_len,
+                              args.rounds, args.steps, args.warmup)  # nanoGPT's default for pretraining
     trace = bench_trace(cfg, args.trace_lengths, args.trace_batch, max(3, args.rounds // 2), 3)
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; d_model 128, 2+2 layers, 4 heads, "
@@ -165,6 +263,19 @@ def main(argv=None):
         print(f"{label:<16}{r['tokens_per_s']:>12,.0f}{r['step_ms_median']:>20.1f}{r['step_ms_min']:>16.1f}"
               f"{train['params'][name]:>10,}")
     print(f"ours / torch throughput: {train['ratio_ours_over_torch']:.3f}")
+    c = dec["config"]
+    print(f"\n(c) decoder-only causal LM, forward + backward: d_model {c['d_model']}, {c['layers']} layers, "
+          f"{c['heads']} heads, d_ff {c['d_ff']}, pre-LN, GELU, learned positions, tied head, "
+          f"batch {c['batch']}, len {c['length']}")
+    print(f"{'model':<16}{'tokens/s':>12}{'step ms (median)':>20}{'step ms (min)':>16}{'params':>10}")
+    for name, label in (("ours", "core decoder"), ("nanogpt", "nanoGPT-style")):
+        r = dec[name]
+        print(f"{label:<16}{r['tokens_per_s']:>12,.0f}{r['step_ms_median']:>20.1f}{r['step_ms_min']:>16.1f}"
+              f"{dec['params'][name]:>10,}")
+    print(f"ours / nanoGPT throughput: {dec['ratio_ours_over_nanogpt']:.3f} (dropout 0.1; our FFN also drops "
+          f"its hidden activation, nanoGPT's does not)")
+    print(f"same with dropout 0.0: ours {dec0['ours']['tokens_per_s']:,.0f} tokens/s, nanoGPT-style "
+          f"{dec0['nanogpt']['tokens_per_s']:,.0f} tokens/s, ours / nanoGPT {dec0['ratio_ours_over_nanogpt']:.3f}")
     print(f"\n(b) inference, eval + no_grad, batch {args.trace_batch}: traced vs fused forward")
     print(f"{'length':>8}{'fused ms':>12}{'traced ms':>12}{'ratio':>8}{'trace MiB':>11}")
     for r in trace:
@@ -172,7 +283,8 @@ def main(argv=None):
               f"{r['trace_mib']:>11.1f}")
     summary = {"torch": torch.__version__, "threads": torch.get_num_threads(), "batch": args.batch,
                "length": args.length, "rounds": args.rounds, "steps_per_round": args.steps,
-               "training": train, "trace": trace}
+               "training": train, "decoder_only": dec, "decoder_only_dropout0": dec0,
+               "trace": trace}
     print(json.dumps(summary, separators=(",", ":")))
     return summary
 

@@ -1,37 +1,19 @@
 """AppTest: the coreference probe page for the en-fr translator (self- and cross-attention probes,
 ablation with re-translation) and for the encoder-only MiniLM (self-attention probe only)."""
 import json
-from pathlib import Path
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
+
+from apptest import open_page
 
 from core import pretrained
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models, shared CPU: extra threads only contend
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def coreference_page(model: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=180)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    at.sidebar.selectbox(key="model").set_value(model).run()
-    assert not at.exception, [e.value for e in at.exception]
-    at.switch_page("../pages/coreference.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert at.sidebar.selectbox(key="model").value == model
-    return at
+    return open_page("coreference.py", model, timeout=180)
 
 
 def titles(at) -> list[str]:

@@ -1,35 +1,18 @@
 """AppTest: the efficient-attention page (Performer, LSH, sliding window, cost) on the live sentence."""
 import json
-from pathlib import Path
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
+
+from apptest import open_page
 
 from core import pretrained
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models, shared CPU: extra threads only contend
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def efficient_page(model: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=90)
-    at.query_params["model"] = model
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    at.switch_page("../pages/efficient.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert at.sidebar.selectbox(key="model").value == model
-    return at
+    return open_page("efficient.py", model, timeout=90)
 
 
 def charts(at) -> dict:

@@ -1,33 +1,16 @@
 """AppTest: the heads / GQA / speculative-decoding page for a translation model and the LM."""
 import json
-from pathlib import Path
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[2]
+from apptest import open_page
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models, shared CPU: extra threads only contend
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def variants_page(model: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=240)
-    at.query_params["model"] = model
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    at.switch_page("../pages/variants.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert at.sidebar.selectbox(key="model").value == model
-    return at
+    return open_page("variants.py", model, timeout=240)
 
 
 def titles(at) -> list[str]:

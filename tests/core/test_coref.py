@@ -12,12 +12,7 @@ SET = [p for pair in translation.probe_pairs("fr")[:2] for p in pair]
 ITEMS = [coref.ProbeItem(p.src, p.antecedent, p.candidates) for p in SET]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models on a shared CPU: threads only contend
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,7 @@ from core.model import Transformer
 from core.tasks import Batch
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def signal_batch(model, n=6, t=10, seed=0):

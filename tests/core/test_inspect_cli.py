@@ -21,12 +21,7 @@ def inspect_cli(*args, cwd=ROOT):
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def assert_round_trip(data: dict, res, kinds):

@@ -11,12 +11,7 @@ from core.tokenizer import BOS, EOS, PAD
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_lstm_forward_shapes_and_pad_never_reaches_the_state():

@@ -7,12 +7,7 @@ from core.xl import (XLConfig, XLModel, load, position_losses, relative_distance
                      summarize, train_xl, two_segment_attention)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny(**kw):
