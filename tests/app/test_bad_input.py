@@ -129,3 +129,46 @@ def test_invalid_training_settings_through_the_train_cli(tmp_path, args, why):
     r = cli("core.train", "--out", str(tmp_path / "run"), "--steps", "2", *args)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and why in r.stderr.lower(), r.stderr
+
+
+def broken_checkpoints(root: Path) -> dict[str, Path]:
+    """Copies of the bundled reverse model, each broken one way, under ``root``."""
+    import pickle
+    import shutil
+    src = registry.BUNDLED / "reverse"
+    cases = {}
+    for case in ("truncated", "pickle", "other-vocabulary", "other-architecture"):
+        dst = root / f"broken-{case}"
+        shutil.copytree(src, dst)
+        cases[case] = dst
+    weights = cases["truncated"] / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    (cases["pickle"] / "model.safetensors").write_bytes(pickle.dumps({"w": [1, 2, 3]}))
+    other = json.loads((registry.BUNDLED / "en-fr" / "tokenizer.json").read_text())
+    (cases["other-vocabulary"] / "tokenizer.json").write_text(json.dumps(other))
+    cfg = json.loads((cases["other-architecture"] / "config.json").read_text())
+    cfg["model"]["n_encoder_layers"] = 5
+    (cases["other-architecture"] / "config.json").write_text(json.dumps(cfg))
+    return cases
+
+
+def test_broken_checkpoints_through_the_inspect_cli(tmp_path):
+    for case, folder in broken_checkpoints(tmp_path).items():
+        r = cli("core.inspect", "--model", str(folder), "--src", "1 2 3")
+        assert r.returncode != 0, case
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:"), (case, r.stderr[-500:])
+        assert "Traceback" not in r.stderr
+
+
+def test_broken_checkpoints_in_the_app_get_a_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_DATA", str(tmp_path))
+    cases = broken_checkpoints(tmp_path / "models")
+    for case in cases:
+        at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+        at.query_params["model"] = f"broken-{case}"
+        at.run()
+        assert not at.exception, (case, [e.value for e in at.exception])
+        assert any("cannot be loaded" in e.value for e in at.error), (case, [e.value for e in at.error])
+        at.sidebar.selectbox(key="model").set_value("reverse").run()  # the app keeps working
+        assert not at.exception and not at.error, case
