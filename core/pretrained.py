@@ -24,7 +24,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from .checkpoint import Checkpoint
 from .config import ModelConfig
 from .model import Transformer
-from .tokenizer import normalize_text
+from .tokenizer import normalize_text, split_words_of, unknown_words_of
 
 # short name -> (importable package, folder inside it, pip name, human description)
 PACKAGES = {
@@ -127,25 +127,12 @@ class BertTokenizer:
     def split_words(self, text: str) -> list[str]:
         """Words the vocabulary does not hold whole, so they became several word pieces."""
         norm, enc = self._encoding(text)
-        pieces: dict[int, int] = {}
-        for w in enc.word_ids:
-            if w is not None:
-                pieces[w] = pieces.get(w, 0) + 1
-        out = {}
-        for w, count in pieces.items():
-            if count > 1:
-                a, b = enc.word_to_chars(w)
-                out[norm[a:b].strip()] = True
-        return list(out)
+        return split_words_of(enc, norm)
 
     def unknown_words(self, text: str) -> list[str]:
         """Words of ``text`` that became ``[UNK]``."""
         norm, enc = self._encoding(text)
-        words = {}
-        for tid, (a, b) in zip(enc.ids, enc.offsets):
-            if tid == self.unk_id:
-                words[norm[a:b].strip()] = True
-        return list(words)
+        return unknown_words_of(enc, norm, self.unk_id)
 
 
 # --------------------------------------------------------------------------- weights

@@ -17,13 +17,13 @@ CLI: ``python -m core.recurrence --out assets/recurrence/results.json`` (the pag
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import experiment
 from .config import ModelConfig
 from .model import Transformer
 from .tasks import SyntheticTask, seq2seq_batch
@@ -178,29 +178,12 @@ def run(cfg: RecurrenceConfig | None = None, on_progress=None) -> dict:
 
 
 def command(cfg: RecurrenceConfig, out: str) -> str:
-    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(cfg).items() if v is not None)
-    return f"python -m core.recurrence --out {out} {flags}"
+    return experiment.command("core.recurrence", cfg, out)
 
 
 def main(argv=None) -> int:
-    import argparse
-    from datetime import datetime
-    from pathlib import Path
-    p = argparse.ArgumentParser(prog="python -m core.recurrence", description="LSTM seq2seq vs Transformer by length")
-    p.add_argument("--out", required=True)
-    for f in dataclasses.fields(RecurrenceConfig):
-        kind = int if f.name == "threads" else type(f.default)
-        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default)
-    args = vars(p.parse_args(argv))
-    out = args.pop("out")
-    cfg = RecurrenceConfig(**args)
-    result = run(cfg)
-    result |= {"command": command(cfg, out), "date": datetime.now().isoformat(timespec="seconds")}
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(result))
-    print(json.dumps({"params": result["params"], "lengths": result["lengths"], "curves": result["curves"],
-                      "seconds": result["seconds"]}))
-    return 0
+    return experiment.main("core.recurrence", "LSTM seq2seq vs Transformer by length", RecurrenceConfig, run,
+                           ("params", "lengths", "curves", "seconds"), argv)
 
 
 if __name__ == "__main__":

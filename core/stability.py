@@ -13,10 +13,10 @@ CLI: ``python -m core.stability --out assets/stability/curves.json`` (the page r
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 
+from . import experiment
 from .train import TrainConfig, train
 
 VARIANTS = (("post", True), ("post", False), ("pre", True), ("pre", False))
@@ -74,28 +74,12 @@ def run(cfg: StabilityConfig | None = None, variants=VARIANTS, on_progress=None)
 
 
 def command(cfg: StabilityConfig, out: str) -> str:
-    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(cfg).items() if v is not None)
-    return f"python -m core.stability --out {out} {flags}"
+    return experiment.command("core.stability", cfg, out)
 
 
 def main(argv=None) -> int:
-    import argparse
-    from datetime import datetime
-    from pathlib import Path
-    p = argparse.ArgumentParser(prog="python -m core.stability", description="post-LN vs pre-LN × warmup curves")
-    p.add_argument("--out", required=True)
-    for f in dataclasses.fields(StabilityConfig):
-        kind = int if f.name == "threads" else type(f.default)
-        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default)
-    args = vars(p.parse_args(argv))
-    out = args.pop("out")
-    cfg = StabilityConfig(**args)
-    result = run(cfg)
-    result |= {"command": command(cfg, out), "date": datetime.now().isoformat(timespec="seconds")}
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(result))
-    print(json.dumps({"final": result["final"], "metrics": result["metrics"], "seconds": result["seconds"]}))
-    return 0
+    return experiment.main("core.stability", "post-LN vs pre-LN × warmup curves", StabilityConfig, run,
+                           ("final", "metrics", "seconds"), argv)
 
 
 if __name__ == "__main__":

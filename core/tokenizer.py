@@ -132,23 +132,32 @@ class Tokenizer:
     def split_words(self, text: str) -> list[str]:
         """Words of ``text`` the vocabulary does not hold whole, so they became several sub-word pieces."""
         norm = normalize_text(text)
-        enc = self.hf.encode(norm, add_special_tokens=False)
-        pieces: dict[int, int] = {}
-        for w in enc.word_ids:
-            if w is not None:
-                pieces[w] = pieces.get(w, 0) + 1
-        out = {}
-        for w, count in pieces.items():
-            if count > 1:
-                a, b = enc.word_to_chars(w)
-                out[norm[a:b].strip()] = True
-        return list(out)
+        return split_words_of(self.hf.encode(norm, add_special_tokens=False), norm)
 
     def unknown_words(self, text: str) -> list[str]:
         """Words of ``text`` that map to [UNK] (the app warns about them)."""
-        enc = self.hf.encode(normalize_text(text), add_special_tokens=False)
-        words = {}
-        for tid, (a, b) in zip(enc.ids, enc.offsets):
-            if tid == UNK:
-                words[normalize_text(text)[a:b].strip()] = True
-        return list(words)
+        norm = normalize_text(text)
+        return unknown_words_of(self.hf.encode(norm, add_special_tokens=False), norm, UNK)
+
+
+def split_words_of(enc, norm: str) -> list[str]:
+    """Words of an ``Encoding`` of ``norm`` that were cut into several pieces, in order, each once."""
+    pieces: dict[int, int] = {}
+    for w in enc.word_ids:
+        if w is not None:
+            pieces[w] = pieces.get(w, 0) + 1
+    out = {}
+    for w, count in pieces.items():
+        if count > 1:
+            a, b = enc.word_to_chars(w)
+            out[norm[a:b].strip()] = True
+    return list(out)
+
+
+def unknown_words_of(enc, norm: str, unk_id: int) -> list[str]:
+    """Text of the pieces of an ``Encoding`` of ``norm`` that became ``unk_id``, in order, each once."""
+    words = {}
+    for tid, (a, b) in zip(enc.ids, enc.offsets):
+        if tid == unk_id:
+            words[norm[a:b].strip()] = True
+    return list(words)

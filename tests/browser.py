@@ -114,3 +114,15 @@ def offline_page(browser, **context_kwargs):
     page.on("pageerror", lambda e: log.errors.append(str(e)))
     page.on("console", lambda m: log.console.append(f"{m.type}: {m.text}"))
     return page, log
+
+
+def pwned_anywhere(page) -> list:
+    """URLs of the frames of ``page`` where a script payload set ``window.__pwned`` (should be none)."""
+    hits = []
+    for frame in page.frames:
+        try:
+            if frame.evaluate("typeof window.__pwned !== 'undefined'"):
+                hits.append(frame.url)
+        except Exception:  # a detached frame
+            pass
+    return hits

@@ -3,6 +3,7 @@ from urllib.parse import quote
 
 import pytest
 
+from browser import pwned_anywhere
 from core import registry
 
 pytestmark = pytest.mark.e2e
@@ -13,16 +14,6 @@ XSS = '</script><img src=x onerror="window.__pwned=1">'
 def tick_texts(page) -> list[str]:
     return page.eval_on_selector_all(".js-plotly-plot .xtick text", "els => els.map(e => e.textContent)")
 
-
-def pwned_anywhere(page) -> list:
-    hits = []
-    for frame in page.frames:
-        try:
-            if frame.evaluate("typeof window.__pwned !== 'undefined'"):
-                hits.append(frame.url)
-        except Exception:  # a detached frame
-            pass
-    return hits
 
 
 def test_attention_page_follows_the_typed_sentence(visit):

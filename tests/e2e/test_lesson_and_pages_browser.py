@@ -4,7 +4,7 @@ from urllib.parse import quote
 
 import pytest
 
-from browser import offline_page
+from browser import offline_page, pwned_anywhere
 
 pytestmark = pytest.mark.e2e
 XSS = '</script><img src=x onerror="window.__pwned=1">'
@@ -12,16 +12,6 @@ PAGES = [("/", "home"), ("/lesson", "lesson"), ("/attention", None), ("/qk", Non
          ("/decode", None), ("/positional", "positional"), ("/masking", "masking"), ("/layers", "layers"),
          ("/training", "training"), ("/coreference", "coreference")]
 
-
-def pwned_anywhere(page) -> list:
-    hits = []
-    for frame in page.frames:
-        try:
-            if frame.evaluate("typeof window.__pwned !== 'undefined'"):
-                hits.append(frame.url)
-        except Exception:  # a detached frame
-            pass
-    return hits
 
 
 @pytest.mark.parametrize("path,shot", PAGES)

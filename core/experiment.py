@@ -1,0 +1,34 @@
+"""A small experiment's command line: flags from its config dataclass, the result saved as JSON with the
+exact command that produced it, a short summary printed as the last line."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from datetime import datetime
+from pathlib import Path
+
+
+def command(module: str, cfg, out: str) -> str:
+    """The command line that reproduces ``cfg`` (every non-None field as a flag)."""
+    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(cfg).items() if v is not None)
+    return f"python -m {module} --out {out} {flags}"
+
+
+def main(module: str, description: str, config_cls, run, summary_keys, argv=None) -> int:
+    """Parse ``argv`` into ``config_cls``, call ``run(cfg)``, write its dict (plus command and date) to
+    ``--out`` and print ``summary_keys`` of it as JSON."""
+    p = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+    p.add_argument("--out", required=True)
+    for f in dataclasses.fields(config_cls):
+        kind = int if f.name == "threads" else type(f.default)
+        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default)
+    args = vars(p.parse_args(argv))
+    out = args.pop("out")
+    cfg = config_cls(**args)
+    result = run(cfg)
+    result |= {"command": command(module, cfg, out), "date": datetime.now().isoformat(timespec="seconds")}
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result))
+    print(json.dumps({k: result[k] for k in summary_keys}))
+    return 0
