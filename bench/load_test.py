@@ -74,7 +74,7 @@ def healthy(base: str) -> bool:
 
 
 def start_server(data_dir: Path, log_path: Path, timeout: float = 90) -> tuple[subprocess.Popen, str]:
-    """``streamlit run app/main.py`` headless on a free 127.0.0.1 port (as tests/e2e/conftest.py does)."""
+    """``streamlit run app/main.py`` headless on a free 127.0.0.1 port (also the e2e tests' server)."""
     port = free_port()
     env = dict(os.environ, ATTENTION_LAB_DATA=str(data_dir), PYTHONUNBUFFERED="1")
     with open(log_path, "w") as log:

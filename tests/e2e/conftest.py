@@ -1,12 +1,7 @@
 """A real Attention Lab server on a free loopback port, and pages that may talk only to it."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -14,47 +9,22 @@ import pytest
 from browser import launch
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import load_test  # noqa: E402  (the server is started exactly as the load benchmark starts it)
+
 ARTIFACTS = ROOT / "test-artifacts"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """Start ``streamlit run app/main.py`` headless on 127.0.0.1; yield its base URL."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("server") / "streamlit.log"
-    env = dict(os.environ, ATTENTION_LAB_DATA=str(tmp_path_factory.mktemp("data")), PYTHONUNBUFFERED="1")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
-                                 "--server.headless", "true", "--server.address", "127.0.0.1",
-                                 "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-        if proc.poll() is not None:
-            break
-    else:
-        proc.kill()
-        pytest.fail(f"streamlit did not become healthy:\n{log_path.read_text()[-3000:]}")
-    if proc.poll() is not None:
-        pytest.fail(f"streamlit exited:\n{log_path.read_text()[-3000:]}")
-    yield base
-    proc.terminate()
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        proc, base = load_test.start_server(tmp_path_factory.mktemp("data"),
+                                            tmp_path_factory.mktemp("server") / "streamlit.log")
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    yield base
+    load_test.stop_server(proc)
 
 
 @pytest.fixture(scope="session")
