@@ -124,6 +124,17 @@ def ablation_effect(model_name: str, items: list[coref.ProbeItem], off: dict) ->
     return _effect(model_name, tuple((it.text, it.antecedent, tuple(it.candidates)) for it in items), _key(off))
 
 
+@st.cache_resource(max_entries=32, show_spinner="Switching heads off one at a time…")
+def _fewest(model_name: str, texts: tuple, kind: str) -> tuple[int | None, dict]:
+    items = [coref.ProbeItem(t, a, c) for t, a, c in texts]
+    return coref.fewest_heads_to_change(load_model(model_name), items, scoreboard(model_name, kind))
+
+
+def fewest_heads_to_change(model_name: str, items: list[coref.ProbeItem], kind: str) -> tuple[int | None, dict]:
+    """Cached :func:`core.coref.fewest_heads_to_change` against the model's ``kind`` scoreboard."""
+    return _fewest(model_name, tuple((it.text, it.antecedent, tuple(it.candidates)) for it in items), kind)
+
+
 def probe_set_effect(model_name: str, off: dict) -> dict:
     """The same over the whole built-in probe set (both sentences of every pair)."""
     return ablation_effect(model_name, _flat_items(), off)

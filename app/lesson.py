@@ -243,7 +243,7 @@ def output_step(c: Context) -> Step:
                 f"{SOURCES['starke']}, sec. 2 (‘I am happy’ → ‘Ich bin froh’)", blocks)
 
 
-def payoff_step(c: Context, k_off: int = 4) -> Step:
+def payoff_step(c: Context) -> Step:
     item = coref_view.item_for(c.text)
     pair = next((p for p in coref_view.probe_items() if item is not None and item.text in (p[0].text, p[1].text)),
                 None) or coref_view.probe_items()[0]
@@ -259,15 +259,22 @@ def payoff_step(c: Context, k_off: int = 4) -> Step:
     blocks = [("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.label(it.text),
                                              resolving=resolving, **c.style())) for it, lk in zip(pair, lks)]
     board = coref_view.scoreboard(c.name, kind)
-    off = coref.heads_off(board, k_off)
+    k_off, off = coref_view.fewest_heads_to_change(c.name, list(pair), kind)
     effect = coref_view.ablation_effect(c.name, list(pair), off)
     where = ("cross-attention from the French word just before il/elle to the English nouns" if kind == "cross"
              else "self-attention from “it” to the nouns")
     blocks.append(("md", f"Read here: {where}. ✓ marks the {sum(map(sum, resolving))} heads that pick the right "
                          f"noun in **both** sentences; the best head does so on {board['best'][0]['share']:.0%} of "
                          f"{board['n']} probe sentences."))
-    blocks.append(("md", f"**Switch off the {k_off} best heads** ({coref_view.heads_text(off)}) and translate "
-                         "again:"))
+    n_ranked = len(board.get("ranked") or board["best"])
+    if k_off is None:
+        switch = (f"**Switch off all {n_ranked} of them** ({coref_view.heads_text(off)}): neither pronoun changes, "
+                  "so this model decides il/elle somewhere else. Translated again:")
+    else:
+        switch = (f"**Switch off the best heads one at a time**, in the probe's order: the pronoun first changes "
+                  f"with **{k_off} of {n_ranked}** off ({coref_view.heads_text(off)})"
+                  + (" — the decision is spread over many heads, not one" if k_off > 2 else "") + ". Translated again:")
+    blocks.append(("md", switch))
     blocks.append(("table", [{"sentence": r["sentence"], "translation": r["translation"],
                               "heads off": r["translation, heads off"],
                               "p(right pronoun)": r["p(ref pronoun)"],

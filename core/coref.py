@@ -284,6 +284,19 @@ def translated_pronoun(ck: Checkpoint, src: str, heads: dict | None = None) -> t
     return out, (translation.pronoun_of(out, lang) if lang else None)
 
 
+def fewest_heads_to_change(ck: Checkpoint, items: list[ProbeItem], board: dict) -> tuple[int | None, dict]:
+    """Switch off the board's best heads one more at a time (its ranking) and re-translate ``items``: the
+    smallest ``k`` at which some item's pronoun changes, with those heads. ``(None, all ranked heads)``
+    when even every ranked head off leaves each pronoun as it was (the decision lives elsewhere)."""
+    before = [translated_pronoun(ck, it.text)[1] for it in items]
+    ranked = board.get("ranked") or board["best"]
+    for k in range(1, len(ranked) + 1):
+        off = heads_off(board, k)
+        if any(translated_pronoun(ck, it.text, off)[1] != p for it, p in zip(items, before)):
+            return k, off
+    return None, heads_off(board, len(ranked))
+
+
 def ablation_effect(ck: Checkpoint, items: list[ProbeItem], heads: dict) -> dict:
     """Re-translate every item with ``heads`` off. Counts: ``flipped`` (the pronoun swapped for another
     one, e.g. il → elle), ``changed`` (any change, losing the pronoun included), ``right_before`` /

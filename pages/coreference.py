@@ -87,11 +87,16 @@ else:
                     horizontal=True, key="coref_ablate_kind")
     board = boards[kind]
     n_total = len(board["ranked"])
-    mode = st.radio("Switch off", ["the best heads", "every head of the best head's layer"], horizontal=True,
-                    key="coref_ablate_mode")
+    mode = st.radio("Switch off", ["the best heads", "the fewest best heads that change the pronoun",
+                                   "every head of the best head's layer"], horizontal=True, key="coref_ablate_mode")
     if mode == "the best heads":
         k = st.slider("Heads to switch off (best first)", 0, max(1, n_total), min(2, n_total), key="coref_ablate_k")
         off = coref.heads_off(board, k)
+    elif mode.startswith("the fewest"):
+        k, off = cv.fewest_heads_to_change(view.name, items, kind)
+        st.markdown(f"Best heads switched off one more at a time: the pronoun of this pair first changes with "
+                    f"**{k} of {n_total}** off." if k else
+                    f"Even with all {n_total} ranked heads off, neither pronoun of this pair changes.")
     else:
         off = coref.heads_off(board, layer=coref.best_layer(board)) if board["best"] else {}
     st.markdown(f"Switched off: **{cv.heads_text(off)}**")

@@ -39,6 +39,14 @@ def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
     table = at.dataframe[0].value
     assert {"translation", "translation, heads off", "pronoun", "pronoun, heads off"} <= set(table.columns)
     assert list(table["pronoun"]) == ["il", "elle"]
+    # the fewest best heads that change the pronoun: the page's k, and the table shows the change
+    at.radio(key="coref_ablate_mode").set_value("the fewest best heads that change the pronoun").run()
+    assert not at.exception and not at.error
+    said = next(m.value for m in at.markdown if "first changes with" in m.value)
+    k = int(said.split("**")[1].split(" of ")[0])
+    assert 1 <= k <= 8
+    table = at.dataframe[0].value
+    assert (table["pronoun"] != table["pronoun, heads off"]).any()
     # every head of the best layer, then the count over the probe set
     at.radio(key="coref_ablate_mode").set_value("every head of the best head's layer").run()
     assert not at.exception and not at.error

@@ -80,6 +80,17 @@ def test_decoding_step_translates_the_seed_sentences_live():
     assert "parce qu'il était trop fatigué" in text and "parce qu'elle était trop large" in text
 
 
+def test_payoff_switches_heads_off_until_the_pronoun_changes():
+    at = open_lesson(model="en-fr", text=SEED, step="8")  # the URL counts from 0
+    assert step_number(at) == 9 and not at.error
+    text = " ".join(m.value for m in at.markdown)
+    k = re.search(r"first changes with \*\*(\d+) of (\d+)\*\* off", text)
+    assert k, text
+    assert 1 <= int(k.group(1)) <= int(k.group(2)) == 8  # en-fr: 2 decoder layers x 4 cross-attention heads
+    rows = at.table[0].value if at.table else at.dataframe[0].value
+    assert (rows["translation"] != rows["heads off"]).any()  # the change the text announces is in the table
+
+
 def test_non_translation_model_falls_back_to_en_fr():
     at = open_lesson(model="minilm", step="6")
     assert any("en-fr" in i.value for i in at.info)

@@ -131,6 +131,23 @@ def test_cross_heads_ablate_through_the_model(enfr):
     assert broken["rows"][0]["translation, heads off"] != broken["rows"][0]["translation"]
 
 
+def test_fewest_heads_to_change_is_the_smallest_k_of_the_ranking(enfr):
+    board = coref.scoreboard(enfr, ITEMS, "cross")
+    pair = ITEMS[:2]
+    k, off = coref.fewest_heads_to_change(enfr, pair, board)
+    assert k is not None and off == coref.heads_off(board, k)
+    before = [coref.translated_pronoun(enfr, it.text)[1] for it in pair]
+    assert before == ["il", "elle"]
+    # re-checked independently: k heads off change a pronoun, k - 1 heads off (or none) change nothing
+    assert [coref.translated_pronoun(enfr, it.text, off)[1] for it in pair] != before
+    fewer = coref.heads_off(board, k - 1) if k > 1 else {}
+    assert [coref.translated_pronoun(enfr, it.text, fewer)[1] for it in pair] == before
+    # a ranking too short to matter: one head off changes nothing, so no k exists and every ranked head is returned
+    weakest = board["ranked"][-1]
+    none, all_off = coref.fewest_heads_to_change(enfr, pair, board | {"ranked": [weakest]})
+    assert none is None and all_off == {weakest["name"]: [weakest["head"]]}
+
+
 def test_kinds_depend_on_the_architecture(enfr):
     assert coref.kinds_for(enfr) == ("self", "cross")
     assert coref.language(enfr) == "fr"
