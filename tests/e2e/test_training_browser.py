@@ -22,10 +22,14 @@ def loss_points(page) -> int:
         return plots.length ? plots[0].data[0].x.length : 0; }""")
 
 
+STEPS = 1500
+
+
 def test_train_watch_and_open_the_model(visit):
     page = visit.open("/training")
     page.get_by_role("button", name="Start training").wait_for(timeout=60_000)
-    for label, value in [("d_model", 32), ("Layers", 1), ("Heads", 2), ("d_ff", 64), ("Steps", 300),
+    # long enough (several seconds) that the page's 1 s live refresh shows the run at two steps or more in between
+    for label, value in [("d_model", 32), ("Layers", 1), ("Heads", 2), ("d_ff", 64), ("Steps", STEPS),
                          ("Batch size", 16), ("Warm-up steps", 20)]:
         set_number(visit, label, value)
     name = page.get_by_label("Save as", exact=True).input_value()
@@ -36,7 +40,7 @@ def test_train_watch_and_open_the_model(visit):
     for _ in range(600):  # the progress text and the curve move while the page stays live
         text = page.locator("[data-testid=stProgress]").first.inner_text() if page.locator(
             "[data-testid=stProgress]").count() else ""
-        m = re.search(r"step ([\d,]+) / 300", text)
+        m = re.search(rf"step ([\d,]+) / {STEPS:,}", text)
         if m:
             steps_seen.add(int(m.group(1).replace(",", "")))
         points_seen.add(loss_points(page))
@@ -47,7 +51,7 @@ def test_train_watch_and_open_the_model(visit):
         page.wait_for_timeout(250)
     else:
         pytest.fail(f"training did not finish; steps seen {sorted(steps_seen)}")
-    assert len([s for s in steps_seen if 0 < s < 300]) >= 2, sorted(steps_seen)  # progress advanced live
+    assert len([s for s in steps_seen if 0 < s < STEPS]) >= 2, sorted(steps_seen)  # progress advanced live
     assert len({p for p in points_seen if p}) >= 2, sorted(points_seen)  # the loss curve grew live
     visit.settle()
     page.get_by_role("button", name=f"Open {name} in the sidebar").click()
