@@ -99,14 +99,15 @@ def _init_from_url(names: list[str]) -> None:
     st.session_state["present"] = _from_url("present", ["0", "1"], "0") == "1"
 
 
-def url_int(key: str, upper: int, default: int = 0) -> int:
-    """An integer widget default from the URL, validated against ``0 .. upper-1``."""
+def url_int(key: str, upper: int, default: int = 0, lower: int = 0) -> int:
+    """An integer widget default from the URL, validated against ``lower .. upper-1``."""
     raw = st.query_params.get(key)
     if raw is None:
         return default
-    if raw.isdigit() and int(raw) < upper:
+    if raw.isdigit() and lower <= int(raw) < upper:
         return int(raw)
-    st.warning(f"The link asked for {key} {raw[:20]!r}, which does not exist here (0–{upper - 1}); showing {default}.")
+    st.warning(f"The link asked for {key} {raw[:20]!r}, which does not exist here ({lower}–{upper - 1}); "
+               f"showing {default}.")
     return default
 
 

@@ -24,7 +24,7 @@ except ValueError as e:
 
 n = len(lesson.STEPS)
 if "lesson_step" not in st.session_state:
-    st.session_state["lesson_step"] = url_int("step", n)
+    st.session_state["lesson_step"] = url_int("step", n + 1, default=1, lower=1) - 1  # the URL counts like the page
 
 
 def move(delta: int) -> None:
@@ -37,7 +37,7 @@ nav[0].button("◀ Back", on_click=move, args=(-1,), disabled=i == 0, shortcut="
 nav[1].button("Next ▶", on_click=move, args=(1,), disabled=i == n - 1, shortcut="Right", key="lesson_next",
               type="primary")
 nav[2].progress((i + 1) / n, text=f"Step {i + 1} of {n} · keyboard: ← →")
-sync_url(step=i)
+sync_url(step=i + 1)
 
 step = lesson.build(ctx, i)
 st.header(step.title)

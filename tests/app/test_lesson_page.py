@@ -51,13 +51,13 @@ def test_next_and_back_walk_every_step():
             nxt.click().run()
             assert not at.exception, [e.value for e in at.exception]
     assert len(set(seen)) == len(lesson.STEPS)
-    assert at.query_params["step"] in ("8", ["8"])
+    assert at.query_params["step"] in ("9", ["9"])  # the URL names the step shown
     next(b for b in at.button if b.label.startswith("◀")).click().run()
     assert step_number(at) == 8
 
 
 def test_the_step_follows_the_class_sentence():
-    at = open_lesson(model="en-fr", text="The dog is tired.", step="1")
+    at = open_lesson(model="en-fr", text="The dog is tired.", step="2")
     rows = charts(at)[0]["layout"]["yaxis"]["ticktext"]
     assert rows == ["The", "dog", "is", "tired", ".", "[EOS]"]
     at.sidebar.text_area(key="text").set_value("I am happy.").run()
@@ -65,23 +65,24 @@ def test_the_step_follows_the_class_sentence():
 
 
 def test_url_opens_a_step_and_a_bad_step_is_refused():
-    at = open_lesson(model="en-fr", step="3")
+    at = open_lesson(model="en-fr", step="4")
     assert step_number(at) == 4
     assert "by hand" in at.header[0].value
-    at = open_lesson(model="en-fr", step="42")
-    assert step_number(at) == 1
-    assert any("step" in w.value for w in at.warning)
+    for bad in ("42", "0", "10", "-1", "two"):
+        at = open_lesson(model="en-fr", step=bad)
+        assert step_number(at) == 1, bad
+        assert any("step" in w.value and "1–9" in w.value for w in at.warning), bad
 
 
 def test_decoding_step_translates_the_seed_sentences_live():
-    at = open_lesson(model="en-fr", text=SEED, step="7")
+    at = open_lesson(model="en-fr", text=SEED, step="8")
     text = " ".join(m.value for m in at.markdown)
     assert "Ich bin froh." in text
     assert "parce qu'il était trop fatigué" in text and "parce qu'elle était trop large" in text
 
 
 def test_payoff_switches_heads_off_until_the_pronoun_changes():
-    at = open_lesson(model="en-fr", text=SEED, step="8")  # the URL counts from 0
+    at = open_lesson(model="en-fr", text=SEED, step="9")
     assert step_number(at) == 9 and not at.error
     text = " ".join(m.value for m in at.markdown)
     k = re.search(r"first changes with \*\*(\d+) of (\d+)\*\* off", text)
@@ -92,7 +93,7 @@ def test_payoff_switches_heads_off_until_the_pronoun_changes():
 
 
 def test_non_translation_model_falls_back_to_en_fr():
-    at = open_lesson(model="minilm", step="6")
+    at = open_lesson(model="minilm", step="7")
     assert any("en-fr" in i.value for i in at.info)
     assert step_number(at) == 7 and not at.error
 
