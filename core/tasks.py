@@ -159,7 +159,7 @@ def translation_metrics(pairs, hyps, lang, data) -> dict:
 
 
 class LMTask(Task):
-    """Next-token prediction on one long token stream, in random windows of ``seq_len``."""
+    """Next-token prediction on one long token stream (``BOS line EOS`` per line), in random windows of ``seq_len``."""
 
     model_kind = "decoder-only"
 
@@ -173,9 +173,11 @@ class LMTask(Task):
         if not lines:
             raise ValueError("the training text is empty")
         self.tokenizer = tokenizer or Tokenizer.train(lines, "bpe", vocab_size)
+        # Each line is one text, BOS … EOS: generation starts as a line does and ends where a line ends. (With
+        # BOS alone between lines, decoding — which never emits BOS — had no way to end a text and ran on.)
         stream = []
         for ln in lines:
-            stream += [BOS] + self.tokenizer.encode(ln)
+            stream += [BOS] + self.tokenizer.encode(ln) + [EOS]
         cut = int(len(stream) * 0.95)
         self.train_stream = torch.tensor(stream[:cut])
         self.valid_stream = torch.tensor(stream[cut:])

@@ -55,3 +55,29 @@ def test_bundled_models_are_small():
     for name in registry.bundled():
         size = sum(f.stat().st_size for f in (registry.BUNDLED / name).iterdir())
         assert size < 8_000_000, f"{name} is {size} bytes"
+
+
+def test_bundled_lm_writes_english_from_its_corpus():
+    """Continuations of a prompt, greedy and sampled (top-k 10), use only words of the training corpus, end on
+    their own (EOS, as every corpus line does) and are sentences: capitalised, ending with a full stop."""
+    from core.data.lm import generate_corpus
+    from core.data.translation import words
+    from core.decoding import generate
+
+    ck = registry.load("lm")
+    tok = ck.tokenizer
+    corpus_words = {w.lower() for w in words(generate_corpus(4000, seed=0))}
+    texts = []
+    for prompt in ("The dog", "The cat", "A bird", "The river was"):
+        runs = [generate(ck.model, prompt=tok.encode(prompt), max_new=100)]
+        runs += [generate(ck.model, prompt=tok.encode(prompt), method="sample", top_k=10, seed=s, max_new=100)
+                 for s in range(5)]
+        for r in runs:
+            assert len(r.ids) < 100, "the text did not end on its own"
+            texts.append(tok.decode(tok.encode(prompt) + r.ids))
+    unknown = [w for t in texts for w in words(t) if w.lower() not in corpus_words]
+    assert not unknown, (unknown, texts)
+    for t in texts:
+        assert t.endswith("."), t
+        for sentence in t[:-1].split(". "):
+            assert sentence[:1].isupper(), (sentence, t)
