@@ -80,8 +80,8 @@ class FeedForward(nn.Module):
     """FFN(x) = act(x W_1 + b_1) W_2 + b_2 (sec. 3.3); SwiGLU: (swish(x W_1) ⊙ x W_3) W_2.
 
     No dropout inside: the paper drops out each sub-layer's output (sec. 5.4, done by ``Residual``), not
-    the hidden activation as nn.Transformer and the Annotated Transformer also do; on CPU that extra mask
-    over B·T·d_ff values cost our decoder-only model ~20 % of its training throughput.
+    the hidden activation (which nn.Transformer and the Annotated Transformer drop as well); on CPU that
+    extra mask over B·T·d_ff values cost our decoder-only model ~20 % of its training throughput.
     """
 
     def __init__(self, cfg: ModelConfig):

@@ -16,3 +16,6 @@ python -m core.train --task lm      --out assets/models/lm      --seed 0 --layer
   --dropout 0.1 --schedule cosine --lr 0.002 --warmup 100 --steps 2000 --seq-len 64 --pos-encoding learned --norm pre --activation gelu \
   --eval-every 500 --ckpt-every 500
 python scripts/bundle.py assets/models/copy assets/models/reverse assets/models/en-fr assets/models/en-de assets/models/lm
+# Transformer-XL (its own trainer and card, assets/models/xl/README.md); the lm corpus stream changes it too
+python -m core.xl --out assets/models/xl --steps 300 --seg-len 16 --mem-len 16 --d-model 64 --layers 2 --batch-size 16 \
+  --lr 0.003 --seed 0
