@@ -110,29 +110,36 @@ def _key(off: dict) -> tuple:
     return tuple(sorted((n, int(h)) for n, hs in off.items() for h in hs))
 
 
+def _pack(items: list[coref.ProbeItem]) -> tuple:
+    """Probe items as a hashable cache key; :func:`_unpack` turns it back."""
+    return tuple((it.text, it.antecedent, tuple(it.candidates)) for it in items)
+
+
+def _unpack(texts: tuple) -> list[coref.ProbeItem]:
+    return [coref.ProbeItem(t, a, c) for t, a, c in texts]
+
+
 @st.cache_resource(max_entries=32, show_spinner="Re-translating with those heads off…")
 def _effect(model_name: str, texts: tuple, heads: tuple) -> dict:
-    items = [coref.ProbeItem(t, a, c) for t, a, c in texts]
     off: dict[str, list[int]] = {}
     for n, h in heads:
         off.setdefault(n, []).append(h)
-    return coref.ablation_effect(load_model(model_name), items, off)
+    return coref.ablation_effect(load_model(model_name), _unpack(texts), off)
 
 
 def ablation_effect(model_name: str, items: list[coref.ProbeItem], off: dict) -> dict:
     """Cached :func:`core.coref.ablation_effect` (re-translations and pronoun probabilities, heads off)."""
-    return _effect(model_name, tuple((it.text, it.antecedent, tuple(it.candidates)) for it in items), _key(off))
+    return _effect(model_name, _pack(items), _key(off))
 
 
 @st.cache_resource(max_entries=32, show_spinner="Switching heads off one at a time…")
 def _fewest(model_name: str, texts: tuple, kind: str) -> tuple[int | None, dict]:
-    items = [coref.ProbeItem(t, a, c) for t, a, c in texts]
-    return coref.fewest_heads_to_change(load_model(model_name), items, scoreboard(model_name, kind))
+    return coref.fewest_heads_to_change(load_model(model_name), _unpack(texts), scoreboard(model_name, kind))
 
 
 def fewest_heads_to_change(model_name: str, items: list[coref.ProbeItem], kind: str) -> tuple[int | None, dict]:
     """Cached :func:`core.coref.fewest_heads_to_change` against the model's ``kind`` scoreboard."""
-    return _fewest(model_name, tuple((it.text, it.antecedent, tuple(it.candidates)) for it in items), kind)
+    return _fewest(model_name, _pack(items), kind)
 
 
 def probe_set_effect(model_name: str, off: dict) -> dict:

@@ -88,7 +88,7 @@ def test_payoff_switches_heads_off_until_the_pronoun_changes():
     k = re.search(r"first changes with \*\*(\d+) of (\d+)\*\* off", text)
     assert k, text
     assert 1 <= int(k.group(1)) <= int(k.group(2)) == 8  # en-fr: 2 decoder layers x 4 cross-attention heads
-    rows = at.table[0].value if at.table else at.dataframe[0].value
+    rows = at.dataframe[0].value
     assert (rows["translation"] != rows["heads off"]).any()  # the change the text announces is in the table
 
 
