@@ -10,6 +10,15 @@ from app.shell import load_model
 from core import coref
 from core.data import translation
 
+# the language a translation model writes, and the pronouns that can translate "it" into it
+TARGET_WORDS = {"fr": ("French", "il or elle", "il/elle"), "de": ("German", "er, sie or es", "er/sie/es")}
+
+
+def target_words(ck) -> tuple[str, str, str]:
+    """``(language, "il or elle", "il/elle")`` for the model's target language (French when it has none)."""
+    return TARGET_WORDS.get(coref.language(ck) or "fr", TARGET_WORDS["fr"])
+
+
 KIND_TITLES = {"self": "Encoder self-attention from “it”",
                "cross": "Cross-attention from the decoder position that writes the pronoun"}
 

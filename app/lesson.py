@@ -254,22 +254,24 @@ def payoff_step(c: Context) -> Step:
     if lks[0] is None or lks[1] is None:
         return Step(title, "This model does not see “it” and both nouns as tokens of these sentences.", source)
     cands = pair[0].candidates
-    right = [coref.picks(lk, cands.index(it.antecedent)) for lk, it in zip(lks, pair)]
-    resolving = (right[0] & right[1]).tolist()
+    resolving = coref.resolving_heads(lks, list(pair))
     blocks = [("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.label(it.text),
                                              resolving=resolving, **c.style())) for it, lk in zip(pair, lks)]
     board = coref_view.scoreboard(c.name, kind)
     k_off, off = coref_view.fewest_heads_to_change(c.name, list(pair), kind)
     effect = coref_view.ablation_effect(c.name, list(pair), off)
-    where = ("cross-attention from the French word just before il/elle to the English nouns" if kind == "cross"
+    lang, either, slash = coref_view.target_words(c.ck)
+    where = (f"cross-attention from the {lang} word just before {slash} to the English nouns" if kind == "cross"
              else "self-attention from “it” to the nouns")
-    blocks.append(("md", f"Read here: {where}. ✓ marks the {sum(map(sum, resolving))} heads that pick the right "
-                         f"noun in **both** sentences; the best head does so on {board['best'][0]['share']:.0%} of "
-                         f"{board['n']} probe sentences."))
+    n_both = sum(map(sum, resolving))
+    pair_heads = (f"✓ marks the {n_both} head{'s' if n_both > 1 else ''} that pick the right noun in **both** "
+                  "sentences" if n_both else "no head picks the right noun in **both** sentences of this pair")
+    blocks.append(("md", f"Read here: {where}. {pair_heads}; across the probe set, the best head picks the "
+                         f"antecedent on {board['best'][0]['share']:.0%} of {board['n']} sentences."))
     n_ranked = len(board.get("ranked") or board["best"])
     if k_off is None:
         switch = (f"**Switch off all {n_ranked} of them** ({coref_view.heads_text(off)}): neither pronoun changes, "
-                  "so this model decides il/elle somewhere else. Translated again:")
+                  f"so this model decides {slash} somewhere else. Translated again:")
     else:
         switch = (f"**Switch off the best heads one at a time**, in the probe's order: the pronoun first changes "
                   f"with **{k_off} of {n_ranked}** off ({coref_view.heads_text(off)})"
@@ -280,8 +282,8 @@ def payoff_step(c: Context) -> Step:
                               "p(right pronoun)": r["p(ref pronoun)"],
                               "p(right pronoun), heads off": r["p(ref pronoun), heads off"]} for r in effect["rows"]]))
     return Step(title,
-                "Change one word — tired or wide — and “it” changes referent, so French needs il or elle. Some "
-                "heads point at the right noun in both sentences. Attention is a clue, not proof; switching "
+                f"Change one word — tired or wide — and “it” changes referent, so {lang} needs {either}. Does "
+                "any head point at the right noun in both sentences? Attention is a clue, not proof; switching "
                 "heads off and watching the pronoun change is the stronger test.", source, blocks)
 
 

@@ -10,7 +10,12 @@ if str(ROOT) not in sys.path:  # streamlit puts only app/ on the path
 
 import streamlit as st  # noqa: E402
 
-from app.shell import sidebar  # noqa: E402
+from app import warmup  # noqa: E402  (light: no torch)
+
+st.set_page_config(page_title="Attention Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")
+preload = warmup.preload_plotly()  # filled on the first run of a fresh server only; see app/warmup.py
+
+from app.shell import sidebar  # noqa: E402  (imports torch and the core)
 
 PAGES = [  # (file, title, icon, url path); the first is the default page, served at "/"
     ("home.py", "Start here", ":material/home:", "home"),
@@ -23,13 +28,14 @@ PAGES = [  # (file, title, icon, url path); the first is the default page, serve
     ("masking.py", "Masking", ":material/filter_alt:", "masking"),
     ("layers.py", "Layer outputs", ":material/stacked_line_chart:", "layers"),
     ("training.py", "Training", ":material/model_training:", "training"),
+    ("mlm.py", "Masked LM (BERT)", ":material/format_strikethrough:", "mlm"),
     ("coreference.py", "Coreference probe", ":material/link:", "coreference"),
     ("efficient.py", "Efficient attention & cost", ":material/speed:", "efficient"),
     ("recurrence.py", "Transformer-XL & training stability", ":material/history:", "recurrence"),
     ("variants.py", "Heads, GQA & speculative decoding", ":material/tune:", "variants"),
 ]
 
-st.set_page_config(page_title="Attention Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")
+warmup.done(preload)
 pages = [st.Page(ROOT / "pages" / f, title=t, icon=i, url_path=u) for f, t, i, u in PAGES
          if (ROOT / "pages" / f).exists()]
 nav = st.navigation(pages)

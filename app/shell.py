@@ -19,6 +19,9 @@ PRESETS = {
     "en-de": ["I am happy.", "The animal didn't cross the street because it was too tired.",
               "The animal didn't cross the street because it was too wide."],
     "lm": ["The dog was hungry.", "The animal didn't cross the street because it", "The cat"],
+    "mlm": ["The [MASK] was muddy. A dog came to the garden.",
+            "The animal didn't cross the street because [MASK] was too wide.",
+            "A bird and a horse met next to the wall. The [MASK] was ready, but the horse was sad."],
     "copy": ["3 1 4 1 5 9 2 6"], "reverse": ["3 1 4 1 5 9 2 6", "a b c d e f"],
     "minilm": ["The animal didn't cross the street because it was too tired.",
                "The animal didn't cross the street because it was too wide."],
@@ -56,7 +59,7 @@ def traced(name: str, text: str, tgt: str | None, ablate: tuple = (), layers: tu
     return run(ck, text, tgt, ablate=heads or None, layers=layers)
 
 
-ORDER = ["en-fr", "en-de", "lm", "minilm", "reverse", "copy"]
+ORDER = ["en-fr", "en-de", "lm", "mlm", "minilm", "reverse", "copy"]
 
 
 def models() -> list[str]:

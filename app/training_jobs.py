@@ -25,7 +25,7 @@ import torch
 
 from core import checkpoint, registry
 from core.config import ModelConfig
-from core.tasks import SYNTHETIC, TASKS, TRANSLATION
+from core.tasks import SYNTHETIC, TASKS, TRANSLATION, model_kind
 from core.tokenizer import BOS, EOS
 from core.train import TrainConfig, learning_rate, pick_device, train
 
@@ -87,7 +87,7 @@ def check_settings(cfg: TrainConfig, name: str) -> list[str]:
     if not cfg.lr > 0:
         errors.append("The learning-rate factor must be positive.")
     if not errors:  # the model's own rules: divisibility, RoPE needs an even head size, ...
-        kind = "decoder-only" if cfg.task == "lm" else "encoder-decoder"
+        kind = model_kind(cfg.task)
         try:
             ModelConfig(kind=kind, vocab_size=100, d_model=cfg.d_model, n_heads=cfg.heads, n_kv_heads=cfg.kv_heads,
                         n_encoder_layers=cfg.layers, n_decoder_layers=cfg.layers, d_ff=cfg.d_ff,
@@ -381,6 +381,8 @@ class Job:
         if self.cfg.text:
             from core.data.lm import load_text
             text = next((ln for ln in load_text(self.cfg.text).splitlines() if ln.strip()), PROBE_SENTENCE)
+        if task == "mlm":  # an encoder reads the sentence as it is
+            return None, tokenizer.encode(text)[:24]
         return None, ([BOS] + tokenizer.encode(text))[:24]
 
     def _attention_snapshot(self, model, tokenizer, step: int) -> dict:
@@ -398,7 +400,7 @@ class Job:
                     kind, keys = "cross", src_ids
                 else:
                     trace = model(tgt, trace=True).trace
-                    kind, keys = "decoder", tgt_ids
+                    kind, keys = trace.kinds()[0], tgt_ids  # decoder (LM) or encoder (masked LM)
                 layer = trace.n_layers(kind) - 1
                 weights = trace.attention(kind, layer)[0].float().mean(0).cpu()  # [Tq, Tk], mean over heads
         finally:

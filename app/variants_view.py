@@ -26,7 +26,11 @@ def importance(name: str) -> dict:
     quality = (lambda a: H.translation_quality(ck, pairs, a)) if pairs and hasattr(pairs[0], "tgt_pronoun") else None
     every = max(1, len(imp.ranking) // 6)
     curve = H.prune_curve(ck.model, batch, imp.least_first(), quality=quality, every=every)
-    return {"imp": imp, "curve": curve, "n": len(pairs) or batch.tgt_in.shape[0], "translation": quality is not None}
+    task = ck.meta.get("task", "")
+    unit = ("sentence pairs" if quality is not None else "lines, 15 % of their tokens hidden" if task == "mlm"
+            else "sequences" if pairs else "windows")
+    return {"imp": imp, "curve": curve, "n": len(pairs) or batch.tgt_in.shape[0], "translation": quality is not None,
+            "unit": unit}
 
 
 def gqa_table(cfg) -> list[dict]:

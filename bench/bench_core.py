@@ -4,7 +4,9 @@
     at the same size, both with token embeddings (×√d, sinusoidal positions), source padding masks,
     a causal target mask, a tied output projection and cross-entropy, so both do the same work.
     The two are timed alternately (A B A B ...) in one process after a warm-up, and the median of
-    the rounds is reported.
+    the rounds is reported. Dropout sits in the same places in both (embeddings, sub-layer outputs,
+    attention weights); ours draws its masks with ``core.dropout`` (four elements per 64-bit random
+    draw), nn.Transformer with torch's ``bernoulli_`` (one draw per element).
 (c) Decoder-only (causal LM): our ``kind="decoder-only"`` model (pre-LN, GELU, learned positions,
     tied head) against a compact nanoGPT-style causal LM written below (token + position
     embedding, pre-LN blocks with one fused qkv Linear and ``F.scaled_dot_product_attention
@@ -14,7 +16,9 @@
 
 Prints a table, then, as the last line, one JSON object with every figure.
 
-    python bench/bench_core.py [--threads 2] [--rounds 7] [--steps 8] [--trace-lengths 16 64 128 256 512]
+(d) Optional (``--sizes 64 128 256``): (a) at other widths, dropout 0.1 and 0.
+
+    python bench/bench_core.py [--threads 2] [--rounds 7] [--steps 8] [--trace-lengths 16 64 128 256 512] [--sizes ...]
 """
 from __future__ import annotations
 
@@ -213,6 +217,23 @@ def bench_training(cfg, batch, src_len, tgt_len, rounds, steps, warmup):
     return result
 
 
+def bench_sizes(sizes, batch, length, rounds, steps, warmup):
+    """Encoder-decoder ours / nn.Transformer across d_model (4 heads, 8 from 256 up; d_ff = 4·d_model), at
+    dropout 0.1 and 0: the "≥ 1.0× everywhere" side of the comparison."""
+    rows = []
+    for d in sizes:
+        for dropout in (0.1, 0.0):
+            cfg = ModelConfig(kind="encoder-decoder", vocab_size=1000, d_model=d, n_heads=4 if d < 256 else 8,
+                              n_encoder_layers=2, n_decoder_layers=2, d_ff=4 * d, dropout=dropout, norm="post",
+                              final_norm=True, activation="relu", max_len=max(128, length))
+            r = bench_training(cfg, batch, length, length, rounds, steps, warmup)
+            rows.append({"d_model": d, "heads": cfg.n_heads, "dropout": dropout,
+                         "ours_tokens_per_s": r["ours"]["tokens_per_s"],
+                         "torch_tokens_per_s": r["torch"]["tokens_per_s"],
+                         "ratio_ours_over_torch": r["ratio_ours_over_torch"]})
+    return rows
+
+
 @torch.no_grad()
 def bench_trace(cfg, lengths, batch, rounds, steps):
     torch.manual_seed(0)
@@ -245,6 +266,9 @@ def main(argv=None):
     ap.add_argument("--trace-lengths", type=int, nargs="+", default=[16, 64, 128, 256, 512])
     ap.add_argument("--trace-batch", type=int, default=8)
     ap.add_argument("--dec-len", type=int, default=48, help="decoder-only sequence length (batch x len tokens)")
+    ap.add_argument("--sizes", type=int, nargs="*", default=[],
+                    help="also compare the encoder-decoder at these d_model values (e.g. 64 128 256), "
+                         "dropout 0.1 and 0")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -257,6 +281,7 @@ def main(argv=None):
     dec0 = bench_decoder_only(decoder_config(dropout=0.0, max_len=max(128, args.dec_len)), args.batch, args.dec_len,
                               args.rounds, args.steps, args.warmup)  # nanoGPT's default for pretraining
     trace = bench_trace(cfg, args.trace_lengths, args.trace_batch, max(3, args.rounds // 2), 3)
+    sizes = bench_sizes(args.sizes, args.batch, args.length, args.rounds, args.steps, args.warmup)
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; d_model 128, 2+2 layers, 4 heads, "
           f"d_ff 512, dropout 0.1, post-LN, batch {args.batch}, src/tgt len {args.length}")
@@ -284,10 +309,16 @@ def main(argv=None):
     for r in trace:
         print(f"{r['length']:>8}{r['fused_ms']:>12.2f}{r['traced_ms']:>12.2f}{r['ratio_traced_over_fused']:>8.2f}"
               f"{r['trace_mib']:>11.1f}")
+    if sizes:
+        print("\n(d) encoder-decoder across sizes, ours / nn.Transformer")
+        print(f"{'d_model':>8}{'heads':>7}{'dropout':>9}{'ours tok/s':>12}{'torch tok/s':>13}{'ratio':>8}")
+        for r in sizes:
+            print(f"{r['d_model']:>8}{r['heads']:>7}{r['dropout']:>9}{r['ours_tokens_per_s']:>12,.0f}"
+                  f"{r['torch_tokens_per_s']:>13,.0f}{r['ratio_ours_over_torch']:>8.3f}")
     summary = {"torch": torch.__version__, "threads": torch.get_num_threads(), "batch": args.batch,
                "length": args.length, "rounds": args.rounds, "steps_per_round": args.steps,
                "training": train, "decoder_only": dec, "decoder_only_dropout0": dec0,
-               "trace": trace}
+               "trace": trace, "sizes": sizes}
     print(json.dumps(summary, separators=(",", ":")))
     return summary
 

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .dropout import dropout
 from .masks import causal_mask, combine
 from .positional import apply_rope
 
@@ -36,7 +37,9 @@ def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, is_causal=Fal
     adds the causal mask (aligned so the last query sees the last key, as with a KV cache).
     """
     n_heads, n_kv = q.shape[1], k.shape[1]
-    if not explicit:
+    # With dropout on CPU, F.scaled_dot_product_attention takes its unfused math path and draws the
+    # mask with bernoulli_; the explicit path below does the same math with the cheaper mask.
+    if not explicit and not (dropout_p > 0 and q.device.type == "cpu"):
         extra = combine(bias, mask)
         if is_causal and (extra is not None or q.shape[2] != k.shape[2]):
             extra = combine(extra, causal_mask(q.shape[2], k.shape[2], k.shape[2] - q.shape[2], q.device))
@@ -49,14 +52,21 @@ def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, is_causal=Fal
     if n_kv != n_heads:
         k = k.repeat_interleave(n_heads // n_kv, dim=1)
         v = v.repeat_interleave(n_heads // n_kv, dim=1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    # Divided in place: the same numbers as QKᵀ / √d_k without a second fresh Tq×Tk buffer.
+    scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(q.shape[-1]))
     if is_causal:
         mask = combine(mask, causal_mask(q.shape[2], k.shape[2], k.shape[2] - q.shape[2], q.device))
     logits = scores if bias is None else scores + bias
     if mask is not None:
         logits = logits + mask.to(logits.dtype)
-    weights = torch.softmax(logits, dim=-1)
-    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    if logits is not scores and not (torch.is_grad_enabled() and logits.requires_grad):
+        # Inference (the app's traced forward): the softmax overwrites the logits, which nothing keeps,
+        # instead of filling a fresh Tq×Tk buffer (at T = 512 most of a fresh buffer's cost is the
+        # operating system handing over its pages).
+        weights = torch.softmax(logits, dim=-1, out=logits)
+    else:
+        weights = torch.softmax(logits, dim=-1)
+    dropped = dropout(weights, dropout_p)
     return AttentionResult(dropped @ v, scores, mask, weights)
 
 

@@ -39,6 +39,7 @@ class ModelConfig:
     scale_embeddings: bool = True  # multiply token embeddings by sqrt(d_model) (paper, sec. 3.4)
     embedding_norm: bool = False  # BERT: LayerNorm right after the embedding sum
     type_vocab_size: int = 0  # BERT token-type (segment) embeddings; 0 = none
+    nsp: bool = False  # BERT's next-sentence head: pooler (dense, tanh) on position 0, then two classes
     pad_id: int = 0
     gelu_approximate: str = "none"
 
@@ -95,6 +96,8 @@ class ModelConfig:
         if self.has_decoder:
             need(self.n_decoder_layers >= 1, "a decoder needs at least one layer")
         need(0 <= self.pad_id < self.vocab_size, f"pad_id {self.pad_id} outside the vocabulary")
+        need(not self.nsp or (self.kind == "encoder-only" and self.type_vocab_size >= 2),
+             "a next-sentence head needs an encoder-only model with two or more token types")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -182,6 +182,15 @@ def picks(lk: torch.Tensor, right: int) -> torch.Tensor:
     return lk[..., right] > others.max(-1).values
 
 
+def resolving_heads(lks: list[torch.Tensor], items: list[ProbeItem]) -> list[list[bool]]:
+    """``[L][H]``: the heads whose links pick each item's antecedent in *every* item (a minimal pair: both)."""
+    right = [picks(lk, it.candidates.index(it.antecedent)) for lk, it in zip(lks, items)]
+    both = right[0]
+    for r in right[1:]:
+        both = both & r
+    return both.tolist()
+
+
 def _board(hits, roll_hits, used, skipped, kind, res_kind) -> dict:
     if not used:
         return {"kind": kind, "n": 0, "skipped": skipped, "share": None, "rollout_share": None, "best": [],

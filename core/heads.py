@@ -33,8 +33,9 @@ def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Ba
     Translation (task en-fr / en-de): ``n`` pairs of the ``split`` split of ``core.data.translation``
     (never seen in training for valid/test). LM: ``n`` consecutive windows of 64 tokens of the task's
     validation stream. Synthetic tasks: ``n`` held-out sequences (generator seed training never uses).
+    Masked LM: ``n`` held-out lines with BERT's corruption (fixed seed); the loss is taken at the chosen tokens.
     """
-    from .tasks import LMTask, SyntheticTask
+    from .tasks import LMTask, MLMTask, SyntheticTask
     task = ck.meta.get("task", "")
     tok = ck.tokenizer
     if task in ("en-fr", "en-de"):
@@ -45,6 +46,9 @@ def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Ba
         lm = LMTask(tokenizer=tok, seq_len=min(64, ck.model.cfg.max_len))
         starts = list(range(0, len(lm.valid_stream) - lm.seq_len - 1, lm.seq_len))[:n]
         return lm._windows(lm.valid_stream, starts), []
+    if task == "mlm":
+        mlm = MLMTask(tokenizer=tok)
+        return mlm.corrupt(mlm.valid_rows[:n], torch.Generator().manual_seed(123_456 + seed)), []
     if task in ("copy", "reverse", "sort"):
         syn = SyntheticTask(task, max_len=ck.model.cfg.max_len - 2, tokenizer=tok)
         pairs = syn.sample(torch.Generator().manual_seed(123_456 + seed), n)
@@ -243,6 +247,8 @@ def count_parameters(cfg: ModelConfig) -> int:
         n += cfg.n_decoder_layers * dec_layer + final
     if cfg.kind == "encoder-only":
         n += d * d + d + ln + cfg.vocab_size  # MLM dense, norm, head bias
+    if cfg.nsp:
+        n += d * d + d + 2 * d + 2  # pooler, next-sentence head
     if not cfg.tie_embeddings:
         n += cfg.vocab_size * d
     return n

@@ -19,6 +19,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .config import ModelConfig
+from .dropout import Dropout
 from .masks import alibi_bias, combine, padding_mask, window_mask
 from .positional import rope_cache, sinusoidal
 from .trace import Trace
@@ -30,6 +31,7 @@ class Output:
     hidden: torch.Tensor  # last stack's output
     memory: torch.Tensor | None = None  # encoder output (encoder-decoder)
     trace: Trace | None = None
+    next_sentence: torch.Tensor | None = None  # [B, 2] IsNext / NotNext logits (encoder-only with cfg.nsp)
 
 
 class Embeddings(nn.Module):
@@ -48,7 +50,7 @@ class Embeddings(nn.Module):
             self.register_buffer("pe", sinusoidal(cfg.max_len, cfg.d_model, cfg.pe_base), persistent=False)
         self.token_types = nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
         self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.embedding_norm else None
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
 
     def position_table(self) -> torch.Tensor | None:
         """The additive positional term for every position ``[max_len, d_model]`` (None for RoPE/ALiBi/none)."""
@@ -114,7 +116,7 @@ class Residual(nn.Module):
         super().__init__()
         self.pre = cfg.norm == "pre"
         self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
 
     def forward(self, x, sublayer):
         y = self.drop(sublayer(self.norm(x) if self.pre else x))
@@ -214,6 +216,9 @@ class Transformer(nn.Module):
         if cfg.kind == "encoder-only":  # BERT's masked-LM head: dense, activation, LayerNorm, vocabulary
             self.mlm_dense = nn.Linear(cfg.d_model, cfg.d_model)
             self.mlm_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        if cfg.nsp:  # BERT's next-sentence prediction: pooler on the first token, IsNext / NotNext
+            self.pooler = nn.Linear(cfg.d_model, cfg.d_model)
+            self.nsp_head = nn.Linear(cfg.d_model, 2)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.kind == "encoder-only")
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.tokens.weight
@@ -318,6 +323,13 @@ class Transformer(nn.Module):
             hidden = self.mlm_norm(h)
         return self.lm_head(hidden)
 
+    def next_sentence_logits(self, hidden):
+        """``[B, 2]`` logits (IsNext, NotNext) from the encoder output at the first position (BERT's [CLS];
+        here [BOS])."""
+        if not self.cfg.nsp:
+            raise ValueError("this model has no next-sentence head")
+        return self.nsp_head(torch.tanh(self.pooler(hidden[:, 0])))
+
     def new_caches(self):
         """Empty KV caches, one per decoder layer, for :meth:`decode` with ``start``."""
         if self.cfg.kind == "encoder-decoder":
@@ -344,4 +356,5 @@ class Transformer(nn.Module):
         logits = self.project(hidden)
         if tr is not None:
             tr.record("", logits=logits)
-        return Output(logits, hidden, memory, tr)
+        nsp = self.next_sentence_logits(hidden) if self.cfg.nsp else None
+        return Output(logits, hidden, memory, tr, nsp)

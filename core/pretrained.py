@@ -196,6 +196,9 @@ def bert_state_dict(weights: dict[str, torch.Tensor], n_layers: int) -> dict[str
         take("mlm_dense", "cls.predictions.transform.dense")
         take("mlm_norm", "cls.predictions.transform.LayerNorm")
         out["lm_head.bias"] = w["cls.predictions.bias"]
+    if "cls.seq_relationship.weight" in w:  # BERT-for-pre-training: the next-sentence head too
+        take("pooler", "pooler.dense")
+        take("nsp_head", "cls.seq_relationship")
     return out
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from . import mlm
 from .checkpoint import Checkpoint
 from .decoding import greedy_batch
 from .tokenizer import BOS, EOS, normalize_text
@@ -81,7 +82,8 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
         probs = out.logits[0, -1].float().softmax(-1)
         output = tok.decode([int(probs.argmax())])
     else:
-        src_ids = tok.frame(_clip(tok.encode(src), cfg.max_len - (len(tok.frame([])) or 0), "sentence", notices))
+        ids = mlm.encode_masked(tok, src) if ck.meta.get("task") == "mlm" else tok.encode(src)  # typed [MASK]s
+        src_ids = tok.frame(_clip(ids, cfg.max_len - (len(tok.frame([])) or 0), "sentence", notices))
         tgt_ids = []
         out = model(torch.tensor([src_ids], device=device), trace=trace, ablate=ablate)
         probs = None

@@ -3,6 +3,7 @@
 * ``copy`` / ``reverse`` / ``sort``: random symbol sequences (the Annotated Transformer's first experiment).
 * ``en-fr`` / ``en-de``: the generated coreference-aware translation corpus (``core.data.translation``).
 * ``lm``: a causal LM on the generated English corpus or on a user's UTF-8 text file.
+* ``mlm``: BERT's masked-language-model objective on the same corpus (an encoder-only model).
 
 Batches are a pure function of (seed, step, rank), so a resumed run sees exactly the data an
 uninterrupted one would have seen.
@@ -10,18 +11,28 @@ uninterrupted one would have seen.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import torch
 from torch.utils.data import DistributedSampler
 
-from .tokenizer import BOS, EOS, PAD, Tokenizer
+from .tokenizer import BOS, EOS, MASK, PAD, SPECIALS, Tokenizer
 
 SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"))]
 SYNTHETIC = ("copy", "reverse", "sort")
 TRANSLATION = ("en-fr", "en-de")
-TASKS = SYNTHETIC + TRANSLATION + ("lm",)
+TASKS = SYNTHETIC + TRANSLATION + ("lm", "mlm")
+TEXT_TASKS = ("lm", "mlm")  # can train on a user's text file
 SIMPLE_REPEAT = 12
+
+
+def model_kind(task: str) -> str:
+    """The model kind a task trains (without building the task): translation and synthetic tasks an
+    encoder-decoder, ``lm`` a decoder-only (GPT) model, ``mlm`` an encoder-only (BERT) model."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    return {"lm": LMTask, "mlm": MLMTask}.get(task, Task).model_kind
 
 
 @dataclass
@@ -29,12 +40,18 @@ class Batch:
     src: torch.Tensor | None  # [B, Ts] (None for an LM)
     tgt_in: torch.Tensor  # [B, T] decoder input (starts with BOS)
     tgt_out: torch.Tensor  # [B, T] what to predict (PAD = ignored)
+    every_input: bool = False  # count every input token as processed (masked LM: most tokens predict nothing)
+    token_types: torch.Tensor | None = None  # [B, T] segment of each token (BERT sentence pairs)
+    next_sentence: torch.Tensor | None = None  # [B] 0 = B follows A, 1 = B is random, -100 = no pair (ignored)
 
     def to(self, device):
-        return Batch(None if self.src is None else self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device))
+        def move(t):
+            return None if t is None else t.to(device)
+        return Batch(move(self.src), self.tgt_in.to(device), self.tgt_out.to(device), self.every_input,
+                     move(self.token_types), move(self.next_sentence))
 
     def n_tokens(self) -> int:
-        n = int(self.tgt_out.ne(PAD).sum())
+        n = int((self.tgt_in if self.every_input else self.tgt_out).ne(PAD).sum())
         return n + (0 if self.src is None else int(self.src.ne(PAD).sum()))
 
 
@@ -210,6 +227,156 @@ class LMTask(Task):
         return {"valid_loss": float(loss), "perplexity": math.exp(min(float(loss), 50.0))}
 
 
+def bert_corrupt(ids: torch.Tensor, gen: torch.Generator, vocab_size: int, rate: float = 0.15,
+                 p_mask: float = 0.8, p_random: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masked-LM corruption (Devlin et al. 2019, sec. 3.1) of a ``[B, T]`` batch of token ids.
+
+    Each real token (not a special, not padding) becomes a prediction target with probability ``rate``,
+    and every row with a real token gets at least one target. A target is replaced by ``[MASK]`` with
+    probability ``p_mask``, by a uniformly random ordinary token with ``p_random``, and otherwise left as
+    it is, so the model cannot learn that only ``[MASK]`` positions matter. Returns ``(inputs, targets)``;
+    ``targets`` holds the original id at target positions and ``PAD`` (ignored by the loss) elsewhere.
+    """
+    if not 0 < rate <= 1 or p_mask < 0 or p_random < 0 or p_mask + p_random > 1:
+        raise ValueError("need 0 < rate <= 1 and p_mask, p_random >= 0 with p_mask + p_random <= 1")
+    first = len(SPECIALS)
+    if vocab_size <= first:
+        raise ValueError(f"vocab_size must exceed the {first} special tokens")
+    real = ids >= first
+    draw = torch.rand(ids.shape, generator=gen)
+    chosen = real & (draw < rate)
+    # a row with no target yet: its real token with the smallest draw becomes one
+    lowest = torch.where(real, draw, 2.0).argmin(dim=1, keepdim=True)
+    none = ~chosen.any(dim=1, keepdim=True) & real.any(dim=1, keepdim=True)
+    chosen |= none & torch.zeros_like(chosen).scatter_(1, lowest, True)
+    how = torch.rand(ids.shape, generator=gen)
+    noise = torch.randint(first, vocab_size, ids.shape, generator=gen)
+    inputs = torch.where(chosen & (how < p_mask), MASK, ids)
+    inputs = torch.where(chosen & (how >= p_mask) & (how < p_mask + p_random), noise, inputs)
+    return inputs, torch.where(chosen, ids, PAD)
+
+
+def sentences_of(line: str) -> list[str]:
+    """A line cut after each ``.``, ``!`` or ``?`` that a space follows."""
+    return [x for x in re.split(r"(?<=[.!?])\s+", line.strip()) if x]
+
+
+def pair_row(a: list[int], b: list[int], max_len: int) -> tuple[list[int], list[int]]:
+    """BERT's sentence-pair input ``[CLS] A [SEP] B [SEP]`` (ours: ``[BOS] A [EOS] B [EOS]``) and its token
+    types (0 for the first segment, 1 for the second), cut to ``max_len``."""
+    ids = [BOS] + a + [EOS] + b + [EOS]
+    types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    return ids[:max_len], types[:max_len]
+
+
+class MLMTask(Task):
+    """BERT pre-training of an encoder-only model: masked LM and next-sentence prediction.
+
+    Half of each batch is single lines (15 % of their tokens to predict from both sides); the other half is
+    sentence pairs ``[BOS] A [EOS] B [EOS]`` with token types 0/1, where B is the sentence that follows A (label 0)
+    or, half of the time, a random sentence (label 1); their tokens are masked too. Held out: lines of the corpus
+    generated with another seed that the training corpus does not contain (a user's text: its last 5 % of lines).
+    Next sentences come from inside a line (a story); in a user's text also from the following line.
+    """
+
+    model_kind = "encoder-only"
+    sentence_pairs = True
+    HELD_OUT_SEED = 1
+
+    def __init__(self, text: str | None = None, tokenizer: Tokenizer | None = None, vocab_size: int = 1500,
+                 n_valid: int = 300):
+        from .data import lm
+        self.name = "mlm"
+        if text is None:
+            lines = [ln for ln in lm.generate_corpus(4000, seed=0).splitlines() if ln.strip()]
+            seen = set(lines)
+            valid = [ln for ln in lm.generate_corpus(4000, seed=self.HELD_OUT_SEED).splitlines()
+                     if ln.strip() and ln not in seen][:n_valid]
+            source = "the generated English corpus (core.data.lm, 4000 sentences)"
+        else:
+            lines = [ln for ln in text.splitlines() if ln.strip()]
+            if len(lines) < 20:
+                raise ValueError(f"the training text is too short: {len(lines)} non-empty lines; a masked LM needs at "
+                                 "least 20 (one text per line; the last 5 % are held out)")
+            cut = int(len(lines) * 0.95)
+            lines, valid = lines[:cut], lines[cut:][:n_valid]
+            source = "a user text file"
+        self.tokenizer = tokenizer or Tokenizer.train(lines, "bpe", vocab_size)
+        self.max_len = 128
+        self.train_rows = [r[:self.max_len] for r in (self.tokenizer.encode(ln) for ln in lines) if r]
+        self.valid_rows = [r[:self.max_len] for r in (self.tokenizer.encode(ln) for ln in valid) if r]
+        self.train_pairs, self.train_sentences = self._pairs(lines, across_lines=text is not None)
+        self.valid_pairs, self.valid_sentences = self._pairs(valid, across_lines=text is not None)
+        if not self.train_pairs:
+            raise ValueError("the training text has no two sentences in a row for next-sentence prediction")
+        n_tok = sum(map(len, self.train_rows))
+        self.description = (f"{source}: {len(self.train_rows)} lines, {n_tok} tokens, BPE vocabulary of "
+                            f"{self.tokenizer.vocab_size}; 15 % of tokens to predict (80 % [MASK], 10 % random, "
+                            f"10 % unchanged); next-sentence prediction on {len(self.train_pairs)} sentence pairs")
+
+    def _pairs(self, lines, across_lines: bool) -> tuple[list[tuple[list[int], list[int]]], list[list[int]]]:
+        """(consecutive sentence pairs, every sentence), as token ids."""
+        enc = [[self.tokenizer.encode(x) for x in sentences_of(ln)] for ln in lines]
+        pairs = [(a, b) for sents in enc for a, b in zip(sents, sents[1:])]
+        if across_lines:
+            pairs += [(x[-1], y[0]) for x, y in zip(enc, enc[1:]) if x and y]
+        return pairs, [x for sents in enc for x in sents]
+
+    def pair_batch(self, pairs, sentences, gen: torch.Generator) -> tuple[list, list, list[int]]:
+        """Rows, token types and labels: each pair keeps its true next sentence or, with probability 1/2, gets a
+        random sentence instead (label 1)."""
+        rows, types, labels = [], [], []
+        swap = torch.rand(len(pairs), generator=gen).lt(0.5).tolist()
+        other = torch.randint(0, len(sentences), (len(pairs),), generator=gen).tolist()
+        for (a, b), s, o in zip(pairs, swap, other):
+            ids, tt = pair_row(a, sentences[o] if s else b, self.max_len)
+            rows.append(ids)
+            types.append(tt)
+            labels.append(int(s))
+        return rows, types, labels
+
+    def corrupt(self, rows: list[list[int]], gen: torch.Generator, types=None, labels=None) -> Batch:
+        inputs, targets = bert_corrupt(pad_rows(rows), gen, self.tokenizer.vocab_size)
+        return Batch(None, inputs, targets, every_input=True,
+                     token_types=None if types is None else pad_rows(types),
+                     next_sentence=None if labels is None else torch.tensor(labels))
+
+    def batch(self, step, batch_size, seed, rank=0, world=1):
+        gen = step_generator(seed, step, rank)
+        n_pairs = batch_size // 2
+        pick = torch.randint(0, len(self.train_rows), (batch_size - n_pairs,), generator=gen).tolist()
+        rows = [self.train_rows[i] for i in pick]
+        which = torch.randint(0, len(self.train_pairs), (n_pairs,), generator=gen).tolist()
+        p_rows, p_types, p_labels = self.pair_batch([self.train_pairs[i] for i in which], self.train_sentences, gen)
+        types = [[0] * len(r) for r in rows] + p_types
+        return self.corrupt(rows + p_rows, gen, types, [-100] * len(rows) + p_labels)
+
+    @torch.no_grad()
+    def evaluate(self, model, n=None):
+        """Loss and top-1 accuracy over the held-out lines' targets, with one fixed corruption; the accuracy on
+        the targets shown as ``[MASK]`` alone (the fill-in-the-blank score); and, for a model with a next-sentence
+        head, its accuracy on held-out sentence pairs (half true next sentences, half random; nothing masked)."""
+        model.eval()
+        device = model.embed.tokens.weight.device
+        rows = self.valid_rows[:n]
+        b = self.corrupt(rows, torch.Generator().manual_seed(123_456))
+        logits = model(b.tgt_in.to(device)).logits.float().cpu()
+        target = b.tgt_out.ne(PAD)
+        loss = torch.nn.functional.cross_entropy(logits[target], b.tgt_out[target])
+        right = logits.argmax(-1).eq(b.tgt_out) & target
+        masked = target & b.tgt_in.eq(MASK)
+        out = {"valid_loss": float(loss), "accuracy": float(right.sum() / target.sum()),
+               "masked_accuracy": float((right & masked).sum() / masked.sum()), "n_targets": int(target.sum()),
+               "n_lines": len(rows)}
+        if model.cfg.nsp and self.valid_pairs:
+            pairs = self.valid_pairs[:n]
+            p_rows, p_types, labels = self.pair_batch(pairs, self.valid_sentences, torch.Generator().manual_seed(7))
+            guess = model(pad_rows(p_rows).to(device), token_types=pad_rows(p_types).to(device)).next_sentence
+            out["next_sentence_accuracy"] = float(guess.argmax(-1).cpu().eq(torch.tensor(labels)).float().mean())
+            out["n_pairs"] = len(pairs)
+        return out
+
+
 def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
               tokenizer: Tokenizer | None = None) -> Task:
     if name in SYNTHETIC:
@@ -218,6 +385,8 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
         return TranslationTask(name.split("-")[1], tokenizer=tokenizer)
     if name == "lm":
         return LMTask(text, seq_len=seq_len or 64, tokenizer=tokenizer)
+    if name == "mlm":
+        return MLMTask(text, tokenizer=tokenizer)
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
 
 
@@ -226,6 +395,7 @@ def heldout_metrics(ck) -> dict:
 
     Translation: the whole held-out test split (combinations never seen in training).
     Synthetic: 1000 sequences from a generator seed training never uses. LM: validation loss.
+    MLM: 300 held-out lines with one fixed corruption.
     """
     task_name = ck.meta.get("task", "")
     if task_name in TRANSLATION:
@@ -236,4 +406,6 @@ def heldout_metrics(ck) -> dict:
         return SyntheticTask(task_name, max_len=cfg_len, tokenizer=ck.tokenizer).evaluate(ck.model, n=1000)
     if task_name == "lm":
         return LMTask(tokenizer=ck.tokenizer, seq_len=64).evaluate(ck.model)
+    if task_name == "mlm":
+        return MLMTask(tokenizer=ck.tokenizer).evaluate(ck.model)
     raise ValueError(f"no held-out evaluation for task {task_name!r}")

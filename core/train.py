@@ -109,16 +109,28 @@ def pick_device(name: str = "auto") -> torch.device:
 
 
 def model_config(cfg: TrainConfig, task) -> ModelConfig:
+    pairs = getattr(task, "sentence_pairs", False)  # BERT pre-training: segments A/B and the next-sentence head
     return ModelConfig(kind=task.model_kind, vocab_size=task.tokenizer.vocab_size, d_model=cfg.d_model,
                        n_heads=cfg.heads, n_kv_heads=cfg.kv_heads, n_encoder_layers=cfg.layers,
                        n_decoder_layers=cfg.layers, d_ff=cfg.d_ff, dropout=cfg.dropout, max_len=task.max_len,
-                       pos_encoding=cfg.pos_encoding, norm=cfg.norm, activation=cfg.activation, window=cfg.window)
+                       pos_encoding=cfg.pos_encoding, norm=cfg.norm, activation=cfg.activation, window=cfg.window,
+                       type_vocab_size=2 if pairs else 0, nsp=pairs)
 
 
 def loss_fn(model, batch, label_smoothing=0.0):
-    logits = model(batch.src, batch.tgt_in).logits if batch.src is not None else model(batch.tgt_in).logits
-    return F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.flatten(), ignore_index=PAD,
+    """Cross-entropy over the target tokens; for a BERT-style model with a next-sentence head, plus the
+    next-sentence loss over the batch's sentence pairs (Devlin et al. 2019: the two pre-training losses add)."""
+    if batch.src is not None:
+        out = model(batch.src, batch.tgt_in)
+    elif batch.token_types is not None:
+        out = model(batch.tgt_in, token_types=batch.token_types)
+    else:
+        out = model(batch.tgt_in)
+    loss = F.cross_entropy(out.logits.flatten(0, 1).float(), batch.tgt_out.flatten(), ignore_index=PAD,
                            label_smoothing=label_smoothing)
+    if out.next_sentence is not None and batch.next_sentence is not None and bool(batch.next_sentence.ge(0).any()):
+        loss = loss + F.cross_entropy(out.next_sentence.float(), batch.next_sentence, ignore_index=-100)
+    return loss
 
 
 def _opt_tensors(opt) -> dict[str, torch.Tensor]:

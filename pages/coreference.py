@@ -37,9 +37,7 @@ for kind in kinds:
                 else "both candidates, or its translation holds no back-referring pronoun")
         st.info(f"The model {view.name} does not see {what} in these sentences.")
         continue
-    want = [cands.index(it.antecedent) for it in items]
-    right = [coref.picks(lk, w) for lk, w in zip(lks, want)]
-    resolving = (right[0] & right[1]).tolist()
+    resolving = coref.resolving_heads(lks, items)
     queries = [cv.cross_query(view.name, it) if kind == "cross" else None for it in items]
     cols = st.columns(2)
     for col, it, lk, q in zip(cols, items, lks, queries):
@@ -52,8 +50,9 @@ for kind in kinds:
     st.caption(f"Blue: {source} attends more to {cands[0]}; red: more to {cands[1]}. ✓ = the head picks the right "
                f"noun in both sentences ({n_res} of {len(resolving) * len(resolving[0])} heads).")
     if kind == "cross":
-        st.caption("The decoder is fed the reference French translation (teacher forcing). The query is the position "
-                   "whose next-token prediction is the pronoun — where the model decides il or elle, before it has "
+        lang, either, _ = cv.target_words(view.ck)
+        st.caption(f"The decoder is fed the reference {lang} translation (teacher forcing). The query is the position "
+                   f"whose next-token prediction is the pronoun — where the model decides {either}, before it has "
                    "seen the answer. Its attention goes to the English tokens.")
 
 st.subheader("Scoreboard over the probe set")

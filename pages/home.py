@@ -21,6 +21,7 @@ st.markdown("""
 | Residual stream, LayerNorm, feed-forward layers, logit lens, switching heads off | **Layer outputs** |
 | Autoregressive decoding: greedy, beam search, sampling with temperature / top-k / top-p | **Decode step by step** |
 | Training: the warmup learning-rate schedule, label smoothing, watching attention form | **Training** |
+| BERT: masked-LM pre-training (fill in [MASK] from both sides vs a left-to-right LM, the 15 % / 80-10-10 recipe), next-sentence prediction and token-type (segment) embeddings, then fine-tuning vs training from scratch | **Masked LM (BERT)** |
 | Coreference: does "it" attend to "animal" (too tired) or "street" (too wide)? | **Coreference probe** |
 | Attention's quadratic cost and its remedies: Performer random features, linear attention, Reformer's LSH buckets, Longformer's window + global tokens | **Efficient attention & cost** |
 | Transformer-XL's segment memory and relative positions; pre-LN vs post-LN and warmup; recurrence vs attention | **Transformer-XL & training stability** |

@@ -5,12 +5,14 @@ from app import figures
 from app import training_jobs as tj
 from app.shell import load_model
 from core.config import ACTIVATIONS, POSITIONAL
-from core.tasks import SYNTHETIC, TASKS
+from core.tasks import SYNTHETIC, TASKS, TEXT_TASKS
 from core.train import TrainConfig
 
 TASK_HELP = {"copy": "copy a random symbol sequence", "reverse": "reverse it (watch the anti-diagonal form)",
              "sort": "sort it", "en-fr": "translate English → French", "en-de": "translate English → German",
-             "lm": "predict the next token of English text (bundled corpus or your own file)"}
+             "lm": "predict the next token of English text (bundled corpus or your own file)",
+             "mlm": "BERT pre-training: predict hidden words from both sides, and whether sentence B follows A "
+                    "(bundled corpus or your own file)"}
 view = st.session_state.get("view")
 present, dark = (view.present, view.dark) if view else (False, False)
 jobs: list = st.session_state.setdefault("train_jobs", [])
@@ -61,7 +63,7 @@ with st.expander("Run settings", expanded=not running):
     task = c1.selectbox("Task", TASKS, index=TASKS.index("reverse"), key="tr_task", on_change=suggest)
     c2.markdown(f"**{task}**: {TASK_HELP[task]}")
     text_path, upload_ok = None, True
-    if task == "lm":
+    if task in TEXT_TASKS:
         source = st.radio("Text", ["Bundled English corpus", "My own UTF-8 text file"], horizontal=True, key="tr_source")
         if source.startswith("My own"):
             up = st.file_uploader(f"Plain UTF-8 text, at most {tj.MAX_UPLOAD // 1_000_000} MB", type=["txt"],
@@ -185,7 +187,8 @@ def live():
     if snap["snapshots"]:
         first = next((s for s in snap["snapshots"] if "weights" in s), None)
         if first:
-            kind = "cross-attention" if first["kind"] == "cross" else "decoder self-attention"
+            kind = {"cross": "cross-attention", "encoder": "encoder self-attention"}.get(first["kind"],
+                                                                                     "decoder self-attention")
             st.markdown(f"**Attention while learning** — {kind}, last layer, mean over heads, on a fixed probe")
         cols = st.columns(3)
         for i, s in enumerate(snap["snapshots"]):

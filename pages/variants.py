@@ -22,7 +22,7 @@ except ValueError as e:
     st.info(f"No held-out data for this model, so no importance ranking: {e}")
 if imp_data is not None:
     imp, curve = imp_data["imp"], imp_data["curve"]
-    st.caption(f"Evaluation: {imp_data['n']} held-out {'sentence pairs' if imp_data['translation'] else 'windows'}; "
+    st.caption(f"Evaluation: {imp_data['n']} held-out {imp_data['unit']}; "
                f"loss with every head on: {imp.base_loss:.4f} (token accuracy {imp.base_acc:.1%}).")
     st.plotly_chart(figures.matrix(imp.delta, [f"H{h}" for h in range(cfg.n_heads)], imp.names, diverging=True,
                                    title="Loss increase when this head alone is switched off", x_title="head",

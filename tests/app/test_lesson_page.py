@@ -92,6 +92,27 @@ def test_payoff_switches_heads_off_until_the_pronoun_changes():
     assert (rows["translation"] != rows["heads off"]).any()  # the change the text announces is in the table
 
 
+@pytest.mark.parametrize("model", ["en-fr", "en-de"])
+def test_payoff_counts_the_heads_that_resolve_both_sentences(model):
+    # recounted here from core.coref: a head counts when its strongest link is the right noun in both sentences
+    from core import coref, registry
+    from core.data import translation
+    ck = registry.load(model)
+    pair = [coref.ProbeItem(p.src, p.antecedent, p.candidates) for p in translation.probe_pairs("fr")[0]]
+    right = [coref.picks(coref.links(coref.probe_run(ck, it), it, "cross",
+                                     coref.TARGET_PRONOUNS[coref.language(ck)]), it.candidates.index(it.antecedent))
+             for it in pair]
+    n = int((right[0] & right[1]).sum())
+    text = " ".join(m.value for m in open_lesson(model=model, text=SEED, step="9").markdown)
+    if n:
+        assert f"✓ marks the {n} head{'s' if n > 1 else ''} that pick the right noun in **both**" in text, text
+    else:
+        assert "no head picks the right noun in **both** sentences" in text, text
+    assert "Some heads point at the right noun" not in text
+    needs = {"en-fr": "French needs il or elle", "en-de": "German needs er, sie or es"}[model]
+    assert needs in text, text
+
+
 def test_non_translation_model_falls_back_to_en_fr():
     at = open_lesson(model="minilm", step="7")
     assert any("en-fr" in i.value for i in at.info)

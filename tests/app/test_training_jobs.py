@@ -167,6 +167,21 @@ def test_tiny_job_finishes_and_registers_its_model(data):
     assert tj.name_taken("tiny-copy")
 
 
+def test_tiny_masked_lm_job_trains_an_encoder_and_snapshots_its_self_attention(data):
+    cfg = TrainConfig(steps=12, **{**TINY, "task": "mlm", "dropout": 0.1})
+    assert tj.check_settings(cfg, "tiny-mlm") == []
+    job = tj.Job(cfg, "tiny-mlm").start()
+    assert job.join(120)
+    snap = job.snapshot()
+    assert snap["status"] == "done", snap["error"]
+    shots = [s for s in snap["snapshots"] if "weights" in s]
+    assert shots and {s["kind"] for s in shots} == {"encoder"}
+    assert shots[0]["q_tokens"][0] == "The"  # the probe sentence as an encoder reads it: no [BOS]
+    assert set(snap["evals"][-1]) >= {"valid_loss", "accuracy", "masked_accuracy"}
+    ck = registry.load("tiny-mlm", allow_path=False)
+    assert ck.model.cfg.kind == "encoder-only" and ck.meta["task"] == "mlm"
+
+
 def test_job_pauses_resumes_and_stops_without_saving(data):
     job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **TINY), "stopped-1").start()
     job.pause()

@@ -32,6 +32,16 @@ def test_page_renders(app):
     assert any("Device:" in c.value for c in app.caption)
 
 
+@pytest.mark.parametrize("task", ["lm", "mlm"])
+def test_text_tasks_offer_the_bundled_corpus_or_an_upload(app, task):
+    app.selectbox(key="tr_task").set_value(task).run()
+    assert not app.exception and not errors(app)
+    assert app.radio(key="tr_source").value == "Bundled English corpus"
+    assert app.text_input(key="tr_name").value.startswith(f"{task}-")
+    app.radio(key="tr_source").set_value("My own UTF-8 text file").run()
+    assert any("Upload a text file" in i.value for i in app.info)
+
+
 def test_invalid_settings_show_an_error(app):
     app.number_input(key="tr_d_model").set_value(30).run()  # not divisible by 4 heads
     assert any("divisible" in e for e in errors(app)), errors(app)

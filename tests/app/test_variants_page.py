@@ -17,7 +17,7 @@ def titles(at) -> list[str]:
     return [json.loads(el.proto.spec)["layout"]["title"]["text"] for el in at.get("plotly_chart")]
 
 
-@pytest.mark.parametrize("model", ["en-fr", "lm"])
+@pytest.mark.parametrize("model", ["en-fr", "lm", "mlm"])
 def test_page_renders_all_three_sections(model):
     at = variants_page(model)
     names = titles(at)
@@ -32,6 +32,8 @@ def test_page_renders_all_three_sections(model):
         quality = next(json.loads(el.proto.spec) for el in at.get("plotly_chart")
                        if json.loads(el.proto.spec)["layout"]["title"]["text"].startswith("Pruning curve: quality"))
         assert {d["name"] for d in quality["data"]} >= {"exact match (greedy)", "pronoun accuracy"}
+    unit = {"en-fr": "sentence pairs", "lm": "windows", "mlm": "lines, 15 % of their tokens hidden"}[model]
+    assert any(c.value.startswith(f"Evaluation: 32 held-out {unit};") for c in at.caption)
     at.radio(key="gqa_g").set_value(1).run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(t.startswith("H3 · K/V head 0") for t in titles(at))

@@ -65,6 +65,23 @@ def test_explicit_matches_formula_with_mask_and_bias():
     torch.testing.assert_close(res.scores, raw, rtol=0, atol=1e-12)
 
 
+def test_explicit_path_gradients_match_formula():
+    # the path training takes on CPU when attention dropout is on (here p = 0): autograd through it,
+    # and inference's in-place softmax must not touch what a backward pass needs
+    q, k, v = (t.requires_grad_() for t in _qkv(dtype=torch.float64, tq=6))
+    m = combine(padding_mask(_pad(2, 6, [6, 3])), causal_mask(6))
+    up = torch.randn(2, 4, 6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+    res = scaled_dot_product_attention(q, k, v, mask=m, explicit=True)
+    mine = torch.autograd.grad((res.out * up).sum(), (q, k, v))
+    ref = torch.autograd.grad((_reference(q, k, v, m)[0] * up).sum(), (q, k, v))
+    for a, b in zip(mine, ref):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    with torch.no_grad():
+        again = scaled_dot_product_attention(q, k, v, mask=m, explicit=True)
+    torch.testing.assert_close(again.weights, res.weights, rtol=0, atol=1e-12)
+    assert again.scores.data_ptr() != again.weights.data_ptr()
+
+
 def test_explicit_fp32_close_to_float64_reference():
     q, k, v = _qkv(tq=7, tk=9)
     res = scaled_dot_product_attention(q, k, v, explicit=True)

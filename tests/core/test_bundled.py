@@ -5,7 +5,7 @@ from core import registry
 from core.evaluate import translate_all
 from core.tasks import heldout_metrics
 
-EXPECTED = {"copy", "reverse", "en-fr", "en-de", "lm"}
+EXPECTED = {"copy", "reverse", "en-fr", "en-de", "lm", "mlm"}
 SEEDS = {
     "en-fr": {"The animal didn't cross the street because it was too tired.":
               "L'animal n'a pas traversé la rue parce qu'il était trop fatigué.",
@@ -49,6 +49,11 @@ def test_translation_models_meet_their_targets(name):
     held = registry.load(name).meta["heldout"]
     assert held["exact_match"] >= 0.95
     assert held["pronoun_accuracy"] >= 0.99
+
+
+def test_bundled_masked_lm_meets_its_target():
+    held = registry.load("mlm").meta["heldout"]
+    assert held["masked_accuracy"] >= 0.8 and held["n_lines"] == 300
 
 
 def test_bundled_models_are_small():

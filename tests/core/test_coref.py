@@ -173,3 +173,12 @@ def test_encoder_only_model_has_the_self_probe_only():
         w = res.trace.stacked("encoder")[:, 0, :, q]  # [L, H, T]
         counts += (w[..., right] > w[..., wrong]).float()
     assert torch.equal(boards["self"]["share"], counts / len(SET))
+
+
+def test_resolving_heads_needs_the_right_noun_in_every_item():
+    a = coref.ProbeItem("A", "animal", ("animal", "street"))
+    b = coref.ProbeItem("B", "street", ("animal", "street"))
+    # [L=1, H=3, candidates]: head 0 right in both, head 1 right in A only, head 2 a tie in B
+    lk_a = torch.tensor([[[0.7, 0.3], [0.6, 0.4], [0.9, 0.1]]])
+    lk_b = torch.tensor([[[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]]])
+    assert coref.resolving_heads([lk_a, lk_b], [a, b]) == [[True, False, False]]

@@ -10,6 +10,7 @@ from core.config import ModelConfig
 from core.decoding import Incremental
 from core.model import Transformer
 from core.tasks import Batch
+from core.tokenizer import MASK
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -69,6 +70,18 @@ def test_importance_ranking_and_curve_on_the_bundled_lm_are_deterministic():
     assert curve[1].removed == [a.least_first()[0]]
 
 
+def test_the_masked_lm_is_ranked_on_its_own_held_out_objective():
+    """The evaluation batch of the bundled mlm is the held-out corruption its card was scored on: same loss."""
+    ck = registry.load("mlm")
+    batch, items = H.eval_batch(ck, n=300)
+    assert items == [] and batch.src is None and bool(batch.tgt_in.eq(MASK).any())
+    loss, _ = H.batch_loss(ck.model, batch)
+    assert loss == pytest.approx(ck.meta["heldout"]["valid_loss"], abs=1e-5)
+    small, _ = H.eval_batch(ck, n=16)
+    imp = H.head_importance(ck.model, small)
+    assert float(imp.delta.max()) > 0.05  # some head matters for filling in words
+
+
 def test_greedy_pruning_and_translation_quality_on_a_small_batch():
     ck = registry.load("en-fr")
     batch, pairs = H.eval_batch(ck, n=4)
@@ -84,6 +97,7 @@ def test_greedy_pruning_and_translation_quality_on_a_small_batch():
 
 @pytest.mark.parametrize("kw", [dict(), dict(kind="decoder-only", pos_encoding="learned", norm="pre"),
                                 dict(kind="encoder-only", type_vocab_size=2, embedding_norm=True, bias=False),
+                                dict(kind="encoder-only", type_vocab_size=2, nsp=True, pos_encoding="learned"),
                                 dict(activation="swiglu", tie_embeddings=False)])
 def test_parameter_formula_matches_real_models_for_mha_gqa_and_mqa(kw):
     base = ModelConfig(vocab_size=50, d_model=32, n_heads=4, d_ff=64, max_len=20, **kw)

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.e2e
 XSS = '</script><img src=x onerror="window.__pwned=1">'
 PAGES = [("/", "home"), ("/lesson", "lesson"), ("/attention", None), ("/qk", None), ("/bertviz", None),
          ("/decode", None), ("/positional", "positional"), ("/masking", "masking"), ("/layers", "layers"),
-         ("/training", "training"), ("/coreference", "coreference")]
+         ("/training", "training"), ("/mlm", "mlm"), ("/coreference", "coreference")]
 
 
 
@@ -72,3 +72,17 @@ def test_a_link_to_a_page_that_does_not_exist_lands_on_a_working_page(visit):
     page.wait_for_selector("h1", timeout=60_000)
     assert not page.locator("[data-testid=stException]").count()
     assert visit.external == [] and not visit.errors, (visit.external, visit.errors)
+
+
+def test_masked_lm_page_measures_and_fine_tunes_in_the_browser(visit):
+    page = visit.open("/mlm?model=mlm")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    assert "The garden was muddy." in page.locator("[data-testid=stMarkdown]", has_text="Best guess for every mask").inner_text()
+    page.get_by_role("button", name="Measure on 300 held-out lines").click()
+    page.get_by_text("Gain from the right side").wait_for(timeout=120_000)
+    page.get_by_role("button", name="Fine-tune both").click()
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some(p => p.layout && "
+                           "String(p.layout.title.text || '').includes('Accuracy on 200'))", timeout=180_000)
+    visit.settle()
+    assert not page.locator("[data-testid=stException]").count()
+    assert visit.external == [] and visit.errors == []

@@ -1,0 +1,102 @@
+"""The Masked LM page's computations, cached per model and input: fills, the left-only comparisons, and
+BERT's 80/10/10 corruption applied to the learner's sentence."""
+from __future__ import annotations
+
+import streamlit as st
+import torch
+
+from app.shell import load_model, models
+from core import finetune, mlm
+from core.tasks import MLMTask, bert_corrupt
+from core.tokenizer import MASK
+
+LEFT_ONLY_LM = "lm"  # the bundled causal LM, trained on the same English corpus
+
+
+def masked_lm_names() -> list[str]:
+    """Models trained with the masked-LM objective (bundled ``mlm`` and the learner's own)."""
+    return [n for n in models() if load_model(n).meta.get("task") == "mlm"]
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def fill(name: str, ids: tuple, originals: tuple = (), positions: tuple | None = None) -> mlm.FillResult:
+    return mlm.fill(load_model(name), list(ids), dict(originals),
+                    positions=None if positions is None else list(positions))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def left_only(name: str, prefix_text: str) -> tuple[list[str], list[float]] | None:
+    """The bundled causal LM's next-token candidates after ``prefix_text`` (None if it is not installed)."""
+    if LEFT_ONLY_LM not in models():
+        return None
+    lm = load_model(LEFT_ONLY_LM)
+    ids, probs = mlm.left_only(lm, lm.tokenizer.encode(prefix_text) if prefix_text.strip() else [])
+    return lm.tokenizer.display(ids), probs
+
+
+def prefix_text(tok, result: mlm.FillResult, position: int) -> str:
+    """The words left of ``position``, earlier masks filled with the masked LM's best guesses."""
+    return tok.decode(result.best()[:position])
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def corruption(name: str, ids: tuple, seed: int) -> dict:
+    """One draw of BERT's corruption of ``ids`` and what the model predicts at every chosen position."""
+    ck = load_model(name)
+    inputs, targets = bert_corrupt(torch.tensor([list(ids)]), torch.Generator().manual_seed(seed),
+                                   ck.tokenizer.vocab_size)
+    inputs, targets = inputs[0].tolist(), targets[0].tolist()
+    chosen = [i for i, t in enumerate(targets) if t != 0]
+    res = mlm.fill(ck, inputs, positions=chosen, top_k=1)
+    how = ["[MASK]" if inputs[i] == MASK else "unchanged" if inputs[i] == ids[i] else "random token" for i in chosen]
+    return {"inputs": inputs, "chosen": chosen, "how": how, "guess": [f.ids[0] for f in res.fills],
+            "p_guess": [f.probs[0] for f in res.fills]}
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def corruption_rates(name: str, ids: tuple, draws: int = 2000) -> dict:
+    """Fractions over ``draws`` corruptions of the sentence (seeded): chosen share, and how the chosen changed."""
+    ck = load_model(name)
+    batch = torch.tensor([list(ids)] * draws)
+    inputs, targets = bert_corrupt(batch, torch.Generator().manual_seed(0), ck.tokenizer.vocab_size)
+    chosen = targets.ne(0)
+    n = int(chosen.sum())
+    masked = int((chosen & inputs.eq(MASK)).sum())
+    same = int((chosen & inputs.eq(batch)).sum())
+    return {"chosen": n / batch.numel(), "mask": masked / n, "random": (n - masked - same) / n, "same": same / n,
+            "n": n, "tokens": batch.numel()}
+
+
+@st.cache_resource(max_entries=8, show_spinner="Scoring held-out lines…")
+def held_out_sides(name: str, n: int = 300) -> dict:
+    """core.mlm.both_sides_score on the held-out lines of the generated English corpus, in the model's own
+    tokenization (a model trained on a user's text meets words it never saw there)."""
+    ck = load_model(name)
+    rows = MLMTask(tokenizer=ck.tokenizer).valid_rows[:n]
+    lm = load_model(LEFT_ONLY_LM) if LEFT_ONLY_LM in models() else None
+    return mlm.both_sides_score(ck, rows, lm=lm)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Fine-tuning the pre-trained and the random model…")
+def finetuned(name: str, n_labelled: int, steps: int, seed: int) -> dict:
+    """core.finetune.compare on the model's encoder (a copy: the shared model is left as it is)."""
+    ck = load_model(name)
+    return finetune.compare(ck.model, ck.tokenizer, n_labelled=n_labelled, steps=steps, seed=seed)
+
+
+def finetune_caption() -> str:
+    pool, test = finetune.split()
+    unseen = sorted({finetune.adjective(s) for s in test})
+    seen = ", ".join(f"{a} ({finetune.LABELS[finetune.label(next(s for s in pool if finetune.adjective(s) == a))]})"
+                     for a in finetune.TRAIN_ADJECTIVES)
+    return f"Labelled adjectives: {seen}. Test adjectives, never labelled: {', '.join(unseen)}."
+
+
+def majority_share(test: list[str]) -> float:
+    places = sum(finetune.label(s) for s in test)
+    return max(places, len(test) - places) / len(test)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def pair(name: str, a: str, b: str) -> mlm.PairResult:
+    return mlm.next_sentence(load_model(name), a, b)

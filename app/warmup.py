@@ -1,0 +1,44 @@
+"""A faster first visit: the browser starts loading Plotly's front-end code while the server imports torch.
+
+On a fresh server the first page run spends ~1 s importing torch before anything is drawn, and the
+browser fetches and compiles Streamlit's Plotly component only when the first chart arrives (~1 s more).
+An invisible empty chart sent *before* the import makes those two happen at the same time; it is
+removed before the page draws. Later runs (torch already imported) skip all of this.
+(Measured with bench/bench_startup.py, A/B: docs/BENCHMARKS.md §7.)
+"""
+from __future__ import annotations
+
+import sys
+
+import streamlit as st
+
+KEY = "plotly-preload"
+_HIDE = (f"<style>.st-key-{KEY} {{position: absolute; width: 100%; height: 0; overflow: hidden; "
+         "visibility: hidden; pointer-events: none;}</style>")
+
+
+def preload_plotly(needed: bool | None = None):
+    """Put the invisible chart on the page when ``needed`` (default: torch not imported yet in this process).
+    Returns its placeholder, to pass to :func:`done` once the heavy imports are over.
+
+    The placeholder is created on *every* run, filled or not: Streamlit matches a rerun's elements to the last
+    run's by position, so a slot present only on the first run would shift every element of the page by one on
+    the second, and for the length of that run the browser would show each widget twice (the stale copy and
+    the new one)."""
+    if needed is None:
+        needed = "torch" not in sys.modules
+    slot = st.empty()
+    if not needed:
+        return slot
+    import plotly.graph_objects as go
+
+    with slot.container(key=KEY):
+        st.markdown(_HIDE, unsafe_allow_html=True)
+        st.plotly_chart(go.Figure(layout={"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}}),
+                        config={"staticPlot": True, "displayModeBar": False})
+    return slot
+
+
+def done(slot) -> None:
+    """Remove the invisible chart (the slot itself stays, empty, so positions match across runs)."""
+    slot.empty()
