@@ -34,7 +34,11 @@ def test_bundled_model_reproduces_its_card(name):
     assert (ck.path / "card.md").read_text().count("Held-out evaluation") == 1
     measured = heldout_metrics(ck)
     for key, value in card.items():
-        assert measured[key] == pytest.approx(value, abs=1e-9), key
+        # counts and accuracies are ratios of integers: exact. A loss is a float32 mean whose last bits
+        # depend on the CPU's kernels: the mlm card's 0.40557605 (written on an earlier machine) measures
+        # 0.40557602 on this one, every run, at 1, 2 or 4 threads. So losses are held to float32 precision.
+        tol = dict(rel=1e-6) if key in ("valid_loss", "perplexity") else dict(abs=1e-9)
+        assert measured[key] == pytest.approx(value, **tol), key
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
