@@ -4,8 +4,10 @@
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O,  head_i = Attention(Q W_Qi, K W_Ki, V W_Vi)
 
 Two paths behind one function: the *explicit* path computes and returns the pre-softmax
-scores and the weights (what the app draws); the *fused* path calls
-``torch.nn.functional.scaled_dot_product_attention`` and keeps nothing (training, inference).
+scores and the weights (:func:`attention_maps`, what the app draws); the *fused* path calls
+``torch.nn.functional.scaled_dot_product_attention`` and keeps nothing. A traced forward runs the
+fused path too and leaves the maps to the Trace, which computes a layer's maps from its recorded
+q and k when they are first read (the same explicit code, so the same numbers).
 """
 from __future__ import annotations
 
@@ -49,9 +51,22 @@ def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, is_causal=Fal
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=extra, dropout_p=dropout_p,
                                              is_causal=is_causal, enable_gqa=n_kv != n_heads)
         return AttentionResult(out)
+    scores, mask, weights = attention_maps(q, k, mask=mask, bias=bias, is_causal=is_causal)
+    if n_kv != n_heads:
+        v = v.repeat_interleave(n_heads // n_kv, dim=1)
+    dropped = dropout(weights, dropout_p)
+    return AttentionResult(dropped @ v, scores, mask, weights)
+
+
+def attention_maps(q, k, *, mask=None, bias=None, is_causal=False):
+    """The maps of eq. 1 for ``q [B,H,Tq,d]``, ``k [B,G,Tk,d]``: ``(scores, mask, weights)``.
+
+    ``scores`` = QKᵀ/√d_k, ``mask`` the additive mask actually added (the causal one folded in when
+    ``is_causal``; None when nothing was masked), ``weights`` = softmax(scores + bias + mask).
+    """
+    n_heads, n_kv = q.shape[1], k.shape[1]
     if n_kv != n_heads:
         k = k.repeat_interleave(n_heads // n_kv, dim=1)
-        v = v.repeat_interleave(n_heads // n_kv, dim=1)
     # Divided in place: the same numbers as QKᵀ / √d_k without a second fresh Tq×Tk buffer.
     scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(q.shape[-1]))
     if is_causal:
@@ -60,14 +75,13 @@ def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, is_causal=Fal
     if mask is not None:
         logits = logits + mask.to(logits.dtype)
     if logits is not scores and not (torch.is_grad_enabled() and logits.requires_grad):
-        # Inference (the app's traced forward): the softmax overwrites the logits, which nothing keeps,
-        # instead of filling a fresh Tq×Tk buffer (at T = 512 most of a fresh buffer's cost is the
-        # operating system handing over its pages).
+        # Inference: the softmax overwrites the logits, which nothing keeps, instead of filling a fresh
+        # Tq×Tk buffer (at T = 512 most of a fresh buffer's cost is the operating system handing over
+        # its pages).
         weights = torch.softmax(logits, dim=-1, out=logits)
     else:
         weights = torch.softmax(logits, dim=-1)
-    dropped = dropout(weights, dropout_p)
-    return AttentionResult(dropped @ v, scores, mask, weights)
+    return scores, mask, weights
 
 
 class MultiHeadAttention(nn.Module):
@@ -127,15 +141,33 @@ class MultiHeadAttention(nn.Module):
                 k, v = torch.cat((cache["k"], k), 2), torch.cat((cache["v"], v), 2)
             cache["k"], cache["v"] = k, v
         traced = trace is not None and trace.wants(name)
-        res = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias, is_causal=is_causal, explicit=traced,
-                                           dropout_p=self.dropout if self.training else 0.0)
+        p = self.dropout if self.training else 0.0
+        # A traced pass computes its output with the fused kernel like any other; the maps are computed
+        # from the recorded q and k when something reads them (a page usually reads one layer). Only with
+        # attention dropout do the weights that made the output need to be the ones kept.
+        res = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias, is_causal=is_causal,
+                                           explicit=traced and p > 0, dropout_p=p)
         out = res.out
         if head_mask is not None:
             out = out * head_mask.to(out.dtype)[None, :, None, None]
         if traced:
-            trace.record(name, q=q, k=k, v=v, scores=res.scores, weights=res.weights, heads=out)
-            if res.mask is not None:
-                trace.record(name, mask=res.mask)
+            trace.record(name, q=q, k=k, v=v, heads=out)
             if bias is not None:
                 trace.record(name, bias=bias)
+            if res.weights is not None:
+                trace.record(name, scores=res.scores, weights=res.weights)
+                if res.mask is not None:
+                    trace.record(name, mask=res.mask)
+            else:
+                keys = ("scores", "mask", "weights") if mask is not None or is_causal else ("scores", "weights")
+                trace.defer(name, keys, _maps_later(q.detach(), k.detach(), mask, bias, is_causal))
         return self.out(out.transpose(1, 2).reshape(b, t, h * d))
+
+
+def _maps_later(q, k, mask, bias, is_causal):
+    """What :meth:`Trace.defer` calls when a traced pass's scores, mask or weights are first read."""
+    def maps():
+        with torch.no_grad():
+            scores, used, weights = attention_maps(q, k, mask=mask, bias=bias, is_causal=is_causal)
+        return {"scores": scores, "weights": weights} | ({} if used is None else {"mask": used})
+    return maps

@@ -6,7 +6,7 @@
 * ``encoder-only``: BERT: bidirectional encoder with a masked-LM head.
 
 ``model(src, tgt)`` runs the fused path and keeps nothing; ``model(src, tgt, trace=True)``
-runs the explicit path and returns every intermediate tensor in ``Output.trace``.
+returns every intermediate tensor in ``Output.trace`` (attention maps computed when first read).
 """
 from __future__ import annotations
 

@@ -18,17 +18,26 @@ added, broadcastable to the scores. Attention kinds: ``encoder`` (encoder self-a
 """
 from __future__ import annotations
 
+import threading
+
 import torch
 
 KIND_NAMES = {"encoder": "encoder.{}.self_attn", "decoder": "decoder.{}.self_attn", "cross": "decoder.{}.cross_attn"}
 
 
 class Trace:
-    """Collects tensors during a forward pass; ``layers`` limits which layers are captured."""
+    """Collects tensors during a forward pass; ``layers`` limits which layers are captured.
+
+    Attention maps are *deferred*: the forward pass registers how to compute a layer's scores, mask
+    and weights (:meth:`defer`), and the first read of any of them computes all three once. Reading
+    behaves exactly as if they had been stored; :meth:`materialize` computes every pending map.
+    """
 
     def __init__(self, layers=None):
         self.layers = None if layers is None else set(layers)
         self.tensors: dict[str, torch.Tensor] = {}
+        self._pending: dict[str, object] = {}  # full name -> the function that computes it and its siblings
+        self._lock = threading.Lock()  # a cached trace can be read by several sessions at once
 
     def wants(self, name: str) -> bool:
         if self.layers is None:
@@ -42,17 +51,43 @@ class Trace:
         for key, value in tensors.items():
             self.tensors[f"{prefix}.{key}" if prefix else key] = value.detach()
 
+    def defer(self, prefix: str, keys, compute) -> None:
+        """Register ``prefix.key`` for each of ``keys``, filled by ``compute()`` (a dict by key) when first read."""
+        if not self.wants(prefix):
+            return
+        entry = (prefix, compute)  # one object shared by the keys, so one read settles them all
+        for key in keys:
+            self._pending[f"{prefix}.{key}" if prefix else key] = entry
+
+    def _resolve(self, name: str) -> None:
+        with self._lock:
+            entry = self._pending.get(name)
+            if entry is None:
+                return
+            prefix, compute = entry
+            self.record(prefix, **compute())
+            for key in [n for n, e in self._pending.items() if e is entry]:
+                del self._pending[key]
+
+    def materialize(self) -> "Trace":
+        """Compute every deferred map now (what a forward pass that stored all of them would have done)."""
+        while self._pending:
+            self._resolve(next(iter(self._pending)))
+        return self
+
     def __getitem__(self, name: str) -> torch.Tensor:
+        if name in self._pending:
+            self._resolve(name)
         try:
             return self.tensors[name]
         except KeyError:
-            raise KeyError(f"{name!r} was not traced; available: {', '.join(sorted(self.tensors)[:12])} ...") from None
+            raise KeyError(f"{name!r} was not traced; available: {', '.join(sorted(self.keys())[:12])} ...") from None
 
     def __contains__(self, name: str) -> bool:
-        return name in self.tensors
+        return name in self.tensors or name in self._pending
 
     def keys(self):
-        return self.tensors.keys()
+        return self.tensors.keys() | self._pending.keys()
 
     @property
     def logits(self) -> torch.Tensor:
@@ -65,7 +100,7 @@ class Trace:
     def layer_indices(self, kind: str) -> list[int]:
         stack = KIND_NAMES[kind].split(".")[0]
         sub = KIND_NAMES[kind].split(".")[-1]
-        found = {int(n.split(".")[1]) for n in self.tensors
+        found = {int(n.split(".")[1]) for n in self.keys()
                  if n.startswith(stack + ".") and n.endswith(f".{sub}.weights")}
         return sorted(found)
 
@@ -83,8 +118,10 @@ class Trace:
         return torch.stack([self.attention(kind, i, what) for i in self.layer_indices(kind)])
 
     def to(self, device) -> "Trace":
+        self.materialize()
         self.tensors = {k: v.to(device) for k, v in self.tensors.items()}
         return self
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.tensors.values())
+        """Bytes held now (deferred maps count once they have been read or materialized)."""
+        return sum(t.numel() * t.element_size() for t in list(self.tensors.values()))

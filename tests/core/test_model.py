@@ -296,6 +296,92 @@ def test_trace_memory_smaller_with_layer_filter():
     assert 0 < one.nbytes() < everything.nbytes()
 
 
+def _maps_by_hand(tr, name):
+    """softmax(QKᵀ/√d_k + bias + mask) from the recorded q and k, written out in float64 (GQA: shared k)."""
+    q, k = tr[f"{name}.q"].double(), tr[f"{name}.k"].double()
+    k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    logits = scores + (tr[f"{name}.bias"].double() if f"{name}.bias" in tr else 0)
+    logits = logits + (tr[f"{name}.mask"].double() if f"{name}.mask" in tr else 0)
+    return scores, torch.softmax(logits, -1)
+
+
+@pytest.mark.parametrize("kw", [dict(kind="encoder-decoder"), dict(kind="decoder-only", pos_encoding="alibi"),
+                                dict(kind="encoder-decoder", n_kv_heads=2, window=3)])
+def test_trace_defers_attention_maps_until_read(kw):
+    # the traced forward keeps q, k, v and the heads; a layer's scores, mask and weights are computed
+    # from them on the first read, and equal the formula; the heads equal weights · v
+    torch.manual_seed(7)
+    model = Transformer(tiny(**kw)).eval()
+    src, tgt = _ids(2, 7, seed=31, lengths=[7, 5]), _ids(2, 6, seed=32)
+    with torch.no_grad():
+        tr = _run(model, kw["kind"], src, tgt, trace=True).trace
+    names = [n.rsplit(".", 1)[0] for n in tr.keys() if n.endswith(".weights")]
+    assert len(names) == (6 if kw["kind"] == "encoder-decoder" else 2)
+    assert not any(n.endswith((".weights", ".scores")) for n in tr.tensors), "maps were computed eagerly"
+    held = tr.nbytes()
+    first = names[-1]
+    w = tr[f"{first}.weights"]
+    computed = {n.rsplit(".", 1)[0] for n in tr.tensors if n.endswith(".weights")}
+    assert computed == {first}, "reading one layer computed others"
+    assert tr.nbytes() > held
+    scores = tr[f"{first}.scores"]
+    assert tr[f"{first}.weights"] is w and tr[f"{first}.scores"] is scores  # one computation for the three
+    for name in names:
+        scores, weights = _maps_by_hand(tr, name)
+        torch.testing.assert_close(tr[f"{name}.scores"].double(), scores, rtol=0, atol=1e-5)
+        torch.testing.assert_close(tr[f"{name}.weights"].double(), weights, rtol=0, atol=1e-6)
+        v = tr[f"{name}.v"].repeat_interleave(tr[f"{name}.q"].shape[1] // tr[f"{name}.v"].shape[1], dim=1)
+        torch.testing.assert_close(tr[f"{name}.heads"], tr[f"{name}.weights"] @ v, rtol=0, atol=1e-5)
+    assert not tr._pending
+
+
+def test_trace_materialize_and_layer_filter_with_deferred_maps():
+    torch.manual_seed(8)
+    model = Transformer(tiny(kind="encoder-decoder")).eval()
+    src, tgt = _ids(1, 6, seed=33), _ids(1, 5, seed=34)
+    tr = model(src, tgt, trace=Trace(layers={1})).trace
+    assert tr.layer_indices("cross") == [1] and tr.kinds() == ["encoder", "decoder", "cross"]
+    assert tr.materialize() is tr and not tr._pending
+    assert {n for n in tr.tensors if n.endswith(".weights")} == {
+        "encoder.1.self_attn.weights", "decoder.1.self_attn.weights", "decoder.1.cross_attn.weights"}
+    assert all(not t.requires_grad for t in tr.tensors.values())
+    moved = model(src, tgt, trace=True).trace.to("cpu")  # moving a trace computes what it defers first
+    assert not moved._pending and "decoder.0.cross_attn.weights" in moved.tensors
+
+
+def test_deferred_maps_read_from_many_threads_are_computed_once():
+    # the app caches traces and serves them to several sessions at once
+    import threading
+
+    tr, calls = Trace(), []
+
+    def compute():
+        calls.append(1)
+        return {"scores": torch.ones(2), "weights": torch.full((2,), 0.5)}
+
+    tr.defer("encoder.0.self_attn", ("scores", "weights"), compute)
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(tr["encoder.0.self_attn.weights"])) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and all(s is seen[0] for s in seen)
+    assert tr["encoder.0.self_attn.scores"].tolist() == [1.0, 1.0] and len(calls) == 1
+
+
+def test_trace_keeps_the_weights_that_made_the_output_when_attention_dropout_is_on():
+    # with dropout in training, weights computed later could not be the ones the output used:
+    # the traced pass then stores them as it computes them
+    torch.manual_seed(9)
+    model = Transformer(tiny(kind="decoder-only", dropout=0.5)).train()
+    tr = model(_ids(1, 6, seed=35), trace=True).trace
+    assert not tr._pending and "decoder.0.self_attn.weights" in tr.tensors
+    _, weights = _maps_by_hand(tr, "decoder.0.self_attn")
+    torch.testing.assert_close(tr["decoder.0.self_attn.weights"].double(), weights, rtol=0, atol=1e-6)
+
+
 # --------------------------------------------------------------------- kinds
 def test_decoder_only_is_causal():
     torch.manual_seed(7)
