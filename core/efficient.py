@@ -15,6 +15,11 @@ head dimensions, the same for q, k and v) and compare against exact softmax atte
   ``R ∈ ℝ^{d×b/2}``; a query attends only to keys in its own bucket.
 - **Longformer sliding window** (Beltagy et al. 2020): query i sees key j iff ``|i − j| ≤ w``;
   global tokens see every token and are seen by every token.
+- **FlashAttention** (Dao et al. 2022): *exact* attention computed tile by tile. Each block of
+  queries walks the key blocks keeping a running maximum m, a running sum ℓ = Σ exp(s − m) and an
+  unnormalised output; when a block raises the maximum the old sums are rescaled by exp(m_old − m_new)
+  (the online softmax). No T×T matrix exists, only one block of scores at a time; with a causal mask
+  the blocks wholly above the diagonal are never computed.
 
 :func:`measure_cost` times the explicit, fused, windowed and linear forms as T grows (used by
 ``bench/bench_attention_cost.py`` and the app's cost page).
@@ -323,6 +328,67 @@ def sliding_window_chunked(q, k, v, window: int, global_tokens=(), *, causal: bo
     _, gout = softmax_attention(q.index_select(-2, g), k, v, allowed=causal_allowed(t, t, q.device)[g] if causal else None)
     out[..., g, :] = gout
     return out
+
+
+# --------------------------------------------------------------------------------- FlashAttention
+@dataclass
+class TiledResult:
+    out: torch.Tensor  # [..., Tq, d_v], equal to softmax(QKᵀ/√d + M)V up to rounding
+    steps: list  # for the watched query row, one dict per key block it visited (see tiled_attention)
+    blocks_computed: int  # (query block, key block) tiles whose scores were computed
+    blocks_total: int  # tiles in the full grid
+    largest_scores: int  # most score entries held at once (one tile): block_q × block_k
+
+
+def tiled_attention(q, k, v, block_q: int = 4, block_k: int = 4, *, causal: bool = False,
+                    watch: int | None = None) -> TiledResult:
+    """Exact attention the FlashAttention way: query blocks × key blocks with an online softmax.
+
+    For every query row: ``m ← max(m, max_j s_j)``, ``ℓ ← ℓ·e^{m_old − m} + Σ_j e^{s_j − m}``,
+    ``acc ← acc·e^{m_old − m} + Σ_j e^{s_j − m} v_j`` over the key blocks; then ``out = acc / ℓ``.
+    ``watch``: a query row whose state after each key block is reported in ``steps``: ``keys`` (range),
+    ``block_max``, ``m``, ``rescale`` (e^{m_old − m}), ``l`` and ``estimate`` (acc / ℓ so far).
+    Causal masking uses :func:`causal_allowed`'s alignment; tiles with no visible key are skipped.
+    """
+    if block_q < 1 or block_k < 1:
+        raise ValueError(f"block sizes must be >= 1, got {block_q} × {block_k}")
+    t_q, t_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    if watch is not None and not 0 <= watch < t_q:
+        raise ValueError(f"watched query row {watch} outside 0..{t_q - 1}")
+    scale = 1 / math.sqrt(d)
+    out = torch.empty(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
+    steps, computed, largest = [], 0, 0
+    n_q, n_k = -(-t_q // block_q), -(-t_k // block_k)
+    for qs in range(0, t_q, block_q):
+        qb = q[..., qs:qs + block_q, :]
+        rows = qb.shape[-2]
+        m = torch.full((*qb.shape[:-1],), NEG_INF, dtype=q.dtype, device=q.device)
+        l = torch.zeros_like(m)
+        acc = torch.zeros(*qb.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
+        for ks in range(0, t_k, block_k):
+            if causal and ks > qs + rows - 1 + (t_k - t_q):
+                break  # this tile and every later one lies wholly above the diagonal
+            kb, vb = k[..., ks:ks + block_k, :], v[..., ks:ks + block_k, :]
+            s = (qb @ kb.transpose(-2, -1)) * scale
+            if causal:
+                visible = causal_allowed(t_q, t_k, q.device)[qs:qs + rows, ks:ks + kb.shape[-2]]
+                s = s.masked_fill(~visible, NEG_INF)
+            computed += 1
+            largest = max(largest, s.shape[-2] * s.shape[-1])
+            m_new = torch.maximum(m, s.amax(-1))
+            base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)  # rows with nothing seen yet
+            p = torch.exp(s - base[..., None])
+            rescale = torch.exp(m - base)
+            l = l * rescale + p.sum(-1)
+            acc = acc * rescale[..., None] + p @ vb
+            m = m_new
+            if watch is not None and qs <= watch < qs + rows:
+                r = watch - qs
+                steps.append({"keys": (ks, ks + kb.shape[-2]), "block_max": s[..., r, :].amax(-1),
+                              "m": m[..., r].clone(), "rescale": rescale[..., r].clone(), "l": l[..., r].clone(),
+                              "estimate": (acc[..., r, :] / l[..., r, None]).clone()})
+        out[..., qs:qs + rows, :] = acc / l[..., None]
+    return TiledResult(out, steps, computed, n_q * n_k, largest)
 
 
 # -------------------------------------------------------------------------------- cost measurement

@@ -23,7 +23,7 @@ st.markdown("""
 | Training: the warmup learning-rate schedule, label smoothing, watching attention form | **Training** |
 | BERT: masked-LM pre-training (fill in [MASK] from both sides vs a left-to-right LM, the 15 % / 80-10-10 recipe), next-sentence prediction and token-type (segment) embeddings, then fine-tuning vs training from scratch | **Masked LM (BERT)** |
 | Coreference: does "it" attend to "animal" (too tired) or "street" (too wide)? | **Coreference probe** |
-| Attention's quadratic cost and its remedies: Performer random features, linear attention, Reformer's LSH buckets, Longformer's window + global tokens | **Efficient attention & cost** |
+| Attention's quadratic cost and its remedies: Performer random features, linear attention, Reformer's LSH buckets, Longformer's window + global tokens, FlashAttention's tiles and online softmax | **Efficient attention & cost** |
 | Transformer-XL's segment memory and relative positions; pre-LN vs post-LN and warmup; recurrence vs attention | **Transformer-XL & training stability** |
 | Which heads matter (importance, pruning), multi-query / grouped-query attention, speculative decoding | **Heads, GQA & speculative decoding** |
 | BERT: a real pretrained encoder (all-MiniLM-L6-v2) run by our own code — pick `minilm` in the sidebar | every page |

@@ -1,12 +1,14 @@
-"""AppTest: the efficient-attention page (Performer, LSH, sliding window, cost) on the live sentence."""
+"""AppTest: the efficient-attention page (Performer, LSH, sliding window, FlashAttention tiles, cost) on the live sentence."""
 import json
+import math
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest import open_page
 
-from core import pretrained
+from core import efficient as E
+from core import pretrained, registry, runner
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -67,3 +69,45 @@ def test_without_a_measurement_the_page_offers_a_quick_one(tmp_path, monkeypatch
     assert not at.exception, [e.value for e in at.exception]
     assert "milliseconds vs sequence length T" in charts(at)
     assert any("quick measurement in the app" in c.value for c in at.caption)
+
+
+def flash_table(at) -> dict:
+    return next(df.value for df in at.dataframe if "running max m" in df.value.columns)
+
+
+@pytest.mark.parametrize("model, causal", [("en-fr", False), ("lm", True)])
+def test_flash_section_is_the_online_softmax_of_this_head(model, causal):
+    at = efficient_page(model)
+    text = at.sidebar.text_area(key="text").value
+    trace = runner.run(registry.load(model), text).trace
+    kind = "decoder" if causal else "encoder"
+    q, k, v = E.head_qkv(trace, kind, 0, 0)
+    t = q.shape[0]
+    for block in (2, 3, t):
+        at.slider(key="flash_block").set_value(block).run()
+        assert not at.exception, [e.value for e in at.exception]
+        table = flash_table(at)
+        row = t - 1  # the page follows the last token by default
+        # recomputed independently: scores of the followed row, block by block
+        s = (q @ k.T / math.sqrt(q.shape[-1]))[row]
+        starts = list(range(0, t, block))
+        assert len(table) == len(starts)
+        m_prev = -math.inf
+        for i, a in enumerate(starts):
+            block_scores = s[a:a + block]
+            m = max(m_prev, float(block_scores.max()))
+            assert table["block max score"].iloc[i] == pytest.approx(float(block_scores.max()), abs=1e-5)
+            assert table["running max m"].iloc[i] == pytest.approx(m, abs=1e-5)
+            assert table["rescale e^(m_old − m)"].iloc[i] == pytest.approx(math.exp(m_prev - m), abs=1e-6)
+            seen = s[:a + block]
+            assert table["running sum ℓ"].iloc[i] == pytest.approx(float((seen - m).exp().sum()), rel=1e-5)
+            m_prev = m
+        assert table["|output so far − exact|"].iloc[-1] < 1e-5  # after the last block: exact
+        if block < t:
+            assert table["|output so far − exact|"].iloc[0] > 1e-4  # before it: not yet
+        text_md = " ".join(m.value for m in at.markdown)
+        n = -(-t // block)
+        expected = sum(1 for qs in range(0, t, block) for ks in range(0, t, block)
+                       if not causal or ks <= min(qs + block, t) - 1)
+        assert f"Tiles computed: {expected} of {n * n}" in text_md
+        assert f"Largest score buffer held: **{min(block, t) ** 2}**" in text_md

@@ -1,5 +1,6 @@
 """Efficient attention (core.efficient): Performer, linear, LSH and sliding-window attention against exact softmax."""
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -160,6 +161,54 @@ def test_global_tokens_see_everything():
     torch.testing.assert_close(weights[[0, 11]], exact[[0, 11]])  # a global row is full attention
     assert torch.all(weights[:, [0, 11]] > 0)  # every token sees the global tokens
     torch.testing.assert_close(E.sliding_window_chunked(q, k, v, 2, [0, 11])[[0, 11]], exact_out[[0, 11]])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("blocks", [(1, 1), (4, 4), (5, 3), (24, 24), (7, 100)])
+def test_tiled_attention_is_exact(causal, blocks):
+    # FlashAttention's tiles + online softmax give softmax(QKᵀ/√d + M)V exactly: against torch's fused kernel
+    # and the explicit formula, with batch/head dimensions and block sizes that do not divide T
+    q, k, v = qkv(2, 3, t=23, d=8, seed=3)
+    res = E.tiled_attention(q, k, v, *blocks, causal=causal)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    torch.testing.assert_close(res.out, ref, rtol=0, atol=1e-12)
+    torch.testing.assert_close(res.out, E.softmax_attention(q, k, v, causal=causal)[1], rtol=0, atol=1e-12)
+    assert res.largest_scores == min(blocks[0], 23) * min(blocks[1], 23)
+
+
+def test_tiled_attention_online_softmax_state_and_causal_skips():
+    q, k, v = qkv(t=10, d=4, scale=2.0, seed=4)
+    bq, bk, row = 3, 4, 7
+    res = E.tiled_attention(q, k, v, bq, bk, causal=True, watch=row)
+    s = (q @ k.T / 2.0)[row]  # √d = 2
+    visible = row + 1  # causal: keys 0..7
+    # keys 8..9 are invisible to row 7 but not to row 8 of its query block, so that tile is computed:
+    # for row 7 it is all −∞ and changes nothing (rescale 1, same ℓ)
+    assert [st["keys"] for st in res.steps] == [(0, 4), (4, 8), (8, 10)]
+    last = res.steps[-1]
+    assert float(last["block_max"]) == float("-inf") and float(last["rescale"]) == 1.0
+    assert float(last["l"]) == float(res.steps[1]["l"])
+    for st in res.steps:
+        seen = s[:min(st["keys"][1], visible)]
+        assert float(st["m"]) == pytest.approx(float(seen.max()), abs=1e-12)
+        assert float(st["l"]) == pytest.approx(float(torch.exp(seen - seen.max()).sum()), rel=1e-12)
+        w = torch.softmax(seen, 0)
+        torch.testing.assert_close(st["estimate"], w @ v[:len(seen)], rtol=0, atol=1e-12)
+    m0, m1 = float(res.steps[0]["m"]), float(res.steps[1]["m"])
+    assert float(res.steps[1]["rescale"]) == pytest.approx(math.exp(m0 - m1), rel=1e-12)
+    # tiles: query blocks [0,3) [3,6) [6,9) [9,10) × key blocks [0,4) [4,8) [8,10); causal keeps those
+    # holding at least one visible key
+    expected = sum(1 for qs in range(0, 10, bq) for ks in range(0, 10, bk) if ks <= min(qs + bq, 10) - 1)
+    assert (res.blocks_computed, res.blocks_total) == (expected, 12) and expected == 9
+    assert E.tiled_attention(q, k, v, bq, bk).blocks_computed == 12
+
+
+def test_tiled_attention_rejects_bad_arguments():
+    q, k, v = qkv(t=6, d=4)
+    with pytest.raises(ValueError, match="block sizes must be >= 1"):
+        E.tiled_attention(q, k, v, 0, 2)
+    with pytest.raises(ValueError, match="watched query row 6 outside 0..5"):
+        E.tiled_attention(q, k, v, watch=6)
 
 
 def test_head_qkv_matches_the_traced_weights():
