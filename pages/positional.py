@@ -88,6 +88,10 @@ with t_alibi:
     bias = ins.alibi_matrix(cfg.n_heads, len(toks), h, causal=cfg.kind == "decoder-only")
     st.plotly_chart(figures.matrix(bias, toks, toks, x_title="key", y_title="query", value_name="bias", show_values=len(toks) <= 20,
                                    title=f"Bias −slope·|i − j| added to the scores, head {h}", **P), key="alibi_bias")
+    drift = ins.offset_spread(bias.nan_to_num(neginf=-1e9))  # masked diagonals are masked all along
+    st.caption("ALiBi is one case of *relative* position encodings: softmax(QKᵀ/√d_k + B)V with B a Toeplitz "
+               f"matrix, B[i, j] depending on i − j only. Here two entries with the same i − j differ by at most {drift:.1e}. "
+               "Transformer-XL learns such a bias per head (the Transformer-XL page).")
 
 st.header("5. Your sentence: token + position = input")
 stacks = [s for s in ("encoder", "decoder") if f"{s}.embed.out" in res.trace]

@@ -80,6 +80,9 @@ def test_positional_checks_hold(model):
     check(at)
     direct, rotated = (t["y"] for t in charts(at)["pe_shift"]["data"])
     assert max(abs(a - b) for a, b in zip(direct, rotated)) < 1e-5
+    # the ALiBi tab states that its bias is Toeplitz (relative positions), and measures it
+    toeplitz = next(c.value for c in at.caption if "Toeplitz" in c.value)
+    assert "differ by at most 0.0e+00" in toeplitz
 
 
 @pytest.mark.parametrize("model", MODELS)

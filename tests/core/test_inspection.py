@@ -57,6 +57,11 @@ def test_sinusoidal_similarity_depends_on_offset_only():
     torch.testing.assert_close(curves[0], curves[40], atol=1e-4, rtol=0)
     # a random table does not have that property
     assert ins.offset_spread(ins.position_similarity(torch.randn(80, 64), "cosine")) > 0.1
+    causal_alibi = ins.alibi_matrix(4, 9, 1, causal=True)  # −∞ above the diagonal, as the Positional page reads it
+    assert ins.offset_spread(causal_alibi.nan_to_num(neginf=-1e9)) == 0.0
+    broken = causal_alibi.clone()
+    broken[5, 2] += 0.25
+    assert ins.offset_spread(broken.nan_to_num(neginf=-1e9)) == pytest.approx(0.25)
 
 
 def test_rope_scores_depend_on_offset_only():
