@@ -1,10 +1,29 @@
-"""Synthetic data sets for Attention Lab.
+"""Generated data sets for Attention Lab (pure Python, deterministic).
 
-* :mod:`core.data.translation` - a small English→French / English→German
-  parallel corpus built so that translating the pronoun "it" needs its
-  antecedent (grammatical gender), with a compositional held-out split.
-* :mod:`core.data.lm` - an English language-modelling corpus from the same
-  lexicon, plus a safe loader for user-supplied text files.
+* :mod:`core.data.broad` - the English→French / English→German corpus the default translators
+  learn: a lexicon taken from real dictionaries (``core/data/lexicon.json``, rebuilt by
+  ``scripts/build_lexicon.py``) in 30+ sentence frames, including the coreference frames where
+  translating "it" needs its antecedent's gender.
+* :mod:`core.data.translation` - the small 98-word grammar the ``*-tiny`` translators learn.
+* :mod:`core.data.lm` - an English language-modelling corpus, plus a safe loader for user text.
 
-Both modules are pure Python and deterministic.
+Both translation corpora expose the same functions (``generate``, ``probe_pairs``,
+``pronoun_of``, ``translate``, ``pair_for``, ``words``); :func:`corpus_for` picks the one a task uses.
 """
+
+TINY_SUFFIX = "-tiny"
+
+
+def corpus_for(task: str):
+    """The corpus module of a translation task: ``en-fr`` / ``en-de`` → :mod:`core.data.broad`,
+    ``en-fr-tiny`` / ``en-de-tiny`` → :mod:`core.data.translation`."""
+    if task.endswith(TINY_SUFFIX):
+        from . import translation
+        return translation
+    from . import broad
+    return broad
+
+
+def lang_of(task: str) -> str:
+    """``en-fr`` / ``en-de-tiny`` → ``fr`` / ``de``."""
+    return task.removesuffix(TINY_SUFFIX).split("-")[-1]
