@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .dropout import dropout
+from .hooks import Hooks
 from .masks import causal_mask, combine
 from .positional import apply_rope
 
@@ -111,12 +112,16 @@ class MultiHeadAttention(nn.Module):
                 "W_O": self.out.weight[:, head * d:(head + 1) * d].T}
 
     def forward(self, x, memory=None, *, mask=None, bias=None, is_causal=False, rope=None,
-                head_mask=None, cache=None, trace=None, name=""):
+                cache=None, trace=None, name=""):
         """Self-attention when ``memory`` is None, otherwise cross-attention to ``memory``.
 
         ``rope``: (cos, sin) for the positions of x; ``cache``: a dict holding past keys and
         values (self-attention: extended in place; cross-attention: computed once, reused).
+        ``trace``: a :class:`~core.trace.Trace` or a :class:`~core.hooks.Hooks`; ``name.q``, ``.k``,
+        ``.v`` (after RoPE and the cache) and ``.heads`` (``[B, H, Tq, d_head]``, before W_O) are hook
+        points, so a hook can read, switch off or replace a head (:mod:`core.hooks`).
         """
+        hooks = Hooks.of(trace)
         b, t, _ = x.shape
         h, g, d = self.n_heads, self.n_kv, self.d_head
         if memory is None:
@@ -140,18 +145,18 @@ class MultiHeadAttention(nn.Module):
             if "k" in cache:
                 k, v = torch.cat((cache["k"], k), 2), torch.cat((cache["v"], v), 2)
             cache["k"], cache["v"] = k, v
+        trace = hooks.trace
         traced = trace is not None and trace.wants(name)
+        if hooks.live:
+            q, k, v = (hooks.point(f"{name}.{key}", z) for key, z in (("q", q), ("k", k), ("v", v)))
         p = self.dropout if self.training else 0.0
         # A traced pass computes its output with the fused kernel like any other; the maps are computed
         # from the recorded q and k when something reads them (a page usually reads one layer). Only with
         # attention dropout do the weights that made the output need to be the ones kept.
         res = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias, is_causal=is_causal,
                                            explicit=traced and p > 0, dropout_p=p)
-        out = res.out
-        if head_mask is not None:
-            out = out * head_mask.to(out.dtype)[None, :, None, None]
+        out = hooks.point(f"{name}.heads", res.out)
         if traced:
-            trace.record(name, q=q, k=k, v=v, heads=out)
             if bias is not None:
                 trace.record(name, bias=bias)
             if res.weights is not None:

@@ -23,6 +23,7 @@ import torch
 from . import registry
 from .checkpoint import CheckpointError, read_config
 from .decoding import greedy_batch
+from .hooks import scale_heads
 from .masks import NEG_INF, alibi_bias, causal_mask, combine, padding_mask, window_mask
 from .model import Transformer, _Run
 from .positional import apply_rope, rope_cache, shift_matrix, sinusoidal
@@ -161,7 +162,7 @@ def permutation_test(model: Transformer, ids: list[int], perm: list[int]) -> dic
         h = inp + table[:t] if positional and table is not None else inp
         if emb.norm is not None:
             h = emb.norm(h)
-        ctx = _Run(None, None, mask=win if positional else None, causal=causal and positional,
+        ctx = _Run(None, mask=win if positional else None, causal=causal and positional,
                    bias=bias if positional else None, rope=rope if positional else None)
         return layer(h, ctx, f"{stack_name}.0")[0]
 
@@ -296,14 +297,15 @@ def patched(model: Transformer, masks: dict | None = None, uncausal=(), heads_of
     ``masks``: ``{"encoder.0.self_attn": additive [T, T]}`` added to the mask the model passes
     (self-attention only; during cached decoding the rows of the current positions are used);
     ``uncausal``: self-attention names whose causal mask is dropped (the decoder may look ahead);
-    ``heads_off``: ``{name: [head, ...]}`` multiplies those heads' outputs by 0.
-    Works through forward pre-hooks, so :mod:`core.model` is unchanged; calls from other threads
-    (other users of a shared model) pass through untouched."""
+    ``heads_off``: ``{name: [head, ...]}`` multiplies those heads' outputs by 0 (the model's own hook
+    mechanism, :meth:`Transformer.hooks`, as ``forward(ablate=)`` does).
+    The masks work through forward pre-hooks on the attention modules (they change its arguments, not
+    a traced tensor). Calls from other threads (other users of a shared model) pass through untouched."""
     owner = threading.get_ident()
     masks, heads_off, uncausal = dict(masks or {}), dict(heads_off or {}), set(uncausal)
-    names = set(masks) | uncausal | set(heads_off)
+    names = set(masks) | uncausal
     valid = set(model.attention_names())
-    for name in names:
+    for name in names | set(heads_off):
         if name not in valid:
             raise ValueError(f"no attention {name!r}; choose from {', '.join(sorted(valid))}")
         if (name in masks or name in uncausal) and not name.endswith("self_attn"):
@@ -322,16 +324,14 @@ def patched(model: Transformer, masks: dict | None = None, uncausal=(), heads_of
                 kw["mask"] = combine(kw.get("mask"), extra)
             if name in uncausal:
                 kw["is_causal"] = False
-            if name in heads_off:
-                off = torch.ones(module.n_heads, device=x.device)
-                off[[int(h) for h in heads_off[name]]] = 0.0
-                kw["head_mask"] = off if kw.get("head_mask") is None else kw["head_mask"] * off
             return args, kw
         return hook
 
+    off = model._ablation(heads_off) or {}
     handles = [attention_module(model, n).register_forward_pre_hook(make_hook(n), with_kwargs=True) for n in names]
     try:
-        yield model
+        with model.hooks({f"{n}.heads": scale_heads(m) for n, m in off.items()}):
+            yield model
     finally:
         for h in handles:
             h.remove()

@@ -7,6 +7,9 @@
 
 ``model(src, tgt)`` runs the fused path and keeps nothing; ``model(src, tgt, trace=True)``
 returns every intermediate tensor in ``Output.trace`` (attention maps computed when first read).
+Every traced tensor is also a hook point (:mod:`core.hooks`): ``model(src, tgt, hooks={name: fn})``
+reads or replaces it; the Trace, head ablation (``ablate=``) and patching (:mod:`core.patch`) all
+go through those points.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from torch import nn
 from .attention import MultiHeadAttention
 from .config import ModelConfig
 from .dropout import Dropout
+from .hooks import NO_HOOKS, Hooks, active, check, scale_heads
 from .masks import alibi_bias, combine, padding_mask, window_mask
 from .positional import rope_cache, sinusoidal
 from .trace import Trace
@@ -61,21 +65,21 @@ class Embeddings(nn.Module):
         return None
 
     def forward(self, ids, *, start=0, token_types=None, trace=None, name=""):
+        hooks = Hooks.of(trace)  # hook points name.tokens, name.positions, name.out
         x = self.tokens(ids)
         if self.scale != 1.0:
             x = x * self.scale
+        x = hooks.point(f"{name}.tokens", x)
         table = self.position_table()
         pos = None if table is None else table[start:start + ids.shape[1]]
+        if pos is not None:
+            pos = hooks.point(f"{name}.positions", pos)
         out = x if pos is None else x + pos
         if self.token_types is not None:
             out = out + self.token_types(torch.zeros_like(ids) if token_types is None else token_types)
         if self.norm is not None:
             out = self.norm(out)
-        if trace is not None:
-            trace.record(name, tokens=x, out=out)
-            if pos is not None:
-                trace.record(name, positions=pos)
-        return self.drop(out)
+        return self.drop(hooks.point(f"{name}.out", out))
 
 
 class FeedForward(nn.Module):
@@ -104,7 +108,7 @@ class FeedForward(nn.Module):
             gate, up = h.chunk(2, dim=-1)
             a = F.silu(gate) * up
         if trace is not None:
-            trace.record(name, act=a)
+            a = Hooks.of(trace).point(f"{name}.act", a)
         return self.w2(a)
 
 
@@ -118,9 +122,13 @@ class Residual(nn.Module):
         self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.drop = Dropout(cfg.dropout)
 
-    def forward(self, x, sublayer):
+    def forward(self, x, sublayer, hooks=NO_HOOKS, out="", stream=""):
+        """``(stream after, sublayer output)``; ``out`` / ``stream`` name their hook points."""
         y = self.drop(sublayer(self.norm(x) if self.pre else x))
-        return (x + y if self.pre else self.norm(x + y)), y
+        if hooks.live:
+            y = hooks.point(out, y)
+        z = x + y if self.pre else self.norm(x + y)
+        return (hooks.point(stream, z) if hooks.live else z), y
 
 
 class EncoderLayer(nn.Module):
@@ -134,11 +142,11 @@ class EncoderLayer(nn.Module):
         self.ffn_res = Residual(cfg)
 
     def forward(self, x, ctx, name, cache=None):
-        x, a = self.attn_res(x, lambda h: self.self_attn(h, trace=ctx.trace, name=f"{name}.self_attn",
-                                                         cache=cache, **ctx.self_kwargs(f"{name}.self_attn")))
-        ctx.record(name, attn_out=a, resid_mid=x)
-        x, f = self.ffn_res(x, lambda h: self.ffn(h, ctx.trace if ctx.wants(name) else None, f"{name}.ffn"))
-        ctx.record(name, ffn_out=f, resid_post=x)
+        hk = ctx.hooks
+        x, _ = self.attn_res(x, lambda h: self.self_attn(h, trace=hk, name=f"{name}.self_attn", cache=cache,
+                                                         **ctx.self_kwargs()), hk, f"{name}.attn_out", f"{name}.resid_mid")
+        x, _ = self.ffn_res(x, lambda h: self.ffn(h, hk if hk.live else None, f"{name}.ffn"),
+                            hk, f"{name}.ffn_out", f"{name}.resid_post")
         return x
 
 
@@ -151,39 +159,29 @@ class DecoderLayer(EncoderLayer):
         self.cross_res = Residual(cfg)
 
     def forward(self, x, ctx, name, cache=None):
-        x, a = self.attn_res(x, lambda h: self.self_attn(h, trace=ctx.trace, name=f"{name}.self_attn",
+        hk = ctx.hooks
+        x, _ = self.attn_res(x, lambda h: self.self_attn(h, trace=hk, name=f"{name}.self_attn",
                                                          cache=None if cache is None else cache["self"],
-                                                         **ctx.self_kwargs(f"{name}.self_attn")))
-        ctx.record(name, attn_out=a, resid_mid=x)
-        x, c = self.cross_res(x, lambda h: self.cross_attn(
-            h, ctx.memory, mask=ctx.cross_mask, trace=ctx.trace, name=f"{name}.cross_attn",
-            head_mask=ctx.head_mask(f"{name}.cross_attn"), cache=None if cache is None else cache["cross"]))
-        ctx.record(name, cross_out=c, resid_cross=x)
-        x, f = self.ffn_res(x, lambda h: self.ffn(h, ctx.trace if ctx.wants(name) else None, f"{name}.ffn"))
-        ctx.record(name, ffn_out=f, resid_post=x)
+                                                         **ctx.self_kwargs()), hk, f"{name}.attn_out", f"{name}.resid_mid")
+        x, _ = self.cross_res(x, lambda h: self.cross_attn(
+            h, ctx.memory, mask=ctx.cross_mask, trace=hk, name=f"{name}.cross_attn",
+            cache=None if cache is None else cache["cross"]), hk, f"{name}.cross_out", f"{name}.resid_cross")
+        x, _ = self.ffn_res(x, lambda h: self.ffn(h, hk if hk.live else None, f"{name}.ffn"),
+                            hk, f"{name}.ffn_out", f"{name}.resid_post")
         return x
 
 
 class _Run:
-    """What one pass through a stack needs besides x: masks, biases, rotary tables, trace, ablation."""
+    """What one pass through a stack needs besides x: masks, biases, rotary tables, and the
+    :class:`~core.hooks.Hooks` (trace, ablation, patching) called at every hook point."""
 
-    def __init__(self, trace, ablate, mask=None, causal=False, bias=None, rope=None, memory=None, cross_mask=None):
-        self.trace, self.ablate = trace, ablate
+    def __init__(self, hooks, mask=None, causal=False, bias=None, rope=None, memory=None, cross_mask=None):
+        self.hooks = Hooks.of(hooks)
         self.mask, self.causal, self.bias, self.rope = mask, causal, bias, rope
         self.memory, self.cross_mask = memory, cross_mask
 
-    def wants(self, name):
-        return self.trace is not None and self.trace.wants(name)
-
-    def record(self, name, **tensors):
-        if self.trace is not None:
-            self.trace.record(name, **tensors)
-
-    def head_mask(self, name):
-        return self.ablate.get(name) if self.ablate else None
-
-    def self_kwargs(self, name):
-        return dict(mask=self.mask, bias=self.bias, is_causal=self.causal, rope=self.rope, head_mask=self.head_mask(name))
+    def self_kwargs(self):
+        return dict(mask=self.mask, bias=self.bias, is_causal=self.causal, rope=self.rope)
 
 
 class Stack(nn.Module):
@@ -263,6 +261,34 @@ class Transformer(nn.Module):
             masks[name] = m
         return masks
 
+    def _hooks(self, trace, ablate, hooks) -> Hooks:
+        """One pass's :class:`~core.hooks.Hooks`: ablation first, then this thread's :meth:`hooks`
+        contexts, then ``hooks``; the Trace records what they leave. A Hooks passed as ``trace`` is used as is."""
+        if isinstance(trace, Hooks):
+            return trace
+        check(self, hooks)
+        fns: dict[str, list] = {}
+        for name, m in (self._ablation(ablate) or {}).items():
+            fns.setdefault(f"{name}.heads", []).append(scale_heads(m))
+        for source in (active(self), hooks or {}):
+            for name, fn in source.items():
+                fns.setdefault(name, []).extend(fn if isinstance(fn, (list, tuple)) else [fn])
+        return Hooks.of(trace, fns)
+
+    def hooks(self, fns: dict):
+        """Context manager: every pass of this model in this thread calls ``fns`` ({hook name: fn}) —
+        forward, and encode/decode too (greedy decoding). See :mod:`core.hooks`."""
+        from .hooks import hooked
+        return hooked(self, fns)
+
+    def hook_names(self) -> list[str]:
+        from .hooks import hook_names
+        return hook_names(self)
+
+    def run_with_hooks(self, *args, hooks: dict | None = None, **kwargs) -> "Output":
+        """``forward`` with ``hooks`` = {hook name: fn(tensor, name) -> tensor or None}."""
+        return self(*args, hooks=hooks, **kwargs)
+
     def attention_names(self) -> list[str]:
         names = []
         for stack, mod in (("encoder", self.encoder), ("decoder", self.decoder)):
@@ -289,31 +315,28 @@ class Transformer(nn.Module):
         return trace or None
 
     # ----------------------------------------------------------------- passes
-    def encode(self, src, *, token_types=None, trace=None, ablate=None):
+    def encode(self, src, *, token_types=None, trace=None, ablate=None, hooks=None):
         """Encoder stack: returns (memory ``[B, Ts, d]``, key-padding bool ``[B, Ts]`` or None)."""
         self._check(src, "src")
+        hk = self._hooks(trace, ablate, hooks)
         pad = src.eq(self.cfg.pad_id)
         pad = pad if bool(pad.any()) else None
         win, bias, rope = self._self_attention_terms(src.shape[1], 0, src.device)
         mask = combine(None if pad is None else padding_mask(pad), win)
-        ctx = _Run(trace, self._ablation(ablate), mask=mask, bias=bias, rope=rope)
-        x = self.embed(src, token_types=token_types, trace=trace, name="encoder.embed")
-        x = self.encoder(x, ctx, "encoder")
-        if trace is not None:
-            trace.record("encoder", output=x)
+        ctx = _Run(hk, mask=mask, bias=bias, rope=rope)
+        x = self.embed(src, token_types=token_types, trace=hk, name="encoder.embed")
+        x = hk.point("encoder.output", self.encoder(x, ctx, "encoder"))
         return x, pad
 
-    def decode(self, tgt, memory=None, src_pad=None, *, start=0, caches=None, trace=None, ablate=None):
+    def decode(self, tgt, memory=None, src_pad=None, *, start=0, caches=None, trace=None, ablate=None, hooks=None):
         """Decoder stack (causal). ``caches``/``start`` for incremental decoding with a KV cache."""
         self._check(tgt, "tgt", start)
+        hk = self._hooks(trace, ablate, hooks)
         win, bias, rope = self._self_attention_terms(tgt.shape[1], start, tgt.device)
         cross_mask = None if src_pad is None else padding_mask(src_pad)
-        ctx = _Run(trace, self._ablation(ablate), mask=win, causal=True, bias=bias, rope=rope, memory=memory, cross_mask=cross_mask)
-        x = self.embed(tgt, start=start, trace=trace, name="decoder.embed")
-        x = self.decoder(x, ctx, "decoder", caches)
-        if trace is not None:
-            trace.record("decoder", output=x)
-        return x
+        ctx = _Run(hk, mask=win, causal=True, bias=bias, rope=rope, memory=memory, cross_mask=cross_mask)
+        x = self.embed(tgt, start=start, trace=hk, name="decoder.embed")
+        return hk.point("decoder.output", self.decoder(x, ctx, "decoder", caches))
 
     def project(self, hidden):
         """Final linear layer to vocabulary logits (BERT: through the MLM transform first)."""
@@ -336,25 +359,24 @@ class Transformer(nn.Module):
             return [{"self": {}, "cross": {}} for _ in self.decoder.layers]
         return [{} for _ in self.decoder.layers]
 
-    def forward(self, src=None, tgt=None, *, token_types=None, trace=False, ablate=None) -> Output:
+    def forward(self, src=None, tgt=None, *, token_types=None, trace=False, ablate=None, hooks=None) -> Output:
         """Encoder-decoder: ``model(src, tgt)``; decoder-only: ``model(ids)``; encoder-only: ``model(ids)``.
 
         ``trace``: True (or a :class:`Trace` to fill, e.g. ``Trace(layers={0})``) captures everything.
         ``ablate``: ``{"encoder.0.self_attn": [1, 3]}`` switches those heads off for this run.
+        ``hooks``: ``{"decoder.1.cross_attn.heads": fn}``, see :mod:`core.hooks`.
         """
         tr = self._as_trace(trace)
-        heads_off = self._ablation(ablate)  # validated once, reused by both stacks
+        hk = self._hooks(tr, ablate, hooks)  # validated once, reused by both stacks
         memory = None
         if self.cfg.kind == "decoder-only":
-            hidden = self.decode(src if tgt is None else tgt, trace=tr, ablate=heads_off)
+            hidden = self.decode(src if tgt is None else tgt, trace=hk)
         elif self.cfg.kind == "encoder-only":
-            hidden, _ = self.encode(src, token_types=token_types, trace=tr, ablate=heads_off)
+            hidden, _ = self.encode(src, token_types=token_types, trace=hk)
         else:
             self._check(tgt, "tgt")
-            memory, pad = self.encode(src, trace=tr, ablate=heads_off)
-            hidden = self.decode(tgt, memory, pad, trace=tr, ablate=heads_off)
-        logits = self.project(hidden)
-        if tr is not None:
-            tr.record("", logits=logits)
+            memory, pad = self.encode(src, trace=hk)
+            hidden = self.decode(tgt, memory, pad, trace=hk)
+        logits = hk.point("logits", self.project(hidden))
         nsp = self.next_sentence_logits(hidden) if self.cfg.nsp else None
         return Output(logits, hidden, memory, tr, nsp)

@@ -15,6 +15,9 @@ Names (``L`` = layer index, stacks are ``encoder`` and ``decoder``)::
 ``scores`` (QKᵀ/√d_k) and ``weights`` ``[B, H, Tq, Tk]``; ``mask`` is the additive mask that was
 added, broadcastable to the scores. Attention kinds: ``encoder`` (encoder self-attention),
 ``decoder`` (decoder self-attention), ``cross`` (decoder → encoder).
+
+Every name except the attention maps (``scores``, ``mask``, ``weights``, ``bias``) is also a hook point
+(:mod:`core.hooks`): the Trace is the hook that keeps a copy of each; ablation and patching replace them.
 """
 from __future__ import annotations
 

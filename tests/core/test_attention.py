@@ -9,6 +9,7 @@ from torch import nn
 
 from core.attention import MultiHeadAttention, scaled_dot_product_attention
 from core.masks import alibi_bias, causal_mask, combine, padding_mask, window_mask
+from core.hooks import Hooks, scale_heads
 from core.trace import Trace
 
 ATOL = 1e-5
@@ -391,7 +392,7 @@ def test_head_mask_zeros_one_head():
     x = torch.randn(1, 4, 16)
     tr = Trace()
     hm = torch.tensor([1.0, 0.0, 1.0, 1.0])
-    y = mha(x, head_mask=hm, trace=tr, name="s")
+    y = mha(x, trace=Hooks({"s.heads": scale_heads(hm)}, tr), name="s")  # ablation is a hook on s.heads
     assert (tr["s.heads"][:, 1] == 0).all()
     assert (tr["s.heads"][:, 0] != 0).any()
     heads = tr["s.heads"]
