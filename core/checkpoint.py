@@ -1,4 +1,6 @@
-"""Checkpoints: one folder = ``model.safetensors`` + ``config.json`` + ``tokenizer.json`` (+ ``card.md``).
+"""Checkpoints: one folder = ``model.safetensors`` + ``config.json`` + ``tokenizer.json`` (+ ``card.md``)
+(+ ``words.json``: the lower-cased words of the training source text, ``{"source": ..., "words": [sorted]}``,
+which :mod:`core.coverage` checks a user's sentence against).
 
 Nothing is ever unpickled. A folder is written next to its destination and swapped in by
 renames, so a kill at any moment leaves either the old or the new checkpoint, whole.
@@ -22,6 +24,7 @@ from .tokenizer import Tokenizer
 
 FORMAT = "attention-lab/1"
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.md"
+WORDS = "words.json"
 PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol 2+, torch.save's zip container
 
 
@@ -35,6 +38,7 @@ class Checkpoint:
     tokenizer: Tokenizer
     meta: dict = field(default_factory=dict)  # task, training summary, metrics
     path: Path | None = None
+    known_words: frozenset | None = None  # words of the training source text (words.json); None: not recorded
 
 
 def _weights(model: Transformer) -> dict[str, torch.Tensor]:
@@ -80,9 +84,60 @@ def recover(path) -> Path:
     return path
 
 
+def words_json(words, source: str) -> bytes:
+    """The bytes of a ``words.json``: ``{"source": source, "words": [sorted, lower-cased, unique]}``."""
+    return json.dumps({"source": str(source), "words": sorted({str(w).lower() for w in words})},
+                      ensure_ascii=False, indent=0).encode()
+
+
+def write_words(path, words, source: str) -> Path:
+    """Add (or replace) ``words.json`` in an existing checkpoint folder, atomically (a rename)."""
+    path = Path(path)
+    if not (path / CONFIG).is_file():
+        raise CheckpointError(f"no checkpoint folder at {path}")
+    tmp = path / f".{WORDS}.tmp"
+    _fsync_write(tmp, words_json(words, source))
+    os.replace(tmp, path / WORDS)
+    return path / WORDS
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError(f"duplicate key {next(k for k in keys if keys.count(k) > 1)!r}")
+    return dict(pairs)
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def read_words(path) -> frozenset | None:
+    """The known words in a checkpoint folder's ``words.json`` (``None`` when it has none); a malformed file is
+    refused with a :class:`CheckpointError`."""
+    path = Path(path)
+    try:
+        raw = (path / WORDS).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as e:
+        raise CheckpointError(f"{path.name}: {WORDS} is not UTF-8 ({e})") from None
+    try:
+        data = json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except ValueError as e:
+        raise CheckpointError(f"{path.name}: {WORDS} is not valid JSON ({e})") from None
+    if (not isinstance(data, dict) or set(data) != {"source", "words"} or not isinstance(data["source"], str)
+            or not isinstance(data["words"], list)
+            or not all(isinstance(w, str) and w and not any(c.isspace() for c in w) for w in data["words"])):
+        raise CheckpointError(f'{path.name}: {WORDS} must be {{"source": "<text>", "words": ["word", ...]}} '
+                              "with each word a non-empty string without spaces")
+    return frozenset(w.lower() for w in data["words"])
+
+
 def save(path, model: Transformer, tokenizer: Tokenizer, meta: dict | None = None, card: str | None = None,
-         extra_files: dict[str, bytes] | None = None) -> Path:
-    """Write a checkpoint folder atomically. ``extra_files`` (name → bytes) travel with it (e.g. training state)."""
+         extra_files: dict[str, bytes] | None = None, known_words=None, words_source: str = "") -> Path:
+    """Write a checkpoint folder atomically. ``extra_files`` (name → bytes) travel with it (e.g. training state);
+    ``known_words`` (the training source text's words; described by ``words_source``) go to ``words.json``."""
     if tokenizer.vocab_size != model.cfg.vocab_size:
         raise CheckpointError(f"tokenizer has {tokenizer.vocab_size} tokens but the model expects {model.cfg.vocab_size}")
     config = {"format": FORMAT, "model": model.cfg.to_dict(), "meta": meta or {}}
@@ -93,6 +148,8 @@ def save(path, model: Transformer, tokenizer: Tokenizer, meta: dict | None = Non
         _fsync_write(tmp / TOKENIZER, tokenizer.to_str().encode())
         if card:
             _fsync_write(tmp / CARD, card.encode())
+        if known_words is not None:
+            _fsync_write(tmp / WORDS, words_json(known_words, words_source))
         for name, data in (extra_files or {}).items():
             _fsync_write(tmp / name, data)
 
@@ -158,6 +215,7 @@ def load(path, device: str | torch.device = "cpu") -> Checkpoint:
         if state[k].shape != v.shape:
             raise CheckpointError(f"{path.name}: shape mismatch for {k}: file {tuple(state[k].shape)}, "
                                   f"config expects {tuple(v.shape)}")
+    known = read_words(path)
     model.load_state_dict(state, strict=not cfg.tie_embeddings)
     model.to(device).eval()
-    return Checkpoint(model, tokenizer, config.get("meta", {}), path)
+    return Checkpoint(model, tokenizer, config.get("meta", {}), path, known)

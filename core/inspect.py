@@ -2,7 +2,8 @@
 
 Writes the tokens (source and target), the attention weights of each kind present
 (``encoder``, ``decoder``, ``cross``) as nested lists ``[layer][head][query][key]``, and the output
-(the translation, or the next-token top-k for a language model).
+(the translation, or the next-token top-k for a language model), and ``coverage``: the input's words the model
+never saw in training, ``{"unknown_words": [...], "known_share": float}`` (``null`` when they cannot be told).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def trace_json(ck, src: str, tgt: str | None = None) -> dict:
     res = run(ck, src, tgt)
     out = {"model_kind": res.kind, "source_tokens": res.src_tokens, "target_tokens": res.tgt_tokens,
            "output": res.output, "next_token_top_k": [{"token": t, "p": p} for t, p in res.top_next],
-           "notices": res.notices, "attention": {}}
+           "notices": res.notices, "coverage": res.coverage, "attention": {}}
     for kind in res.trace.kinds():
         out["attention"][kind] = res.trace.stacked(kind)[:, 0].tolist()
     return out

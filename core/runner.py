@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import mlm
+from . import coverage, mlm
 from .checkpoint import Checkpoint
 from .decoding import greedy_batch
 from .tokenizer import BOS, EOS, normalize_text
@@ -23,6 +23,9 @@ class Run:
     output: str = ""  # translation, or the predicted next token
     top_next: list[tuple[str, float]] = field(default_factory=list)  # next-token candidates after the input
     notices: list[str] = field(default_factory=list)  # truncation, unknown words: shown to the user
+    coverage: dict | None = None  # core.coverage: {"unknown_words": [...], "known_share": float}; None: not known
+    outside: bool = False  # the input has words the model never saw: its output is not a translation
+    outside_label: str = ""  # how pages mark the output when outside ("outside what … — not a translation")
 
     def tokens(self, kind: str) -> tuple[list[str], list[str]]:
         """(query tokens, key tokens) of an attention kind."""
@@ -34,16 +37,24 @@ class Run:
 
 
 def vocabulary_notices(tok, text: str) -> list[str]:
-    """Words the model reads as [UNK], and words it only knows as several sub-word pieces."""
-    notices = []
+    """Characters or words the tokenizer reads as [UNK] (which words the model never saw in training is
+    :func:`coverage_notices`)."""
     unknown = tok.unknown_words(text)
-    if unknown:
-        notices.append("Not in this model's vocabulary (shown as [UNK]): " + ", ".join(unknown[:10]))
-    split = [w for w in getattr(tok, "split_words", lambda _: [])(text) if w not in unknown]
-    if split:
-        notices.append("Not in this model's vocabulary as whole words, so read as sub-word pieces: "
-                       + ", ".join(split[:10]))
-    return notices
+    return ["Not in this model's vocabulary (shown as [UNK]): " + ", ".join(unknown[:10])] if unknown else []
+
+
+def coverage_notices(ck: Checkpoint, text: str, name: str | None = None) -> tuple[dict | None, list[str]]:
+    """(:func:`core.coverage.for_checkpoint` of ``text``, the notices a page shows): the words of ``text`` the
+    model never saw in training, named, and any remaining [UNK] pieces."""
+    cov = coverage.for_checkpoint(ck, text)
+    note = coverage.notice(ck, cov, name)
+    notices = [note] if note else []
+    named = set(cov["unknown_words"]) if cov else set()
+    unk = [w for w in ck.tokenizer.unknown_words(text)  # what is left: symbols, emoji
+           if not any(w.lower() in word for word in named)]
+    if unk:
+        notices.append("Not in this model's vocabulary (shown as [UNK]): " + ", ".join(unk[:10]))
+    return cov, notices
 
 
 def _clip(ids, limit, what, notices):
@@ -62,7 +73,7 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
     device = model.embed.tokens.weight.device
     if not normalize_text(src or ""):
         raise ValueError("Type a sentence first: the text is empty.")
-    notices = vocabulary_notices(tok, src)
+    cov, notices = coverage_notices(ck, src)
     trace = Trace(layers)
     if cfg.kind == "encoder-decoder":
         src_ids = _clip(tok.encode(src), cfg.max_len - 1, "sentence", notices) + [EOS]
@@ -97,7 +108,9 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
     tgt_tokens = tok.display(tgt_ids)
     if cfg.kind == "decoder-only":
         src_tokens = tgt_tokens
-    return Run(cfg.kind, src_ids, tgt_ids, src_tokens, tgt_tokens, trace, output, top, notices)
+    outside = bool(cov and cov["unknown_words"])
+    return Run(cfg.kind, src_ids, tgt_ids, src_tokens, tgt_tokens, trace, output, top, notices, cov, outside,
+               coverage.outside_label(ck) if outside else "")
 
 
 @torch.no_grad()

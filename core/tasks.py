@@ -83,6 +83,10 @@ class Task:
     def evaluate(self, model, n: int = 200) -> dict:
         raise NotImplementedError
 
+    def source_words(self) -> set[str]:
+        """The lower-cased words of the training source text (``core.coverage``: a checkpoint's ``words.json``)."""
+        raise NotImplementedError
+
 
 class SyntheticTask(Task):
     """Sequences of ``min_len..max_len`` random symbols; the target is the copy, the reverse or the sorted list."""
@@ -98,6 +102,11 @@ class SyntheticTask(Task):
         self.max_len = max_len + 2
         self.description = (f"random sequences of {min_len}-{max_len} symbols from {len(SYMBOLS)} "
                             f"(digits 0-9, letters a-j); target = the {name} of the input")
+
+    def source_words(self) -> set[str]:
+        """The words a model of this task can read: its letter symbols (digits are not words)."""
+        from .coverage import words_of
+        return words_of(SYMBOLS)
 
     def target(self, seq: list[int]) -> list[int]:
         return list(seq) if self.name == "copy" else seq[::-1] if self.name == "reverse" else sorted(seq)
@@ -167,6 +176,18 @@ class TranslationTask(Task):
             hyps += [self.tokenizer.decode(o) for o in greedy_batch(model, src, max_new=self.max_len)]
         return translation_metrics(pairs, hyps, self.lang, self.data)
 
+    def source_words(self) -> set[str]:
+        """The words of the training SOURCE (English) sentences, lower-cased: what the model learned to read. Words
+        seen only in the target language do not count. Reads ``train_pairs_text`` ((source, target) strings or
+        pairs with ``.src``) when the task keeps it, else regenerates the training split."""
+        from .coverage import words_of
+        pairs = getattr(self, "train_pairs_text", None)
+        if pairs is None:
+            from .data import corpus_for
+            data = getattr(self, "data", None) or corpus_for(self.name)
+            pairs = data.generate(self.lang, "train")
+        return words_of(p[0] if isinstance(p, (tuple, list)) else p.src for p in pairs)
+
 
 def translation_metrics(pairs, hyps, lang, data) -> dict:
     exact = sum(h == p.tgt for h, p in zip(hyps, pairs)) / len(pairs)
@@ -192,10 +213,12 @@ class LMTask(Task):
         self.tokenizer = tokenizer or Tokenizer.train(lines, "bpe", vocab_size)
         # Each line is one text, BOS … EOS: generation starts as a line does and ends where a line ends. (With
         # BOS alone between lines, decoding — which never emits BOS — had no way to end a text and ran on.)
-        stream = []
+        stream, starts = [], []
         for ln in lines:
+            starts.append(len(stream))
             stream += [BOS] + self.tokenizer.encode(ln) + [EOS]
         cut = int(len(stream) * 0.95)
+        self.train_lines = [ln for ln, s in zip(lines, starts) if s < cut]  # lines (partly) in the training stream
         self.train_stream = torch.tensor(stream[:cut])
         self.valid_stream = torch.tensor(stream[cut:])
         self.seq_len = seq_len
@@ -205,6 +228,11 @@ class LMTask(Task):
         self.max_len = max(seq_len, 128)
         self.description = (f"{source}: "
                             f"{len(stream)} tokens, BPE vocabulary of {self.tokenizer.vocab_size}, windows of {seq_len}")
+
+    def source_words(self) -> set[str]:
+        """The words of the training text (the lines of the training stream), lower-cased."""
+        from .coverage import words_of
+        return words_of(self.train_lines)
 
     def _windows(self, stream, starts):
         x = torch.stack([stream[s:s + self.seq_len] for s in starts])
@@ -302,6 +330,7 @@ class MLMTask(Task):
             lines, valid = lines[:cut], lines[cut:][:n_valid]
             source = "a user text file"
         self.tokenizer = tokenizer or Tokenizer.train(lines, "bpe", vocab_size)
+        self.train_lines = lines
         self.max_len = 128
         self.train_rows = [r[:self.max_len] for r in (self.tokenizer.encode(ln) for ln in lines) if r]
         self.valid_rows = [r[:self.max_len] for r in (self.tokenizer.encode(ln) for ln in valid) if r]
@@ -313,6 +342,11 @@ class MLMTask(Task):
         self.description = (f"{source}: {len(self.train_rows)} lines, {n_tok} tokens, BPE vocabulary of "
                             f"{self.tokenizer.vocab_size}; 15 % of tokens to predict (80 % [MASK], 10 % random, "
                             f"10 % unchanged); next-sentence prediction on {len(self.train_pairs)} sentence pairs")
+
+    def source_words(self) -> set[str]:
+        """The words of the training lines, lower-cased (the held-out lines do not count)."""
+        from .coverage import words_of
+        return words_of(self.train_lines)
 
     def _pairs(self, lines, across_lines: bool) -> tuple[list[tuple[list[int], list[int]]], list[list[int]]]:
         """(consecutive sentence pairs, every sentence), as token ids."""

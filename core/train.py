@@ -251,6 +251,8 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
     n_params = model.num_parameters()
     say(f"{cfg.task}: {n_params:,} parameters on {device}" + (f" × {dist.world} processes" if dist.active else ""))
 
+    known_words = []  # the training source text's words (words.json), collected at the first save
+
     def save_ckpt(step, metrics=None, final=False):
         if out is None:
             return
@@ -263,9 +265,13 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
         tensors = _opt_tensors(opt) | {"rng.torch": torch.get_rng_state()} | rng
         meta = {"task": cfg.task, "command": command_line(cfg), "step": step, "metrics": metrics or {}, "parameters": n_params}
         summary = _summary(step, metrics or {}) if final else None
+        if not known_words:
+            known_words.append(task.source_words())
         checkpoint.save(out, model, task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),
                         card=_card(cfg, summary, n_params, task.description) if summary else None,
-                        extra_files={STATE_WEIGHTS: save(tensors), STATE_JSON: json.dumps(st).encode()})
+                        extra_files={STATE_WEIGHTS: save(tensors), STATE_JSON: json.dumps(st).encode()},
+                        known_words=known_words[0],
+                        words_source=f"training source text of {cfg.task}: {task.description}")
 
     t0, tokens, last_loss, metrics = time.perf_counter(), 0, float("nan"), {}
     step = start

@@ -62,6 +62,19 @@ def test_minilm_round_trip_is_encoder_only(tmp_path):
     assert data["source_tokens"][0] == "[CLS]" and data["source_tokens"][-1] == "[SEP]"
 
 
+@pytest.mark.parametrize("model", ["en-fr", "lm"])
+def test_json_names_the_words_the_model_never_saw(model):
+    """``coverage``: the input's words that the model's training source text never held, in order, each once."""
+    src = "The animal didn't cross the Zorblax because zorblax was too blorptastic (3)."
+    p = inspect_cli("--model", model, "--src", src)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["coverage"] == {"unknown_words": ["zorblax", "blorptastic"], "known_share": 8 / 11}
+    assert any(n.startswith(f"Unknown to {model}: zorblax, blorptastic.") for n in data["notices"])
+    seed = json.loads(inspect_cli("--model", model, "--src", TEXT).stdout)
+    assert seed["coverage"] == {"unknown_words": [], "known_share": 1.0}
+
+
 @pytest.mark.parametrize("args, says", [
     (["--model", "en-fr", "--src", ""], "empty"),
     (["--model", "en-fr", "--src", "   "], "empty"),

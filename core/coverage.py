@@ -1,0 +1,149 @@
+"""Honest coverage: which words of a sentence a model never saw in training.
+
+A model trained on a small generated corpus turns every other sentence into confident nonsense. Pages
+and the inspect CLI say so: the words of the input that are not among the model's **known words** (the
+lower-cased words of its own training *source* text, saved beside the weights as ``words.json``) are named,
+and a translation of such a sentence is marked as outside what the model was trained on.
+
+One word splitter serves both sides (the training text and the user's sentence): :func:`words`, built on the
+corpus splitter ``core.data.translation.words`` — letter words only (numbers and punctuation are not counted),
+case-insensitive, an English contraction ("didn't") one word, a hyphenated word one word.
+
+Pure Python and torch; no streamlit.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from .data.translation import words as _split
+
+# special tokens a user may type (``[MASK]`` for a masked LM): not words of the sentence
+_SPECIAL_TEXT = re.compile(r"\[(?:PAD|UNK|BOS|EOS|MASK|CLS|SEP)\]", re.IGNORECASE)
+OUTSIDE = "outside what this model was trained on — not a translation"
+OUTSIDE_GENERIC = "outside what this model was trained on"
+BROAD_ENGLISH = "pre-trained on broad English"
+
+
+def words(text: str) -> list[str]:
+    """The lower-cased letter words of ``text``, in order (repeats kept)."""
+    text = _SPECIAL_TEXT.sub(" ", text or "")
+    return [w.lower() for w in _split(text) if w[:1].isalpha()]
+
+
+def words_of(texts: Iterable[str]) -> set[str]:
+    """Every word of every text: the known-word set of a training text."""
+    out: set[str] = set()
+    for t in texts:
+        out.update(words(t))
+    return out
+
+
+def coverage(text: str, known) -> dict:
+    """``{"unknown_words": [...], "known_share": float}`` of ``text`` against the set ``known``.
+
+    ``unknown_words`` are lower-cased, unique, in order of first appearance; ``known_share`` is the share of the
+    text's word occurrences that are known (1.0 for a text without words).
+    """
+    ws = words(text)
+    unknown = list(dict.fromkeys(w for w in ws if w not in known))
+    n_known = sum(w in known for w in ws)
+    return {"unknown_words": unknown, "known_share": n_known / len(ws) if ws else 1.0}
+
+
+def is_translation(ck) -> bool:
+    """A model trained to translate English (``en-fr``, ``en-de``, ``en-fr-tiny``, ...)."""
+    return str(ck.meta.get("task", "")).startswith("en-")
+
+
+def is_pretrained(ck) -> bool:
+    return ck.meta.get("task") == "pretrained"
+
+
+def model_name(ck) -> str:
+    """The short name pages use for a checkpoint."""
+    if ck.meta.get("name"):
+        return str(ck.meta["name"])
+    if is_pretrained(ck):
+        return "minilm" if "minilm" in str(ck.meta.get("package", "")).lower() else "this model"
+    return ck.path.name if ck.path is not None else "this model"
+
+
+_DERIVED: dict[tuple[str, str], frozenset | None] = {}
+_LOCK = threading.Lock()
+
+
+def _trained_on_user_text(meta: dict) -> bool:
+    return "--text" in str(meta.get("command", ""))
+
+
+def derive_known_words(ck) -> frozenset | None:
+    """Known words of a checkpoint without ``words.json``: the words of the training text of the task named in
+    its meta, rebuilt with its own tokenizer (``None`` when that text cannot be rebuilt)."""
+    from .tasks import make_task
+    task = ck.meta.get("task")
+    if not task or is_pretrained(ck) or _trained_on_user_text(ck.meta):
+        return None  # a user's text file is not kept with the model
+    try:
+        return frozenset(make_task(task, tokenizer=ck.tokenizer).source_words())
+    except (ValueError, OSError, NotImplementedError, AttributeError):
+        return None
+
+
+def known_words(ck) -> frozenset | None:
+    """The words a checkpoint's model saw in training: its ``words.json``, else derived once per checkpoint
+    folder from the task in its meta (see :func:`derive_known_words`). ``None`` for a pretrained model (its
+    vocabulary is checked piece by piece instead) or when the training text is unknown."""
+    if getattr(ck, "known_words", None) is not None:
+        return ck.known_words
+    if ck.path is None or is_pretrained(ck):
+        return None
+    key = (str(Path(ck.path).resolve()), str(ck.meta.get("task")))
+    with _LOCK:
+        if key not in _DERIVED:
+            _DERIVED[key] = derive_known_words(ck)
+        return _DERIVED[key]
+
+
+def _unk_coverage(text: str, tokenizer) -> dict:
+    """Pretrained WordPiece: a word is unknown when its tokenization holds ``[UNK]``."""
+    unk = getattr(tokenizer, "unk_id", None)
+    ws = words(text)
+    bad = {w for w in dict.fromkeys(ws) if unk is not None and unk in tokenizer.encode(w)}
+    return {"unknown_words": [w for w in dict.fromkeys(ws) if w in bad],
+            "known_share": sum(w not in bad for w in ws) / len(ws) if ws else 1.0}
+
+
+def for_checkpoint(ck, text: str) -> dict | None:
+    """:func:`coverage` of ``text`` for a checkpoint, or ``None`` when its known words cannot be told."""
+    if is_pretrained(ck):
+        return _unk_coverage(text, ck.tokenizer)
+    known = known_words(ck)
+    return None if known is None else coverage(text, known)
+
+
+def notice(ck, cov: dict | None, name: str | None = None) -> str | None:
+    """The sentence pages show when a text has unknown words (``None`` when it has none)."""
+    if not cov or not cov["unknown_words"]:
+        return None
+    name = name or model_name(ck)
+    unknown = cov["unknown_words"]
+    shown = ", ".join(unknown[:12]) + (f" and {len(unknown) - 12} more" if len(unknown) > 12 else "")
+    text = f"Unknown to {name}: {shown}."
+    if is_pretrained(ck):
+        return (text + f" This model was {BROAD_ENGLISH}, but its vocabulary has no pieces for "
+                f"{'this word' if len(unknown) == 1 else 'these words'} (read as [UNK]).")
+    text += (f" {'It' if len(unknown) == 1 else 'They'} never appeared in the text this model was trained on "
+             f"({cov['known_share']:.0%} of the words here did).")
+    if is_translation(ck):
+        text += f" The output below is {OUTSIDE}."
+    else:
+        text += f" What it computes for this sentence is {OUTSIDE_GENERIC}."
+    return text
+
+
+def outside_label(ck) -> str:
+    """How a page marks the output of a sentence with unknown words."""
+    return OUTSIDE if is_translation(ck) else OUTSIDE_GENERIC
