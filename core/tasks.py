@@ -10,6 +10,7 @@ uninterrupted one would have seen.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils.data import DistributedSampler
 
+from .batching import epoch_size, token_batches
 from .tokenizer import BOS, EOS, MASK, PAD, SPECIALS, Tokenizer
 
 SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"))]
@@ -135,6 +137,8 @@ class SyntheticTask(Task):
 class TranslationTask(Task):
     """English → French or German on the generated corpus; pronoun accuracy is the headline metric."""
 
+    batch_tokens: int | None = None  # set (make_task): batches by length of <= this many padded tokens a side
+
     def __init__(self, lang: str, tokenizer: Tokenizer | None = None, vocab_size: int = 1200):
         from .data import translation
         self.name, self.lang, self.data = f"en-{lang}", lang, translation
@@ -163,7 +167,49 @@ class TranslationTask(Task):
         return self._order[key][b * batch_size:(b + 1) * batch_size]
 
     def batch(self, step, batch_size, seed, rank=0, world=1):
-        return seq2seq_batch([self.train_ids[i] for i in self._indices(step, batch_size, seed, rank, world)])
+        """The step-th batch: ``batch_size`` pairs, or with ``batch_tokens`` set, the step-th of the epochs' token
+        batches (``batch_size`` unused)."""
+        pick = (self._token_indices(step, seed, rank, world) if self.batch_tokens
+                else self._indices(step, batch_size, seed, rank, world))
+        return seq2seq_batch([self.train_ids[i] for i in pick])
+
+    def token_lengths(self) -> list[int]:
+        """Each training pair's length for token batching: its wider side once padded, ``max(len(src) + 1,
+        len(tgt) + 1)`` (EOS on the source, BOS / EOS on the target), as fairseq counts ``--max-tokens``. A batch of
+        ``B`` pairs then pads to at most ``batch_tokens`` source slots and ``batch_tokens`` target slots."""
+        key = (id(self.train_ids), len(self.train_ids))
+        if getattr(self, "_lengths_key", None) != key:
+            self._lengths = [max(len(s), len(t)) + 1 for s, t in self.train_ids]
+            self._lengths_key = key
+        return self._lengths
+
+    def _token_epoch(self, step, seed, world) -> tuple[int, int]:
+        """(epoch, batch within it) of ``step``: epochs of token batches differ in length by a batch or two, so
+        the step is placed by the running total of the epochs before it (counted once, then cached)."""
+        key = (seed, world, self.batch_tokens, len(self.train_ids))
+        cache = getattr(self, "_token_ends", None)
+        if cache is None or cache[0] != key:
+            cache = self._token_ends = (key, [])
+        ends = cache[1]  # ends[e] = steps in epochs 0..e
+        while not ends or ends[-1] <= step:
+            n = epoch_size(self.token_lengths(), self.batch_tokens, seed, len(ends), world)
+            if n == 0:
+                raise ValueError(f"{len(self.train_ids)} training pairs make fewer token batches of "
+                                 f"{self.batch_tokens} than there are processes ({world})")
+            ends.append((ends[-1] if ends else 0) + n)
+        epoch = bisect.bisect_right(ends, step)
+        return epoch, step - (ends[epoch - 1] if epoch else 0)
+
+    def _token_indices(self, step, seed, rank, world):
+        """The step-th batch of :func:`core.batching.token_batches` over the epochs: a pure function of
+        (seed, step, rank, world, batch_tokens)."""
+        epoch, b = self._token_epoch(step, seed, world)
+        key = (epoch, seed, rank, world, self.batch_tokens, len(self.train_ids))
+        cached = getattr(self, "_token_order", None)
+        if cached is None or cached[0] != key:
+            cached = self._token_order = (key, token_batches(self.token_lengths(), self.batch_tokens, seed, epoch,
+                                                             rank, world))
+        return cached[1][b]
 
     def evaluate(self, model, n=300, split="test"):
         from .decoding import greedy_batch
@@ -412,11 +458,18 @@ class MLMTask(Task):
 
 
 def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
-              tokenizer: Tokenizer | None = None) -> Task:
+              tokenizer: Tokenizer | None = None, batch_tokens: int | None = None) -> Task:
+    """``batch_tokens``: a translation task's batches by length, sized in padded tokens (``core.batching``)."""
+    if batch_tokens is not None and name not in TRANSLATION:
+        raise ValueError(f"--batch-tokens needs a translation task ({', '.join(TRANSLATION)}), not {name!r}")
+    if batch_tokens is not None and batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
     if name in SYNTHETIC:
         return SyntheticTask(name, max_len=seq_len or 12, tokenizer=tokenizer)
     if name in TRANSLATION:
-        return TranslationTask(name.split("-")[1], tokenizer=tokenizer)
+        task = TranslationTask(name.split("-")[1], tokenizer=tokenizer)
+        task.batch_tokens = batch_tokens
+        return task
     if name == "lm":
         return LMTask(text, seq_len=seq_len or 64, tokenizer=tokenizer)
     if name == "mlm":

@@ -53,6 +53,7 @@ class TrainConfig:
     window: int | None = None
     # optimisation
     batch_size: int = 64
+    batch_tokens: int | None = None  # translation: batches by length of <= N padded tokens a side (batch_size unused)
     schedule: str = "noam"  # noam (the paper) | cosine | constant
     lr: float = 1.0  # noam: multiplier of the paper's formula; cosine/constant: peak learning rate
     warmup: int = 200
@@ -77,6 +78,8 @@ class TrainConfig:
             raise ValueError("steps must be >= 1")
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if self.batch_tokens is not None and self.batch_tokens < 1:
+            raise ValueError("batch_tokens must be >= 1")
         if self.schedule not in ("noam", "cosine", "constant"):
             raise ValueError(f"unknown schedule {self.schedule!r}; choose noam, cosine or constant")
         if self.lr <= 0 or self.warmup < 0 or self.clip < 0 or not 0 <= self.label_smoothing < 1:
@@ -224,14 +227,16 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
         resumed = checkpoint.load(out, device)
         state = json.loads((out / STATE_JSON).read_text())
         saved = state["train_config"]
-        changed = [k for k in MODEL_KEYS + ("task", "seed", "batch_size") if saved.get(k) != getattr(cfg, k)]
+        changed = [k for k in MODEL_KEYS + ("task", "seed", "batch_size", "batch_tokens")
+                   if saved.get(k) != getattr(cfg, k)]
         if changed:
             raise ValueError(f"cannot resume: {', '.join(changed)} differ from the run in {out}")
     text = None
     if cfg.text:
         from .data.lm import load_text
         text = load_text(cfg.text)
-    task = make_task(cfg.task, text=text, seq_len=cfg.seq_len, tokenizer=resumed.tokenizer if resumed else None)
+    task = make_task(cfg.task, text=text, seq_len=cfg.seq_len, tokenizer=resumed.tokenizer if resumed else None,
+                     batch_tokens=cfg.batch_tokens)
     torch.manual_seed(cfg.seed)
     model = resumed.model.train() if resumed else Transformer(model_config(cfg, task)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9, weight_decay=cfg.weight_decay,
@@ -341,7 +346,7 @@ def parse_args(argv=None) -> TrainConfig:
         default = getattr(defaults, f.name)
         if isinstance(default, bool):
             p.add_argument(flag, action="store_true")
-        elif f.name in ("kv_heads", "window", "seq_len", "threads"):
+        elif f.name in ("kv_heads", "window", "seq_len", "threads", "batch_tokens"):
             p.add_argument(flag, type=int, default=default)
         elif f.name == "max_seconds":
             p.add_argument(flag, type=float, default=default)
