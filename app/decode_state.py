@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app import coverage_view
+from core import coverage
 from core.decoding import beam_search, generate
-from core.runner import trace_ids, vocabulary_notices
+from core.runner import coverage_notices, trace_ids
 from core.tokenizer import BOS, EOS
 
 
@@ -14,15 +16,16 @@ def _decode(name, text, method, temperature, top_k, top_p, beams, seed):
     ck = load_model(name)
     ids = ck.tokenizer.encode(text)
     limit = ck.model.cfg.max_len - (1 if ck.model.cfg.kind == "encoder-decoder" else 2)
-    notices = vocabulary_notices(ck.tokenizer, text)
+    cov, notices = coverage_notices(ck, text, name)
     if len(ids) > limit:
         notices.append(f"The text has {len(ids)} tokens; this model reads at most {limit} here, so it was cut "
                        f"after token {limit}.")
     src = ids[:limit]
     args = dict(src=src + [EOS]) if ck.model.cfg.kind == "encoder-decoder" else dict(prompt=src)
     args["notices"] = notices
+    args["outside"] = coverage.outside_label(ck) if cov and cov["unknown_words"] else ""
     max_new = 40 if ck.model.cfg.kind == "decoder-only" else ck.model.cfg.max_len
-    inputs = {k: v for k, v in args.items() if k != "notices"}
+    inputs = {k: v for k, v in args.items() if k not in ("notices", "outside")}
     if method == "beam":
         return args, beam_search(ck.model, beams=beams, max_new=max_new, **inputs)
     return args, generate(ck.model, method=method, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
@@ -47,8 +50,7 @@ def decode_panel(view, figures) -> None:
     except ValueError as e:
         st.info(str(e))
         return
-    for note in args["notices"]:
-        st.warning(note)
+    coverage_view.notices(args["notices"])
     key = (view.name, view.text, method, beams, temperature, top_k, top_p, seed)
     if st.session_state.get("decode_key") != key:
         st.session_state["decode_key"], st.session_state["decode_n"] = key, 0
@@ -71,7 +73,7 @@ def decode_panel(view, figures) -> None:
     if method == "beam":
         chosen_ids = [t for t in result.beams[n - 1][0].ids if t != EOS] if result.beams[n - 1] else chosen_ids
     so_far = tok.decode(chosen_ids)
-    st.markdown(f"**Output so far:** {figures.label(so_far) or '∅'}")
+    coverage_view.output("Output so far", so_far, args["outside"])
     names = [tok.display([i])[0] for i, _ in step.top]
     chosen_pos = next((i for i, (t, _) in enumerate(step.top) if t == step.chosen), None)
     st.plotly_chart(figures.bars([p for _, p in step.top], names, title=f"Step {n}: top candidates "
@@ -91,5 +93,7 @@ def decode_panel(view, figures) -> None:
     st.plotly_chart(figures.bars(row, keys, title=f"{'Cross' if kind == 'cross' else 'Self'}-attention of this step "
                                  f"(layer {layer}, mean over heads)", y_title="weight", present=view.present,
                                  dark=view.dark, highlight=int(row.argmax())), key="row")
-    if n == total:
-        st.success(f"Finished: {figures.label(tok.decode(result.ids))}")
+    if n == total and args["outside"]:
+        coverage_view.output("Finished", tok.decode(result.ids), args["outside"])
+    elif n == total:
+        st.success(f"Finished: {coverage_view.md_text(tok.decode(result.ids))}")

@@ -55,6 +55,17 @@ class Context:
         return {"present": self.present, "dark": self.dark}
 
 
+def outside_note(c: Context) -> str:
+    """What the lesson says about a sentence with words its model never saw (``""`` when it has none)."""
+    r = c.run
+    if not r.outside:
+        return ""
+    words = ", ".join(r.coverage["unknown_words"][:12])
+    return (f"This sentence is outside what {c.name} was trained on (unknown to {c.name}: {words}). The steps "
+            "still show how the transformer computes, but its output is not a translation, and the attention "
+            "patterns say nothing about what the sentence means.")
+
+
 def _tok(tokens):
     return [figures.label(t) for t in tokens]
 
@@ -227,7 +238,9 @@ def output_step(c: Context) -> Step:
                                    title="Step 1: softmax over the whole vocabulary (top 10 shown)",
                                    y_title="probability", highlight=0, **c.style())),
               ("table", rows),
-              ("md", f"**Translation:** {figures.label(tok.decode(res.ids))}")]
+              ("md", f"**Translation:** {figures.label(tok.decode(res.ids))}" if not r.outside else
+               f"**Output** — **{r.outside_label}** (unknown to {c.name}: "
+               f"{', '.join(r.coverage['unknown_words'][:12])}): {figures.label(tok.decode(res.ids))}")]
     demos = [("en-de", ["I am happy."]), ("en-fr", ["The animal didn't cross the street because it was too tired.",
                                                     "The animal didn't cross the street because it was too wide."])]
     for model, sentences in demos:
@@ -251,12 +264,16 @@ def payoff_step(c: Context) -> Step:
     lks = [coref_view.links_for(c.name, it, kind) for it in pair]
     title = "9 · The payoff: what does “it” refer to?"
     source = f"{SOURCES['cse589']}, fig. 9 (“it” → animal / street)"
+    instead = ([("md", f"Your sentence is outside what {c.name} was trained on (unknown to {c.name}: "
+                       f"{', '.join(c.run.coverage['unknown_words'][:12])}), so its heads would say nothing "
+                       f"meaningful about it: this step uses a pair the model knows, “{figures.label(pair[0].text)}” "
+                       f"/ “{figures.label(pair[1].text)}”.")] if c.run.outside else [])
     if lks[0] is None or lks[1] is None:
         return Step(title, "This model does not see “it” and both nouns as tokens of these sentences.", source)
     cands = pair[0].candidates
     resolving = coref.resolving_heads(lks, list(pair))
-    blocks = [("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.label(it.text),
-                                             resolving=resolving, **c.style())) for it, lk in zip(pair, lks)]
+    blocks = instead + [("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.label(it.text),
+                                                       resolving=resolving, **c.style())) for it, lk in zip(pair, lks)]
     board = coref_view.scoreboard(c.name, kind)
     k_off, off = coref_view.fewest_heads_to_change(c.name, list(pair), kind)
     effect = coref_view.ablation_effect(c.name, list(pair), off)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app import coverage_view
 from core import checkpoint, registry
 from core.runner import Run, run
 
@@ -205,6 +206,5 @@ def current_run(view: View, **kw) -> Run | None:
     except ValueError as e:
         st.info(str(e))
         return None
-    for note in result.notices:
-        st.warning(note)
+    coverage_view.notices(result.notices)  # unknown words named; shown as text
     return result

@@ -8,11 +8,12 @@ import streamlit as st
 import torch
 
 from app.shell import load_model
+from core import coverage
 from core import heads as H
 from core import speculative as S
 from core.checkpoint import Checkpoint
 from core.decoding import generate
-from core.runner import run
+from core.runner import coverage_notices, run
 
 EVAL_N = 32  # evaluation sentences / windows: small enough for a page, large enough to rank heads
 
@@ -53,7 +54,8 @@ def gqa_model(name: str, g: int) -> Checkpoint:
     ck = load_model(name)
     if ck.model.cfg.kv_heads != ck.model.cfg.n_heads or g == ck.model.cfg.n_heads:
         return ck
-    return Checkpoint(H.to_gqa(ck.model, g), ck.tokenizer, dict(ck.meta), None)
+    return Checkpoint(H.to_gqa(ck.model, g), ck.tokenizer, dict(ck.meta) | {"name": name}, None,
+                      coverage.known_words(ck))  # the converted model read the same training text
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -79,13 +81,15 @@ def speculative(name: str, text: str, k: int, max_new: int) -> dict:
     prompt = ck.tokenizer.encode(text)[: ck.model.cfg.max_len - 2]
     res = S.speculative_generate(ck.model, draft(name), prompt=prompt, k=k, max_new=max_new)
     greedy = generate(ck.model, prompt=prompt, max_new=max_new).ids
+    cov, notices = coverage_notices(ck, text, name)
     show = ck.tokenizer.display
     steps = [{"proposed": show(s.proposed) if s.proposed else [], "accepted": s.accepted,
               "target": None if s.target_token is None else show([s.target_token])[0],
               "target_choice": show(s.target_choice) if s.target_choice else []} for s in res.steps]
     return {"ids": res.ids, "greedy": greedy, "text": ck.tokenizer.decode(res.ids), "steps": steps,
             "target_passes": res.target_passes, "draft_passes": res.draft_passes, "proposed": res.proposed,
-            "accepted": res.accepted, "rate": res.acceptance_rate, "greedy_passes": len(greedy) + 1}
+            "accepted": res.accepted, "rate": res.acceptance_rate, "greedy_passes": len(greedy) + 1,
+            "notices": notices, "outside": coverage.outside_label(ck) if cov and cov["unknown_words"] else ""}
 
 
 def timing(name: str, text: str, k: int, max_new: int, repeats: int = 3) -> dict:

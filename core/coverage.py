@@ -138,7 +138,7 @@ def notice(ck, cov: dict | None, name: str | None = None) -> str | None:
     text += (f" {'It' if len(unknown) == 1 else 'They'} never appeared in the text this model was trained on "
              f"({cov['known_share']:.0%} of the words here did).")
     if is_translation(ck):
-        text += f" The output below is {OUTSIDE}."
+        text += f" Its output for this sentence is {OUTSIDE}."
     else:
         text += f" What it computes for this sentence is {OUTSIDE_GENERIC}."
     return text

@@ -1,7 +1,7 @@
 """Attention explorer: every head's map for encoder self, decoder self and cross attention."""
 import streamlit as st
 
-from app import export, figures
+from app import coverage_view, export, figures
 from app.shell import current_run, sync_url, url_int
 from core.analysis import rollout, top_k_only
 
@@ -11,7 +11,7 @@ res = current_run(view) if view else None
 if res is None:
     st.stop()
 if res.output:
-    st.markdown(f"**Model output:** {figures.label(res.output)}")
+    coverage_view.output("Model output", res.output, res.outside_label)
 
 kinds = res.trace.kinds()
 names = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention (masked)", "cross": "Cross-attention"}

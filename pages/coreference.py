@@ -2,9 +2,10 @@
 import streamlit as st
 
 from app import coref_view as cv
+from app import coverage_view
 from app.figures import label
 from app.shell import load_model, models
-from core import coref
+from core import coref, coverage
 
 st.title("Coreference probe")
 st.markdown("“The animal didn't cross the street because **it** was too *tired*” — *it* is the animal. "
@@ -17,6 +18,14 @@ pairs = cv.probe_items()
 choice = st.selectbox("Minimal pair", range(len(pairs)), format_func=lambda i: f"{pairs[i][0].text} / …{pairs[i][1].text.split()[-1]}")
 a = st.text_input("Sentence A", pairs[choice][0].text, key=f"coref_a_{choice}")
 b = st.text_input("Sentence B", pairs[choice][1].text, key=f"coref_b_{choice}")
+unknown = [w for s in (a, b) for w in (coverage.for_checkpoint(view.ck, s) or {}).get("unknown_words", [])]
+if unknown:
+    coverage_view.notices([f"Unknown to {view.name}: {', '.join(dict.fromkeys(unknown))}. These sentences are "
+                           f"outside what {view.name} was trained on, so which noun its heads link “it” to would "
+                           "mean nothing here" + (" (and its output would not be a translation)"
+                                                  if coverage.is_translation(view.ck) else "")
+                           + ". Pick a minimal pair above, or write sentences in words this model knows."])
+    st.stop()
 items = [cv.item_for(a), cv.item_for(b)]
 if None in items or items[0].candidates != items[1].candidates:
     st.warning("These sentences are outside the built-in grammar, so the antecedent cannot be read off automatically. "

@@ -1,7 +1,7 @@
 """Layer outputs: the residual stream after every sublayer, FFN neurons, the logit lens and head ablation."""
 import streamlit as st
 
-from app import figures
+from app import coverage_view, figures
 from app.inspect_state import translation_ablated
 from app.shell import current_run
 from core import inspection as ins
@@ -85,10 +85,12 @@ c1.metric("Top token, all heads", tok.display([cmp["top_a"]])[0])
 c2.metric("Top token, heads off", tok.display([cmp["top_b"]])[0])
 c3.metric("Total variation distance", f"{cmp['tv']:.3g}")
 if model.cfg.kind == "encoder-decoder":
-    st.markdown(f"**Translation, all heads:** {figures.label(res.output)}  \n**Translation with these heads off** (greedy, "
-                f"re-decoded): {figures.label(translation_ablated(view.name, tuple(res.src_ids), tuple(sorted(chosen))))}")
+    coverage_view.output("Translation, all heads", res.output, res.outside_label)
+    coverage_view.output("Translation with these heads off (greedy, re-decoded)",
+                         translation_ablated(view.name, tuple(res.src_ids), tuple(sorted(chosen))), res.outside_label)
 elif model.cfg.kind == "decoder-only":
-    st.markdown(f"**Next token, all heads:** {figures.label(res.output)} · **heads off:** {figures.label(ablated.output)}")
+    coverage_view.output("Next token, all heads", res.output, res.outside_label)
+    coverage_view.output("Next token, heads off", ablated.output, res.outside_label)
 st.plotly_chart(figures.grouped_bars({"all heads": cmp["a"], "heads off": cmp["b"]}, tok.display(cmp["ids"]),
                                      y_title="probability", title=f"Position {pos}: probabilities with and without "
                                      f"{len(chosen)} head(s)", **P), key="ablation")

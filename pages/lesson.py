@@ -1,7 +1,7 @@
 """A guided lesson for classrooms: the class's sentence through the whole transformer, one step per screen."""
 import streamlit as st
 
-from app import lesson
+from app import coverage_view, lesson
 from app.shell import models, sync_url, url_int
 
 st.title("Lesson: one sentence through the transformer")
@@ -21,6 +21,8 @@ try:
 except ValueError as e:
     st.info(str(e))
     st.stop()
+if ctx.run.outside:
+    coverage_view.notices([lesson.outside_note(ctx)])
 
 n = len(lesson.STEPS)
 if "lesson_step" not in st.session_state:

@@ -4,12 +4,12 @@ pre-trained encoder against a random start, and ask whether sentence B follows s
 import streamlit as st
 import torch
 
-from app import figures
+from app import coverage_view, figures
 from app import mlm_view as mv
 from app.shell import PRESETS, load_model
-from core import mlm
+from core import coverage, mlm
 from core.finetune import LABELS
-from core.runner import vocabulary_notices
+from core.runner import coverage_notices
 from core.tokenizer import MASK
 
 st.title("Masked language model (BERT)")
@@ -48,8 +48,8 @@ def fill_in_the_blank():
     if not ids:
         st.warning("Type a sentence first: the text is empty.")
         return
-    for note in vocabulary_notices(tok, mlm.MASK_TEXT.sub(" ", text)):
-        st.info(note)
+    cov, notes = coverage_notices(ck, mlm.MASK_TEXT.sub(" ", text), name)
+    coverage_view.notices(notes)
     shown = tok.display(ids)
     hide = st.multiselect("…or hide words of it", [i for i, t in enumerate(ids) if t != MASK],
                           format_func=lambda i: f"{i}: {shown[i]}", key=f"mlm_hide_{hash(tuple(ids))}")
@@ -65,7 +65,8 @@ def fill_in_the_blank():
         return
     tokens = tok.display(ids)
     st.markdown("**Model input:** " + " ".join(f"`{figures.label(t)}`" for t in tokens))
-    st.markdown("**Best guess for every mask at once:** " + figures.label(tok.decode(res.best())))
+    coverage_view.output("Best guess for every mask at once", tok.decode(res.best()),
+                         coverage.outside_label(ck) if cov and cov["unknown_words"] else "")
     if len(res.fills) > 8:
         st.caption(f"{len(res.fills)} masks; the first 8 are charted.")
     cols = st.columns(min(2, len(res.fills)))

@@ -1,7 +1,7 @@
 """Head importance & pruning, multi-query / grouped-query attention savings, speculative decoding."""
 import streamlit as st
 
-from app import figures
+from app import coverage_view, figures
 from app import variants_view as V
 from app.shell import load_model
 
@@ -72,6 +72,7 @@ except ValueError as e:
     gres = None
     st.info(str(e))
 if gres is not None:
+    coverage_view.notices(gres.notices)
     kind = "encoder" if "encoder" in gres.trace.kinds() else "decoder"
     layer = st.selectbox("Layer", range(gres.trace.n_layers(kind)), key="gqa_layer")
     weights = gres.trace.attention(kind, layer)[0]
@@ -116,7 +117,9 @@ if spec["ids"] == spec["greedy"]:
     st.success("Output identical to the target's greedy decoding ✓")
 else:
     st.error("Output differs from greedy decoding")
-st.markdown(f"**Prompt:** {text}  \n**Continuation:** {spec['text']}")
+coverage_view.notices(spec["notices"])
+coverage_view.output("Prompt", text)
+coverage_view.output("Continuation", spec["text"], spec["outside"])
 st.plotly_chart(figures.grouped_bars({"proposed": [len(s["proposed"]) for s in spec["steps"]],
                                       "accepted": [s["accepted"] for s in spec["steps"]]},
                                      [f"step {i + 1}" for i in range(len(spec["steps"]))],

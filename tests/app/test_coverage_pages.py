@@ -1,0 +1,66 @@
+"""AppTest: pages name the words a model never saw and mark its output instead of presenting it as a translation.
+
+The unknown words are made up ("zorblax", "blorptastic"), so no training corpus, small or broad, holds them."""
+import pytest
+
+from apptest import open_page
+
+from app.coverage_view import md_text
+from core.coverage import OUTSIDE
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+OUT = "The animal didn't cross the zorblax because it was too blorptastic."
+SEED = "The animal didn't cross the street because it was too tired."
+
+
+def warnings(at) -> list[str]:
+    return [w.value for w in at.warning]
+
+
+def unknown_named(at, model="en-fr") -> bool:
+    return any(w.startswith(md_text(f"Unknown to {model}: zorblax, blorptastic.")) for w in warnings(at))
+
+
+def test_attention_page_names_unknown_words_and_marks_the_output():
+    at = open_page("attention.py", "en-fr", text=OUT)
+    assert unknown_named(at), warnings(at)
+    [out] = [m.value for m in at.markdown if m.value.startswith("**Model output")]
+    assert out.startswith(f"**Model output** — :red[**{OUTSIDE}**]: ")
+    at.sidebar.text_area(key="text").set_value(SEED).run()
+    assert not any("Unknown to" in w for w in warnings(at))
+    [out] = [m.value for m in at.markdown if m.value.startswith("**Model output")]
+    assert out.startswith("**Model output:** ") and OUTSIDE not in out
+
+
+def test_what_a_user_typed_is_shown_as_text_not_markdown():
+    at = open_page("attention.py", "en-fr", text="The **zorblax** saw [a link](http://x) <b>it</b>.")
+    note = next(w for w in warnings(at) if w.startswith("Unknown to en\\-fr"))
+    assert "zorblax" in note and "\\*" not in note  # letter words only: the word, not its stars
+    unk = next(w for w in warnings(at) if "[UNK]" in w.replace("\\", ""))
+    assert "\\*" in unk and "\\[" in unk and "\\<" in unk and "<b>" not in unk  # escaped, drawn as typed
+
+
+def test_decode_page_names_unknown_words_and_marks_the_output():
+    at = open_page("decode.py", "en-fr", text=OUT)
+    assert unknown_named(at), warnings(at)
+    at.button[1].click().run()  # run to end
+    marked = [m.value for m in at.markdown if m.value.startswith("**Output so far** — :red[")]
+    assert marked and OUTSIDE in marked[0]
+    assert not at.success  # no "Finished" presented as a translation
+
+
+def test_coreference_page_says_the_sentence_is_outside_instead_of_probing_it():
+    at = open_page("coreference.py", "en-fr", timeout=180)
+    at.text_input[0].set_value(OUT).run()
+    assert any("Unknown to en-fr: zorblax, blorptastic" in w.replace("\\", "") and "mean nothing" in w
+               for w in warnings(at)), warnings(at)
+    assert not at.get("plotly_chart")  # no grid presented as meaningful
+
+
+def test_lesson_says_the_sentence_is_outside_what_the_model_knows():
+    at = open_page("lesson.py", "en-fr", text=OUT)
+    assert any("outside what en-fr was trained on" in w.replace("\\", "") for w in warnings(at)), warnings(at)
+    at.session_state["lesson_step"] = 7  # step 8: the output
+    at.run()
+    assert any(OUTSIDE in m.value and "zorblax" in m.value for m in at.markdown)
