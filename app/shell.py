@@ -13,12 +13,19 @@ from app import coverage_view
 from core import checkpoint, registry
 from core.runner import Run, run
 
+_BROAD = ["The animal didn't cross the street because it was too tired.",
+          "The animal didn't cross the street because it was too wide.",
+          "The trophy doesn't fit in the suitcase because it is too big.",
+          "The trophy doesn't fit in the suitcase because it is too small.",
+          "My sister bought a new car because it was cheap.",
+          "The cat saw the bowl. It was empty."]
 PRESETS = {
-    "en-fr": ["The animal didn't cross the street because it was too tired.",
-              "The animal didn't cross the street because it was too wide.",
-              "I am happy.", "The dog is tired."],
-    "en-de": ["I am happy.", "The animal didn't cross the street because it was too tired.",
-              "The animal didn't cross the street because it was too wide."],
+    "en-fr": _BROAD, "en-de": _BROAD,
+    "en-fr-tiny": ["The animal didn't cross the street because it was too tired.",
+                   "The animal didn't cross the street because it was too wide.",
+                   "I am happy.", "The dog is tired."],
+    "en-de-tiny": ["I am happy.", "The animal didn't cross the street because it was too tired.",
+                   "The animal didn't cross the street because it was too wide."],
     "lm": ["The dog was hungry.", "The animal didn't cross the street because it", "The cat"],
     "mlm": ["The [MASK] was muddy. A dog came to the garden.",
             "The animal didn't cross the street because [MASK] was too wide.",
@@ -60,7 +67,7 @@ def traced(name: str, text: str, tgt: str | None, ablate: tuple = (), layers: tu
     return run(ck, text, tgt, ablate=heads or None, layers=layers)
 
 
-ORDER = ["en-fr", "en-de", "lm", "mlm", "minilm", "reverse", "copy"]
+ORDER = ["en-fr", "en-de", "lm", "mlm", "minilm", "en-fr-tiny", "en-de-tiny", "reverse", "copy"]
 
 
 def models() -> list[str]:

@@ -23,7 +23,7 @@ from .tokenizer import BOS, EOS, MASK, PAD, SPECIALS, Tokenizer
 
 SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"))]
 SYNTHETIC = ("copy", "reverse", "sort")
-TRANSLATION = ("en-fr", "en-de")
+TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")  # broad corpus; the 98-word grammar
 TASKS = SYNTHETIC + TRANSLATION + ("lm", "mlm")
 TEXT_TASKS = ("lm", "mlm")  # can train on a user's text file
 SIMPLE_REPEAT = 12
@@ -139,20 +139,34 @@ class TranslationTask(Task):
 
     batch_tokens: int | None = None  # set (make_task): batches by length of <= this many padded tokens a side
 
-    def __init__(self, lang: str, tokenizer: Tokenizer | None = None, vocab_size: int = 1200):
-        from .data import translation
-        self.name, self.lang, self.data = f"en-{lang}", lang, translation
-        train = translation.generate(lang, "train")
-        self.tokenizer = tokenizer or Tokenizer.train([p.src for p in train] + [p.tgt for p in train], "bpe", vocab_size)
-        # Simple sentences ("I am happy.") are ~1 % of the corpus; repeat them so the model learns them too.
-        pool = train + [p for p in train if p.frame == "simple"] * (SIMPLE_REPEAT - 1)
-        self.train_ids = [(self.tokenizer.encode(p.src), self.tokenizer.encode(p.tgt)) for p in pool]
+    def __init__(self, name: str, tokenizer: Tokenizer | None = None, vocab_size: int | None = None):
+        from .data import corpus_for, lang_of
+        self.name, self.lang, self.data = name, lang_of(name), corpus_for(name)
+        lang, tiny = self.lang, name.endswith("-tiny")
+        train = self.data.generate(lang, "train")
+        self.train_pairs_text = [(p.src, p.tgt) for p in train]
+        if tokenizer is None:
+            # the tokenizer is trained on a fixed sample, so its merges do not depend on the training seed
+            sample = train if tiny else self.data.generate(lang, "train", n=60_000, seed=0)
+            tokenizer = Tokenizer.train([p.src for p in sample] + [p.tgt for p in sample], "bpe",
+                                        vocab_size or (1200 if tiny else 8000))
+        self.tokenizer = tokenizer
+        # Tiny corpus: simple sentences ("I am happy.") are ~1 % of it; repeat them so the model learns them too.
+        pool = train + ([p for p in train if p.frame == "simple"] * (SIMPLE_REPEAT - 1) if tiny else [])
+        self.train_ids = list(zip(self.tokenizer.encode_batch([p.src for p in pool]),
+                                  self.tokenizer.encode_batch([p.tgt for p in pool])))
         self.max_len = max(max(len(s), len(t)) for s, t in self.train_ids) + 8
         self._order: dict[tuple, list[int]] = {}
-        self.description = (f"core.data.translation: {len(train)} generated English→{lang} training pairs, simple "
-                            f"sentences repeated ×{SIMPLE_REPEAT} (coreference frames; held-out noun–adjective–frame "
-                            "combinations); BPE vocabulary "
-                            f"of {self.tokenizer.vocab_size}")
+        if tiny:
+            self.description = (f"core.data.translation: {len(train)} generated English→{lang} training pairs, simple "
+                                f"sentences repeated ×{SIMPLE_REPEAT} (coreference frames; held-out noun–adjective–frame "
+                                f"combinations); BPE vocabulary of {self.tokenizer.vocab_size}")
+        else:
+            lex = self.data.lexicon()
+            self.description = (f"core.data.broad: {len(train)} generated English→{lang} training pairs in "
+                                f"{len(self.data.FRAMES)} frames over a dictionary lexicon ({len(lex.nouns)} nouns, "
+                                f"{len(lex.adjectives)} adjectives, {len(lex.verbs)} verbs; core/data/LEXICON.md); "
+                                f"held-out combinations and held-out nouns; BPE vocabulary of {self.tokenizer.vocab_size}")
 
     def _indices(self, step, batch_size, seed, rank, world):
         """Epochs of a ``DistributedSampler`` over the training pairs, cut into batches by step."""
@@ -211,16 +225,20 @@ class TranslationTask(Task):
                                                              rank, world))
         return cached[1][b]
 
-    def evaluate(self, model, n=300, split="test"):
-        from .decoding import greedy_batch
+    def evaluate(self, model, n=300, split="valid"):
+        """Greedy translations of ``n`` pairs of ``split`` scored against the references. Training reads the
+        valid split only; the test and held-out-noun splits are read once, for the card (:func:`heldout_metrics`)."""
         pairs = self.data.generate(self.lang, split, n=n, seed=7)
+        return translation_metrics(pairs, self.translate(model, [p.src for p in pairs]), self.lang, self.data)
+
+    def translate(self, model, sources: list[str]) -> list[str]:
+        from .decoding import greedy_batch
         device = model.embed.tokens.weight.device
         hyps = []
-        for i in range(0, len(pairs), 100):
-            chunk = pairs[i:i + 100]
-            src = pad_rows([self.tokenizer.encode(p.src) + [EOS] for p in chunk]).to(device)
+        for i in range(0, len(sources), 100):
+            src = pad_rows([ids + [EOS] for ids in self.tokenizer.encode_batch(sources[i:i + 100])]).to(device)
             hyps += [self.tokenizer.decode(o) for o in greedy_batch(model, src, max_new=self.max_len)]
-        return translation_metrics(pairs, hyps, self.lang, self.data)
+        return hyps
 
     def source_words(self) -> set[str]:
         """The words of the training SOURCE (English) sentences, lower-cased: what the model learned to read. Words
@@ -235,11 +253,36 @@ class TranslationTask(Task):
         return words_of(p[0] if isinstance(p, (tuple, list)) else p.src for p in pairs)
 
 
-def translation_metrics(pairs, hyps, lang, data) -> dict:
+def translation_metrics(pairs, hyps, lang, data, bleu: bool = False) -> dict:
+    """Exact match, pronoun accuracy (the pronoun that stands for "it" / "they", found by ``data.pronoun_of``) and,
+    with ``bleu``, corpus BLEU (sacrebleu, its default 13a tokenisation) against the references."""
     exact = sum(h == p.tgt for h, p in zip(hyps, pairs)) / len(pairs)
     with_pron = [(h, p) for h, p in zip(hyps, pairs) if p.tgt_pronoun]
     pron = sum(data.pronoun_of(h, lang) == p.tgt_pronoun for h, p in with_pron) / max(1, len(with_pron))
-    return {"exact_match": exact, "pronoun_accuracy": pron, "n": len(pairs), "n_pronoun": len(with_pron)}
+    out = {"exact_match": exact, "pronoun_accuracy": pron, "n": len(pairs), "n_pronoun": len(with_pron)}
+    if bleu:
+        import sacrebleu
+        out["bleu"] = round(sacrebleu.corpus_bleu(list(hyps), [[p.tgt for p in pairs]]).score, 4)
+    return out
+
+
+def broad_heldout_metrics(task: "TranslationTask", model, known_words=None) -> dict:
+    """A broad translator's card: the test split (exact match, pronoun accuracy, BLEU), the held-out-noun split
+    (coreference sentences on nouns no training coreference sentence used), and the hand-written Winograd-style
+    set in ``tests/data/winograd.tsv`` (pronoun accuracy, unknown-word rate). Flat keys, so a test can compare each."""
+    from pathlib import Path
+    test = task.data.generate(task.lang, "test", seed=7)
+    out = translation_metrics(test, task.translate(model, [p.src for p in test]), task.lang, task.data, bleu=True)
+    held = [p for p in task.data.generate(task.lang, "heldout", seed=7) if p.tgt_pronoun]
+    m = translation_metrics(held, task.translate(model, [p.src for p in held]), task.lang, task.data)
+    out.update(heldout_noun_pronoun_accuracy=m["pronoun_accuracy"], heldout_noun_exact_match=m["exact_match"],
+               heldout_noun_n=m["n"])
+    path = Path(__file__).resolve().parent.parent / "tests" / "data" / "winograd.tsv"
+    if path.exists():
+        from .data.winograd import load, score
+        out.update(score(load(path), task.lang, task.translate(model, [r.en for r in load(path)]), task.data,
+                         known_words))
+    return out
 
 
 class LMTask(Task):
@@ -467,7 +510,7 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
     if name in SYNTHETIC:
         return SyntheticTask(name, max_len=seq_len or 12, tokenizer=tokenizer)
     if name in TRANSLATION:
-        task = TranslationTask(name.split("-")[1], tokenizer=tokenizer)
+        task = TranslationTask(name, tokenizer=tokenizer)
         task.batch_tokens = batch_tokens
         return task
     if name == "lm":
@@ -486,8 +529,10 @@ def heldout_metrics(ck) -> dict:
     """
     task_name = ck.meta.get("task", "")
     if task_name in TRANSLATION:
-        task = TranslationTask(task_name.split("-")[1], tokenizer=ck.tokenizer)
-        return task.evaluate(ck.model, n=None)
+        task = TranslationTask(task_name, tokenizer=ck.tokenizer)
+        if task_name.endswith("-tiny"):
+            return task.evaluate(ck.model, n=None, split="test")
+        return broad_heldout_metrics(task, ck.model, getattr(ck, "known_words", None))
     if task_name in SYNTHETIC:
         cfg_len = ck.model.cfg.max_len - 2
         return SyntheticTask(task_name, max_len=cfg_len, tokenizer=ck.tokenizer).evaluate(ck.model, n=1000)

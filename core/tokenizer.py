@@ -107,6 +107,10 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         return self.hf.encode(normalize_text(text), add_special_tokens=False).ids
 
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """``encode`` of many texts at once (the library's parallel batch encoder)."""
+        return [e.ids for e in self.hf.encode_batch([normalize_text(t) for t in texts], add_special_tokens=False)]
+
     def frame(self, ids: list[int]) -> list[int]:
         """The ids an encoder-only model reads for one sentence (BERT adds [CLS] … [SEP]; ours adds nothing)."""
         return list(ids)

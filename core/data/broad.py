@@ -1,0 +1,1209 @@
+"""The broad English→French / English→German corpus: real dictionary words in 30+ sentence frames.
+
+Where the words come from
+-------------------------
+``core/data/lexicon.json`` (rebuilt by ``scripts/build_lexicon.py``; sources and licences in
+``core/data/LEXICON.md``): nouns with French and German translations, genders and plurals taken
+from the FreeDict dictionaries, checked against hunspell and WordNet; adjectives with their French
+agreement forms and German declension stems; verbs with the tenses the frames use; names; numbers.
+
+What a sentence is
+------------------
+A :class:`Frame` is an English template with typed slots (``{A}`` a noun of some classes,
+``{adj}``, ``{verb}``…) plus a French and a German renderer. In the **coreference frames** the
+English pronoun ("it", "they") could grammatically refer to either of two nouns; the *cue* word
+(an adjective, or in the object frames a verb) decides which, by meaning: in
+"The trophy doesn't fit in the suitcase because it is too big", only the thing that goes *in* can
+be too big for it, and with "too small" only the container. Every coreference frame lists the cues
+that point to each role, and the generator keeps only cues that the other noun's role cannot
+take, so the answer never follows from word order (both readings of each frame occur; tests check).
+
+Splits
+------
+Every sentence has a ``combo`` key (antecedent-or-subject noun, cue, frame); a salted hash sends
+combos to train (75 %), valid (10 %) or test (15 %). In addition, 6 % of the nouns that can fill a
+coreference role are **held-out nouns**: they never appear in a coreference frame of the training
+split (they do appear in the other frames, so the model knows the words), and the ``heldout`` split
+holds coreference sentences built on them. :func:`probe_pairs` draws minimal pairs from ``test``.
+
+Translation choices (fixed): narrative past is the French *passé composé* / *imparfait* and the
+German *Präteritum*; "you" is not used; first person sentences use the French masculine.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from .translation import words
+
+__all__ = ["LANGS", "SPLITS", "FRAMES", "Pair", "lexicon", "words", "generate", "probe_pairs", "pronoun_of",
+           "translate", "pair_for", "english_sentences", "heldout_nouns", "frame_names"]
+
+LANGS = ("fr", "de")
+SPLITS = ("train", "valid", "test", "heldout")
+LEXICON_PATH = Path(__file__).with_name("lexicon.json")
+_SALT = "attention-lab/broad/v1"
+_TEST_SHARE, _VALID_SHARE, _HELDOUT_NOUN_SHARE = 0.15, 0.10, 0.06
+TRAIN_SIZE = 300_000  # sentences sampled for the training split
+EVAL_SIZE = 6_000  # sentences sampled for valid / test / heldout
+
+
+# --------------------------------------------------------------------------------------------
+# Lexicon
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Noun:
+    en: str
+    en_pl: str
+    fr: str
+    fr_g: str
+    fr_pl: str
+    fr_elide: bool
+    de: str
+    de_g: str
+    de_pl: str
+    de_weak: bool
+    classes: tuple[str, ...]
+    sex: str | None = None
+    rank: int = 0
+
+
+@dataclass(frozen=True)
+class Adj:
+    en: str
+    fr_ms: str
+    fr_fs: str
+    fr_mp: str
+    fr_fp: str
+    fr_ms_vowel: str
+    fr_pre: bool
+    de: str
+    de_stem: str
+    applies: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Verb:
+    en: str
+    en_3sg: str
+    en_past: str
+    en_pp: str
+    fr_inf: str
+    fr_pres: dict
+    fr_fut: dict
+    fr_pp: str
+    fr_aux: str
+    fr_prep: str
+    de_inf: str
+    de_pres: dict
+    de_past: dict
+    de_pp: str
+    de_aux: str
+    de_sep: str
+    de_case: str
+    de_prep: str
+    subj: tuple[str, ...]
+    obj: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    nouns: dict[str, Noun]
+    adjectives: dict[str, Adj]
+    verbs: dict[str, Verb]
+    names: dict[str, str]  # name -> sex
+    numbers: dict[int, tuple[str, str, str]]
+    by_class: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _load(path: Path) -> Lexicon:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    nouns = {}
+    for n in raw["nouns"]:
+        n = dict(n, classes=tuple(n["classes"]))
+        nouns[n["en"]] = Noun(**{k: n[k] for k in Noun.__dataclass_fields__ if k in n})
+    adjectives = {a["en"]: Adj(**{k: (tuple(v) if k == "applies" else v) for k, v in a.items()
+                                   if k in Adj.__dataclass_fields__}) for a in raw["adjectives"]}
+    verbs = {}
+    for v in raw["verbs"]:
+        v = dict(v, subj=tuple(v["subj"]), obj=tuple(v["obj"]))
+        verbs[v["en"]] = Verb(**{k: v[k] for k in Verb.__dataclass_fields__})
+    names = {x["name"]: x["sex"] for x in raw.get("names", [])}
+    numbers = {x["n"]: (x["en"], x["fr"], x["de"]) for x in raw.get("numbers", [])}
+    by_class: dict[str, list[str]] = {}
+    for key, noun in nouns.items():
+        for c in noun.classes:
+            by_class.setdefault(c, []).append(key)
+    return Lexicon(nouns, adjectives, verbs, names, numbers, {c: tuple(v) for c, v in by_class.items()})
+
+
+@lru_cache(maxsize=1)
+def lexicon() -> Lexicon:
+    """The lexicon in ``core/data/lexicon.json`` (loaded once)."""
+    return _load(LEXICON_PATH)
+
+
+# --------------------------------------------------------------------------------------------
+# English, French and German noun phrases
+# --------------------------------------------------------------------------------------------
+
+_VOWELS = set("aeiouyàâäéèêëîïôöûüœæAEIOUYÀÂÉÈÊÎÔÛŒ")
+_EN_AN_EXCEPT = ("uni", "use", "usu", "uten", "eu", "one")
+
+
+def _en_a(word: str) -> str:
+    w = word.lower()
+    an = (w[:1] in "aeiou" and not w.startswith(_EN_AN_EXCEPT)) or w.startswith(("hour", "honest", "heir"))
+    return ("an " if an else "a ") + word
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _fr_starts_vowel(word: str, noun: Noun | None = None) -> bool:
+    if noun is not None and word in (noun.fr, noun.fr_pl):
+        return noun.fr_elide
+    return word[:1] in _VOWELS or (word[:1] == "h" and word[:2] not in ("ha", "hé", "hi", "ho", "hu", "hê"))
+
+
+def _fr_adj(adj: Adj, gender: str, plural: bool, before_vowel: bool = False) -> str:
+    if plural:
+        return adj.fr_mp if gender == "m" else adj.fr_fp
+    if gender == "f":
+        return adj.fr_fs
+    return adj.fr_ms_vowel if before_vowel else adj.fr_ms
+
+
+_FR_DET = {  # determiner -> (masc sg, fem sg, plural, elided sg)
+    "def": ("le", "la", "les", "l'"),
+    "indef": ("un", "une", "des", "un"),
+    "my": ("mon", "ma", "mes", "mon"),
+}
+
+
+def fr_np(noun: Noun, det: str = "def", plural: bool = False, adj: Adj | None = None, prep: str = "") -> str:
+    """A French noun phrase: determiner (+ contraction with à/de), agreeing adjective before or after."""
+    g = noun.fr_g
+    head = noun.fr_pl if plural else noun.fr
+    pre = post = ""
+    if adj is not None:
+        if adj.fr_pre:
+            pre = _fr_adj(adj, g, plural, before_vowel=_fr_starts_vowel(head, noun))
+        else:
+            post = _fr_adj(adj, g, plural)
+    first = pre or head
+    vowel = _fr_starts_vowel(first, noun if not pre else None)
+    ms, fs, pl, el = _FR_DET[det]
+    if plural:
+        d = pl
+        if det == "indef" and pre:
+            d = "de"  # de grands chiens
+    elif vowel and det != "indef":
+        d = el if det == "def" else (ms if det == "my" else el)
+    else:
+        d = ms if g == "m" else fs
+    words_ = [w for w in (pre, head, post) if w]
+    np = (d if d.endswith("'") else d + " ") + " ".join(words_)
+    if prep in ("de", "à"):
+        np = _fr_contract(prep, np)
+    elif prep:
+        np = prep + " " + np
+    return np
+
+
+def _fr_contract(prep: str, np: str) -> str:
+    if prep == "de":
+        for a, b in (("le ", "du "), ("les ", "des "), ("des ", "de ")):
+            if np.startswith(a):
+                return b + np[len(a):]
+        return ("d'" + np) if np[:1] in _VOWELS else "de " + np
+    for a, b in (("le ", "au "), ("les ", "aux ")):
+        if np.startswith(a):
+            return b + np[len(a):]
+    return "à " + np
+
+
+_DE_ART = {
+    "def": {"nom": ("der", "die", "das", "die"), "acc": ("den", "die", "das", "die"),
+            "dat": ("dem", "der", "dem", "den")},
+    "indef": {"nom": ("ein", "eine", "ein", ""), "acc": ("einen", "eine", "ein", ""),
+              "dat": ("einem", "einer", "einem", "")},
+    "my": {"nom": ("mein", "meine", "mein", "meine"), "acc": ("meinen", "meine", "mein", "meine"),
+           "dat": ("meinem", "meiner", "meinem", "meinen")},
+}
+_GI = {"m": 0, "f": 1, "n": 2}
+# adjective endings: weak (after der/die/das), mixed (after ein/mein), strong (no article)
+_DE_END = {
+    "def": {"nom": ("e", "e", "e", "en"), "acc": ("en", "e", "e", "en"), "dat": ("en", "en", "en", "en")},
+    "indef": {"nom": ("er", "e", "es", "e"), "acc": ("en", "e", "es", "e"), "dat": ("en", "en", "en", "en")},
+    "my": {"nom": ("er", "e", "es", "en"), "acc": ("en", "e", "es", "en"), "dat": ("en", "en", "en", "en")},
+}
+
+
+def de_noun_form(noun: Noun, case: str, plural: bool) -> str:
+    if plural:
+        pl = noun.de_pl
+        return pl + "n" if case == "dat" and not pl.endswith(("n", "s")) else pl
+    if noun.de_weak and case in ("acc", "dat"):
+        return noun.de + ("n" if noun.de.endswith("e") else "en")
+    return noun.de
+
+
+def de_np(noun: Noun, case: str = "nom", det: str = "def", plural: bool = False, adj: Adj | None = None,
+          prep: str = "") -> str:
+    """A German noun phrase in ``case``: article, declined adjective, noun (weak nouns and dative plural)."""
+    i = 3 if plural else _GI[noun.de_g]
+    art = _DE_ART[det][case][i]
+    parts = [art] if art else []
+    if adj is not None:
+        parts.append(adj.de_stem + _DE_END[det][case][i])
+    parts.append(de_noun_form(noun, case, plural))
+    np = " ".join(parts)
+    if prep:
+        contracted = {("in", "dem"): "im", ("an", "dem"): "am", ("von", "dem"): "vom", ("zu", "dem"): "zum",
+                      ("zu", "der"): "zur", ("in", "das"): "ins"}
+        key = (prep, art)
+        if key in contracted and adj is None:
+            return contracted[key] + np[len(art):]
+        return prep + " " + np
+    return np
+
+
+# German distinguishes eating by animals (fressen) from eating by people (essen).
+_DE_ANIMAL_EAT = dict(de_inf="fressen", de_pres={"1sg": "fresse", "3sg": "frisst", "3pl": "fressen"},
+                      de_past={"1sg": "fraß", "3sg": "fraß", "3pl": "fraßen"}, de_pp="gefressen")
+
+
+def de_verb(v: "Verb", animal_subject: bool) -> "Verb":
+    """The German forms a subject takes: an animal *frisst*, a person *isst*."""
+    if animal_subject and v.de_inf == "essen":
+        from dataclasses import replace
+        return replace(v, **_DE_ANIMAL_EAT)
+    return v
+
+
+FR_SUBJ = {("m", False): "il", ("f", False): "elle", ("m", True): "ils", ("f", True): "elles"}
+FR_OBJ = {"m": "le", "f": "la"}
+DE_SUBJ = {"m": "er", "f": "sie", "n": "es"}
+DE_ACC = {"m": "ihn", "f": "sie", "n": "es"}
+
+
+def _fr_pron(noun: Noun, plural: bool) -> str:
+    return FR_SUBJ[(noun.fr_g, plural)]
+
+
+def _de_pron(noun: Noun, plural: bool) -> str:
+    return "sie" if plural else DE_SUBJ[noun.de_g]
+
+
+def _fr_fix(text: str) -> str:
+    """French elisions of function words before a vowel (que il → qu'il, ne a → n'a, si il → s'il)."""
+    text = re.sub(r"\b([Qq]u|[Nn]|[Jj])e ([aeiouyéèêàâîô])", r"\1'\2", text)
+    text = re.sub(r"\bsi (ils?)\b", r"s'\1", text)
+    text = text.replace(" ?", " ?").replace("  ", " ")
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# Frames
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Spec:
+    """One sentence: a frame name and its slot fillers (English keys into the lexicon)."""
+    frame: str
+    slots: tuple[tuple[str, str], ...]
+
+    def __getitem__(self, key):
+        return dict(self.slots)[key]
+
+    def get(self, key, default=None):
+        return dict(self.slots).get(key, default)
+
+
+@dataclass(frozen=True)
+class Frame:
+    name: str
+    en: str  # English template; {A} {B} {C}: nouns, {Apl}…: plurals, {aA}: "a"/"an" + noun, {adj}, {verb…}, {name}, {num}
+    roles: dict  # slot -> noun classes it accepts
+    fr: object  # Spec, Lexicon -> str
+    de: object
+    cues: dict | None = None  # coreference frames: role slot -> adjectives (or verbs) that make "it" that role
+    cue_kind: str = "adj"  # "adj" | "verb"
+    plural: bool = False  # the pronoun is "they"
+    obj_pronoun: bool = False  # the pronoun is an object ("it" after the verb)
+    verb_need: str = ""  # svo frames: "" or "transitive"
+    weight: float = 1.0
+
+
+def _n(spec, lex, slot):
+    return lex.nouns[spec[slot]]
+
+
+def _a(spec, lex, slot="adj"):
+    return lex.adjectives[spec[slot]]
+
+
+def _pron_role(frame: Frame, spec: Spec) -> str | None:
+    if not frame.cues:
+        return None
+    cue = spec["cue"]
+    for role, cues in frame.cues.items():
+        if cue in cues:
+            return role
+    return None
+
+
+# ---- French / German renderers of the coreference frames -----------------------------------
+
+def _because(fr_main, de_main, fr_conj="parce que", de_conj="weil", fr_deg="trop", de_deg="zu",
+             fr_be="était", de_be="war"):
+    """Renderers for 'MAIN because it was too ADJ' frames."""
+    def fr(spec, lex, frame):
+        role = _pron_role(frame, spec)
+        noun = _n(spec, lex, role)
+        adj = _fr_adj(_a(spec, lex, "cue"), noun.fr_g, frame.plural)
+        be = {"était": "étaient", "est": "sont", "soit": "soient"}[fr_be] if frame.plural else fr_be
+        deg = f"{fr_deg} " if fr_deg else ""
+        return _fr_fix(f"{fr_main(spec, lex)} {fr_conj} {_fr_pron(noun, frame.plural)} {be} {deg}{adj}.")
+
+    def de(spec, lex, frame):
+        role = _pron_role(frame, spec)
+        noun = _n(spec, lex, role)
+        be = {"war": "waren", "ist": "sind"}[de_be] if frame.plural else de_be
+        deg = f"{de_deg} " if de_deg else ""
+        return f"{de_main(spec, lex)}, {de_conj} {_de_pron(noun, frame.plural)} {deg}{_a(spec, lex, 'cue').de} {be}."
+    return fr, de
+
+
+def _fr_subj(spec, lex, slot="A", plural=False):
+    return _cap(fr_np(_n(spec, lex, slot), plural=plural))
+
+
+def _de_subj(spec, lex, slot="A", plural=False):
+    return _cap(de_np(_n(spec, lex, slot), "nom", plural=plural))
+
+
+def _cue_sets(a: str, b: str) -> dict:
+    return {"A": tuple(a.split()), "B": tuple(b.split())}
+
+
+ANIMAL_WEAK = "tired weak sick old small young slow lazy"
+FRAMES_LIST: list[Frame] = []
+
+
+def _frame(name, en, roles, fr_de, **kw):
+    fr, de = fr_de
+    FRAMES_LIST.append(Frame(name, en, roles, fr, de, **kw))
+
+
+_frame("cross", "The {A} didn't cross the {B} because it was too {cue}.", {"A": ("animal",), "B": ("place",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas traversé {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"{_de_subj(s, x)} überquerte {de_np(_n(s, x, 'B'), 'acc')} nicht"),
+       cues=_cue_sets("tired scared hungry slow weak sick lazy", "wide long crowded dark muddy steep dangerous"
+                      " busy noisy slippery narrow"), weight=3)
+_frame("cross_although", "The {A} crossed the {B} although it was very {cue}.", {"A": ("animal",), "B": ("place",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} a traversé {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"{_de_subj(s, x)} überquerte {de_np(_n(s, x, 'B'), 'acc')}",
+                fr_conj="même si", de_conj="obwohl", fr_deg="très", de_deg="sehr"),
+       cues=_cue_sets("tired scared hungry slow weak sick old", "wide long crowded dark muddy steep dangerous"
+                      " busy noisy slippery"))
+_frame("cross_near", "The {A} didn't cross the {B} next to the {C} because it was too {cue}.",
+       {"A": ("animal",), "B": ("place",), "C": ("building",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas traversé {fr_np(_n(s, x, 'B'))} à côté "
+                             f"{fr_np(_n(s, x, 'C'), prep='de')}",
+                lambda s, x: f"{_de_subj(s, x)} überquerte {de_np(_n(s, x, 'B'), 'acc')} neben "
+                             f"{de_np(_n(s, x, 'C'), 'dat')} nicht"),
+       cues=_cue_sets("tired scared hungry slow weak sick", "wide muddy slippery"))
+_frame("fit", "The {A} doesn't fit in the {B} because it is too {cue}.", {"A": ("object",), "B": ("container",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} ne rentre pas dans {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"{_de_subj(s, x)} passt nicht in {de_np(_n(s, x, 'B'), 'acc')}",
+                fr_be="est", de_be="ist"),
+       cues=_cue_sets("big large wide long", "small tiny narrow short"), weight=3)
+_frame("fit_past", "The {A} didn't fit into the {B} because it was too {cue}.", {"A": ("object",), "B": ("container",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} ne rentrait pas dans {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"{_de_subj(s, x)} passte nicht in {de_np(_n(s, x, 'B'), 'acc')}"),
+       cues=_cue_sets("big large wide long", "small tiny narrow short"), weight=2)
+_frame("carry", "The {A} couldn't carry the {B} because it was too {cue}.", {"A": ("animal",), "B": ("object",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu porter {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"{_de_subj(s, x)} konnte {de_np(_n(s, x, 'B'), 'acc')} nicht tragen"),
+       cues=_cue_sets(ANIMAL_WEAK, "heavy big large"), weight=2)
+_frame("lift", "The {A} couldn't lift the {B} because it was too {cue}.", {"A": ("animal",), "B": ("object", "furniture")},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu soulever {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"{_de_subj(s, x)} konnte {de_np(_n(s, x, 'B'), 'acc')} nicht heben"),
+       cues=_cue_sets(ANIMAL_WEAK, "heavy big large"), weight=2)
+_frame("climb", "The {A} couldn't climb the {B} because it was too {cue}.", {"A": ("animal",), "B": ("obstacle",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu escalader {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"{_de_subj(s, x)} konnte nicht auf {de_np(_n(s, x, 'B'), 'acc')} klettern"),
+       cues=_cue_sets(ANIMAL_WEAK, "high steep slippery tall"), weight=2)
+_frame("jump", "The {A} couldn't jump over the {B} because it was too {cue}.", {"A": ("animal",), "B": ("obstacle",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu sauter par-dessus {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"{_de_subj(s, x)} konnte nicht über {de_np(_n(s, x, 'B'), 'acc')} springen"),
+       cues=_cue_sets(ANIMAL_WEAK, "high tall wide"), weight=2)
+_frame("break", "The {A} broke the {B} because it was too {cue}.", {"A": ("tool",), "B": ("object",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} a cassé {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"{_de_subj(s, x)} zerbrach {de_np(_n(s, x, 'B'), 'acc')}"),
+       cues=_cue_sets("hard heavy", "fragile thin old"), weight=2)
+_frame("pour", "I poured the water from the {A} into the {B} until it was {cue}.", {"A": ("vessel",), "B": ("vessel",)},
+       _because(lambda s, x: f"J'ai versé l'eau {fr_np(_n(s, x, 'A'), prep='de')} dans {fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"Ich goss das Wasser aus {de_np(_n(s, x, 'A'), 'dat')} in {de_np(_n(s, x, 'B'), 'acc')}",
+                fr_conj="jusqu'à ce que", de_conj="bis", fr_deg="", de_deg="", fr_be="soit"),
+       cues=_cue_sets("empty", "full"), weight=2)
+_frame("they_cross", "The {Apl} didn't cross the {Bpl} because they were too {cue}.",
+       {"A": ("animal",), "B": ("place",)},
+       _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas traversé {fr_np(_n(s, x, 'B'), plural=True)}",
+                lambda s, x: f"{_de_subj(s, x, plural=True)} überquerten {de_np(_n(s, x, 'B'), 'acc', plural=True)} "
+                             "nicht"),
+       cues=_cue_sets("tired scared hungry slow weak sick old", "wide long crowded dark muddy steep dangerous"),
+       plural=True, weight=2)
+_frame("they_fit", "The {Apl} don't fit in the {Bpl} because they are too {cue}.", {"A": ("object",), "B": ("container",)},
+       _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} ne rentrent pas dans {fr_np(_n(s, x, 'B'), plural=True)}",
+                lambda s, x: f"{_de_subj(s, x, plural=True)} passen nicht in {de_np(_n(s, x, 'B'), 'acc', plural=True)}",
+                fr_be="est", de_be="ist"),
+       cues=_cue_sets("big large long", "small tiny"), plural=True)
+
+
+def _two_sentences():
+    def fr(spec, lex, frame):
+        role = _pron_role(frame, spec)
+        noun = _n(spec, lex, role)
+        adj = _fr_adj(_a(spec, lex, "cue"), noun.fr_g, False)
+        return (f"{_fr_subj(spec, lex)} a vu {fr_np(_n(spec, lex, 'B'))}. "
+                f"{_cap(_fr_pron(noun, False))} était {adj}.")
+
+    def de(spec, lex, frame):
+        role = _pron_role(frame, spec)
+        noun = _n(spec, lex, role)
+        return (f"{_de_subj(spec, lex)} sah {de_np(_n(spec, lex, 'B'), 'acc')}. "
+                f"{_cap(_de_pron(noun, False))} war {_a(spec, lex, 'cue').de}.")
+    return fr, de
+
+
+_frame("two_sentences", "The {A} saw the {B}. It was {cue}.", {"A": ("animal",), "B": ("container", "vessel")},
+       _two_sentences(), cues=_cue_sets("hungry tired thirsty scared sick", "empty full"), weight=2)
+
+
+def _object_frame():
+    """'The A sees the B near the C and VERBs it': the verb decides whether 'it' is B or C."""
+    def verb_of(spec, lex):
+        return lex.verbs[spec["cue"]]
+
+    def fr(spec, lex, frame):
+        role = _pron_role(frame, spec)
+        v = verb_of(spec, lex)
+        pron = FR_OBJ[_n(spec, lex, role).fr_g]
+        return (f"{_fr_subj(spec, lex)} voit {fr_np(_n(spec, lex, 'B'))} à côté {fr_np(_n(spec, lex, 'C'), prep='de')} "
+                f"et {pron} {v.fr_pres['3sg']}.")
+
+    def de(spec, lex, frame):
+        role = _pron_role(frame, spec)
+        v = de_verb(verb_of(spec, lex), True)
+        pron = DE_ACC[_n(spec, lex, role).de_g]
+        sep = f" {v.de_sep}" if v.de_sep else ""
+        return (f"{_de_subj(spec, lex)} sieht {de_np(_n(spec, lex, 'B'), 'acc')} neben "
+                f"{de_np(_n(spec, lex, 'C'), 'dat')} und {v.de_pres['3sg']} {pron}{sep}.")
+    return fr, de
+
+
+_frame("object", "The {A} sees the {B} next to the {C} and {cue3sg} it.", {"A": ("animal",), "B": ("food",), "C": ("place",)},
+       _object_frame(), cues={"B": ("eat", "smell", "bite"), "C": ("cross",)}, cue_kind="verb", obj_pronoun=True, weight=2)
+
+
+def _bought():
+    def fr(spec, lex, frame):
+        p = _n(spec, lex, "P")
+        b = _n(spec, lex, "B")
+        adj = _fr_adj(_a(spec, lex, "cue"), b.fr_g, False)
+        new = lex.adjectives["new"]
+        return _fr_fix(f"{_cap(fr_np(p, 'my'))} a acheté {fr_np(b, 'indef', adj=new)} parce que "
+                       f"{_fr_pron(b, False)} était {adj}.")
+
+    def de(spec, lex, frame):
+        p = _n(spec, lex, "P")
+        b = _n(spec, lex, "B")
+        new = lex.adjectives["new"]
+        return (f"{_cap(de_np(p, 'nom', 'my'))} kaufte {de_np(b, 'acc', 'indef', adj=new)}, weil "
+                f"{_de_pron(b, False)} {_a(spec, lex, 'cue').de} war.")
+    return fr, de
+
+
+_frame("bought", "My {P} bought a new {B} because it was {cue}.", {"P": ("person",), "B": ("object", "vehicle")},
+       _bought(), cues={"B": ("cheap", "beautiful", "small", "light", "red", "blue")}, weight=2)
+
+
+def _person_reason():
+    def fr(spec, lex, frame):
+        sex = lex.names[spec["name"]]
+        v = lex.verbs[spec["verb"]]
+        adj = _fr_adj(_a(spec, lex), sex, False)
+        return _fr_fix(f"{spec['name']} est {adj} parce que {FR_SUBJ[(sex, False)]} a {v.fr_pp} "
+                       f"{_fr_vp_obj(v, _n(spec, lex, 'B'))}.")
+
+    def de(spec, lex, frame):
+        sex = lex.names[spec["name"]]
+        v = lex.verbs[spec["verb"]]
+        return (f"{spec['name']} ist {_a(spec, lex).de}, weil {DE_SUBJ[sex]} "
+                f"{_de_obj(v, _n(spec, lex, 'B'))} {v.de_pp} {'hat' if v.de_aux == 'haben' else 'ist'}.")
+    return fr, de
+
+
+def _fr_vp_obj(v: Verb, noun: Noun, det="def") -> str:
+    return fr_np(noun, det, prep=v.fr_prep)
+
+
+def _de_obj(v: Verb, noun: Noun, det="def") -> str:
+    case = "acc" if v.de_prep else (v.de_case or "acc")
+    return de_np(noun, case, det, prep=v.de_prep)
+
+
+_frame("person_reason", "{name} is {adj} because {he} {verbpast} the {B}.", {"B": ("object", "food", "animal")},
+       _person_reason(), weight=1)
+
+
+# ---- frames without a back-reference -------------------------------------------------------
+
+def _copula(fr_verb, de_verb, de_tail=""):
+    def fr(spec, lex, frame):
+        noun = _n(spec, lex, "A")
+        plural = frame.plural
+        return _fr_fix(f"{_cap(fr_np(noun, spec.get('det', 'def'), plural))} {fr_verb[plural]} "
+                       f"{_fr_adj(_a(spec, lex), noun.fr_g, plural)}.")
+
+    def de(spec, lex, frame):
+        noun = _n(spec, lex, "A")
+        plural = frame.plural
+        tail = f" {de_tail}" if de_tail else ""
+        return f"{_cap(de_np(noun, 'nom', spec.get('det', 'def'), plural))} {de_verb[plural]} {_a(spec, lex).de}{tail}."
+    return fr, de
+
+
+_ANY = ("animal", "object", "place", "food", "vehicle", "building", "furniture", "container", "plant", "obstacle")
+_frame("is", "The {A} is {adj}.", {"A": _ANY}, _copula(("est", "sont"), ("ist", "sind")), weight=2)
+_frame("was", "The {A} was {adj}.", {"A": _ANY}, _copula(("était", "étaient"), ("war", "waren")))
+_frame("is_not", "The {A} is not {adj}.", {"A": _ANY}, _copula(("n'est pas", "ne sont pas"), ("ist nicht", "sind nicht")))
+_frame("will_be", "The {A} will be {adj}.", {"A": _ANY}, _copula(("sera", "seront"), ("wird", "werden"), "sein"))
+_frame("are", "The {Apl} are {adj}.", {"A": _ANY}, _copula(("est", "sont"), ("ist", "sind")), plural=True)
+_frame("my_is", "My {A} is {adj}.", {"A": ("animal", "object", "vehicle", "food", "furniture", "container")},
+       (lambda s, x, f: _fr_fix(f"{_cap(fr_np(_n(s, x, 'A'), 'my'))} est {_fr_adj(_a(s, x), _n(s, x, 'A').fr_g, False)}."),
+        lambda s, x, f: f"{_cap(de_np(_n(s, x, 'A'), 'nom', 'my'))} ist {_a(s, x).de}."))
+_frame("question_is", "Is the {A} {adj}?", {"A": _ANY},
+       (lambda s, x, f: _fr_fix(f"Est-ce que {fr_np(_n(s, x, 'A'))} est {_fr_adj(_a(s, x), _n(s, x, 'A').fr_g, False)} ?"),
+        lambda s, x, f: f"Ist {de_np(_n(s, x, 'A'))} {_a(s, x).de}?"))
+_frame("question_where", "Where is the {A}?", {"A": ("animal", "object", "vehicle", "food", "container", "building")},
+       (lambda s, x, f: f"Où est {fr_np(_n(s, x, 'A'))} ?", lambda s, x, f: f"Wo ist {de_np(_n(s, x, 'A'))}?"))
+
+_PLACE_PREPS = {  # English -> (French (takes "de"?), German, German case)
+    "on": ("sur", "auf"), "under": ("sous", "unter"), "next to": ("à côté de", "neben"),
+    "behind": ("derrière", "hinter"), "in front of": ("devant", "vor"),
+}
+
+
+def _location():
+    def fr(spec, lex, frame):
+        prep = _PLACE_PREPS[spec["prep"]][0]
+        b = _n(spec, lex, "B")
+        tail = f"à côté {fr_np(b, prep='de')}" if prep == "à côté de" else f"{prep} {fr_np(b)}"
+        return f"{_fr_subj(spec, lex)} est {tail}."
+
+    def de(spec, lex, frame):
+        prep = _PLACE_PREPS[spec["prep"]][1]
+        return f"{_de_subj(spec, lex)} ist {de_np(_n(spec, lex, 'B'), 'dat', prep=prep)}."
+    return fr, de
+
+
+_frame("location", "The {A} is {prep} the {B}.", {"A": ("animal", "object", "food"), "B": ("furniture", "container",
+                                                                                            "vehicle", "building")},
+       _location(), weight=2)
+
+
+def _there_is():
+    def fr(spec, lex, frame):
+        return f"Il y a {fr_np(_n(spec, lex, 'A'), 'indef')} dans {fr_np(_n(spec, lex, 'B'))}."
+
+    def de(spec, lex, frame):
+        return f"{_cap(de_np(_n(spec, lex, 'B'), 'dat', prep='in'))} ist {de_np(_n(spec, lex, 'A'), 'nom', 'indef')}."
+    return fr, de
+
+
+_frame("there_is", "There is {aA} in the {B}.", {"A": ("animal", "object", "food"), "B": ("container", "building",
+                                                                                           "vehicle")},
+       _there_is(), weight=2)
+
+
+def _count(verb_fr, verb_de):
+    def fr(spec, lex, frame):
+        n = lex.numbers[int(spec["num"])][1]
+        return _fr_fix(f"{verb_fr} {n} {_n(spec, lex, 'A').fr_pl}.")
+
+    def de(spec, lex, frame):
+        n = lex.numbers[int(spec["num"])][2]
+        return f"{verb_de} {n} {_n(spec, lex, 'A').de_pl}."
+    return fr, de
+
+
+_frame("have_num", "I have {num} {Apl}.", {"A": ("animal", "object", "food", "vehicle", "container")},
+       _count("J'ai", "Ich habe"))
+_frame("see_num", "I see {num} {Apl}.", {"A": ("animal", "object", "food", "vehicle", "building")},
+       _count("Je vois", "Ich sehe"))
+
+
+def _like():
+    def fr(spec, lex, frame):
+        a = _n(spec, lex, "A")
+        return f"J'aime {fr_np(a, plural='drink' not in a.classes)}."
+
+    def de(spec, lex, frame):
+        a = _n(spec, lex, "A")
+        return f"Ich mag {a.de if 'drink' in a.classes else a.de_pl}."
+    return fr, de
+
+
+_frame("like", "I like {Aplmass}.", {"A": ("animal", "food", "drink", "plant", "vehicle")}, _like())
+
+
+def _saw_adj():
+    def fr(spec, lex, frame):
+        return f"J'ai vu {fr_np(_n(spec, lex, 'A'), 'indef', adj=_a(spec, lex))}."
+
+    def de(spec, lex, frame):
+        return f"Ich sah {de_np(_n(spec, lex, 'A'), 'acc', 'indef', adj=_a(spec, lex))}."
+    return fr, de
+
+
+_frame("saw_adj", "I saw {a_adj} {A}.", {"A": ("animal", "object", "vehicle", "building", "food", "plant")},
+       _saw_adj(), weight=2)
+
+
+def _relative_subject():
+    def fr(spec, lex, frame):
+        a = _n(spec, lex, "A")
+        v = lex.verbs[spec["verb"]]
+        return _fr_fix(f"{_fr_subj(spec, lex)} qui a {v.fr_pp} {_fr_vp_obj(v, _n(spec, lex, 'B'))} était "
+                       f"{_fr_adj(_a(spec, lex), a.fr_g, False)}.")
+
+    def de(spec, lex, frame):
+        a = _n(spec, lex, "A")
+        v = de_verb(lex.verbs[spec["verb"]], True)
+        rel = _DE_ART["def"]["nom"][_GI[a.de_g]]
+        verb = (v.de_sep + v.de_past["3sg"]) if v.de_sep else v.de_past["3sg"]
+        return f"{_de_subj(spec, lex)}, {rel} {_de_obj(v, _n(spec, lex, 'B'))} {verb}, war {_a(spec, lex).de}."
+    return fr, de
+
+
+_frame("relative_subject", "The {A} that {verbpast} the {B} was {adj}.", {"A": ("animal",)}, _relative_subject(),
+       verb_need="transitive", weight=2)
+
+
+def _relative_object():
+    def fr(spec, lex, frame):
+        b = _n(spec, lex, "B")
+        v = lex.verbs[spec["verb"]]
+        pp = v.fr_pp + ("e" if b.fr_g == "f" and not v.fr_pp.endswith("e") else "")
+        return _fr_fix(f"{_cap(fr_np(b))} que j'ai {pp} était {_fr_adj(_a(spec, lex), b.fr_g, False)}.")
+
+    def de(spec, lex, frame):
+        b = _n(spec, lex, "B")
+        v = lex.verbs[spec["verb"]]
+        rel = _DE_ART["def"]["acc"][_GI[b.de_g]]
+        verb = (v.de_sep + v.de_past["1sg"]) if v.de_sep else v.de_past["1sg"]
+        return f"{_cap(de_np(b, 'nom'))}, {rel} ich {verb}, war {_a(spec, lex).de}."
+    return fr, de
+
+
+_frame("relative_object", "The {B} that I {verbpast} was {adj}.", {}, _relative_object(), verb_need="direct", weight=2)
+
+
+def _svo(tense: str):
+    """'The A VERBed the B.' in one tense: past, present, negated past, future, question, name subject, I."""
+    def subj_fr(spec, lex):
+        if spec.get("name"):
+            return spec["name"]
+        if tense == "i_past":
+            return "je"
+        return fr_np(_n(spec, lex, "A"))
+
+    def fr(spec, lex, frame):
+        v = lex.verbs[spec["verb"]]
+        obj = _fr_vp_obj(v, _n(spec, lex, "B"))
+        s = subj_fr(spec, lex)
+        aux = "ai" if tense == "i_past" else "a"
+        if tense in ("past", "name", "i_past"):
+            out = f"{s} {aux} {v.fr_pp} {obj}."
+        elif tense == "present":
+            out = f"{s} {v.fr_pres['3sg']} {obj}."
+        elif tense == "neg":
+            out = f"{s} ne a pas {v.fr_pp} {obj}."
+        elif tense == "future":
+            out = f"{s} {v.fr_fut['3sg']} {obj}."
+        else:  # question
+            out = f"Est-ce que {s} a {v.fr_pp} {obj} ?"
+        return _fr_fix(_cap(out))
+
+    def de(spec, lex, frame):
+        v = de_verb(lex.verbs[spec["verb"]], bool(spec.get("A")) and "animal" in _n(spec, lex, "A").classes)
+        obj = _de_obj(v, _n(spec, lex, "B"))
+        if spec.get("name"):
+            s = spec["name"]
+        elif tense == "i_past":
+            s = "ich"
+        else:
+            s = de_np(_n(spec, lex, "A"), "nom")
+        sep = f" {v.de_sep}" if v.de_sep else ""
+        person = "1sg" if tense == "i_past" else "3sg"
+        if tense in ("past", "name", "i_past"):
+            out = f"{s} {v.de_past[person]} {obj}{sep}."
+        elif tense == "present":
+            out = f"{s} {v.de_pres['3sg']} {obj}{sep}."
+        elif tense == "neg":
+            out = (f"{s} {v.de_past['3sg']} nicht {obj}{sep}." if v.de_prep
+                   else f"{s} {v.de_past['3sg']} {obj} nicht{sep}.")
+        elif tense == "future":
+            out = f"{s} wird {obj} {v.de_inf}."
+        else:
+            out = f"{v.de_past['3sg']} {s} {obj}{sep}?"
+        return _cap(out)
+    return fr, de
+
+
+_SUBJ = ("animal",)
+_frame("svo_past", "The {A} {verbpast} the {B}.", {"A": _SUBJ}, _svo("past"), verb_need="transitive", weight=3)
+_frame("svo_present", "The {A} {verb3sg} the {B}.", {"A": _SUBJ}, _svo("present"), verb_need="transitive", weight=2)
+_frame("svo_neg", "The {A} didn't {verb} the {B}.", {"A": _SUBJ}, _svo("neg"), verb_need="transitive", weight=2)
+_frame("svo_future", "The {A} will {verb} the {B}.", {"A": _SUBJ}, _svo("future"), verb_need="transitive", weight=2)
+_frame("svo_question", "Did the {A} {verb} the {B}?", {"A": _SUBJ}, _svo("question"), verb_need="transitive")
+_frame("name_past", "{name} {verbpast} the {B}.", {}, _svo("name"), verb_need="transitive", weight=2)
+_frame("i_past", "I {verbpast} the {B}.", {}, _svo("i_past"), verb_need="transitive", weight=2)
+
+FRAMES: dict[str, Frame] = {f.name: f for f in FRAMES_LIST}
+COREF_FRAMES = tuple(f.name for f in FRAMES_LIST if f.cues and len(f.cues) == 2)
+
+
+def frame_names() -> tuple[str, ...]:
+    return tuple(FRAMES)
+
+
+# --------------------------------------------------------------------------------------------
+# English rendering
+# --------------------------------------------------------------------------------------------
+
+def _verb_forms(v: Verb) -> dict:
+    # a phrasal English verb ("pick up") splits around nothing here: the object follows the whole verb
+    return {"verb": v.en, "verb3sg": v.en_3sg, "verbpast": v.en_past}
+
+
+def render_en(spec: Spec, lex: Lexicon | None = None) -> str:
+    lex = lex or lexicon()
+    frame = FRAMES[spec.frame]
+    d = dict(spec.slots)
+    values = {}
+    for slot in ("A", "B", "C", "P"):
+        if slot in d:
+            noun = lex.nouns[d[slot]]
+            values[slot] = noun.en
+            values[slot + "pl"] = noun.en_pl
+            values["a" + slot] = _en_a(noun.en)
+            values[slot + "plmass"] = noun.en if "drink" in noun.classes else noun.en_pl
+    if "cue" in d:
+        if frame.cue_kind == "verb":
+            v = lex.verbs[d["cue"]]
+            values.update(cue=v.en, cue3sg=v.en_3sg)
+        else:
+            values["cue"] = d["cue"]
+    if "adj" in d:
+        values["adj"] = d["adj"]
+        values["a_adj"] = _en_a(d["adj"])
+    if "verb" in d:
+        values.update(_verb_forms(lex.verbs[d["verb"]]))
+    if "name" in d:
+        values["name"] = d["name"]
+        values["he"] = "he" if lex.names[d["name"]] == "m" else "she"
+    if "num" in d:
+        values["num"] = lex.numbers[int(d["num"])][0]
+    if "prep" in d:
+        values["prep"] = d["prep"]
+    return _cap(frame.en.format(**values))
+
+
+# --------------------------------------------------------------------------------------------
+# Sampling specs
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Pair:
+    """One English sentence with its translation and coreference labels (same fields as the tiny corpus)."""
+    src: str
+    tgt: str
+    lang: str
+    frame: str
+    pronoun_index: int | None
+    antecedent: str | None
+    candidates: tuple[str, ...]
+    tgt_pronoun: str | None
+    combo: tuple
+    spec: Spec | None = None
+
+
+def _h(*parts) -> float:
+    digest = hashlib.sha256("|".join((_SALT,) + tuple(str(p) for p in parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0 ** 64
+
+
+@lru_cache(maxsize=1)
+def heldout_nouns() -> frozenset[str]:
+    """Nouns kept out of every coreference frame of the training split (6 % of those that fill a role)."""
+    lex = lexicon()
+    role_classes = {c for f in FRAMES_LIST if f.cues for cs in f.roles.values() for c in cs}
+    pinned = {"animal", "street", "trophy", "suitcase", "car", "dog", "cat", "ball", "box", "bag", "cup", "bottle"}
+    return frozenset(n for n, noun in lex.nouns.items()
+                     if set(noun.classes) & role_classes and n not in pinned and _h("heldout-noun", n) < _HELDOUT_NOUN_SHARE)
+
+
+def _pool(lex: Lexicon, classes) -> tuple[str, ...]:
+    out: list[str] = []
+    for c in classes:
+        out += lex.by_class.get(c, ())
+    return tuple(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=None)
+def _pools(frame_name: str) -> dict:
+    lex = lexicon()
+    frame = FRAMES[frame_name]
+    pools = {slot: _pool(lex, classes) for slot, classes in frame.roles.items()}
+    if frame.verb_need:
+        verbs = [v for v in lex.verbs.values() if v.fr_aux == "avoir" and v.fr_pp and v.de_past.get("3sg")]
+        if frame.verb_need == "direct":
+            verbs = [v for v in verbs if not v.fr_prep and not v.de_prep and v.de_case == "acc"]
+        if frame.name.startswith("relative_subject"):
+            verbs = [v for v in verbs if "animal" in v.subj]
+        pools["verb"] = tuple(v.en for v in verbs)
+    if frame.cues:
+        if frame.cue_kind == "adj":
+            pools["cue"] = {role: tuple(c for c in cues if c in lex.adjectives) for role, cues in frame.cues.items()}
+        else:
+            pools["cue"] = {role: tuple(c for c in cues if c in lex.verbs) for role, cues in frame.cues.items()}
+    return pools
+
+
+def _adj_for(lex: Lexicon, noun: Noun, rng: random.Random) -> str:
+    fitting = _adjs_by_class(tuple(noun.classes))
+    return rng.choice(fitting)
+
+
+@lru_cache(maxsize=None)
+def _adjs_by_class(classes: tuple[str, ...]) -> tuple[str, ...]:
+    lex = lexicon()
+    return tuple(a for a, adj in lex.adjectives.items() if set(adj.applies) & set(classes)) or tuple(lex.adjectives)
+
+
+def _sample_spec(frame: Frame, rng: random.Random, lex: Lexicon, coref_pool=None) -> Spec | None:
+    pools = _pools(frame.name)
+    slots: dict[str, str] = {}
+    for slot in frame.roles:
+        pool = pools[slot]
+        if coref_pool is not None and frame.cues:
+            pool = coref_pool(slot, pool)
+        if not pool:
+            return None
+        slots[slot] = rng.choice(pool)
+    if len({v for k, v in slots.items() if k in "ABC"}) < len([k for k in slots if k in "ABC"]):
+        return None  # two roles filled by the same noun
+    if frame.cues:
+        role = rng.choice(sorted(pools["cue"]))
+        options = pools["cue"][role]
+        if not options:
+            return None
+        slots["cue"] = rng.choice(options)
+    if frame.verb_need:
+        verb = lex.verbs[rng.choice(pools["verb"])]
+        slots["verb"] = verb.en
+        subj_classes = set(verb.subj)
+        if "A" in frame.roles and not subj_classes & set(lex.nouns[slots["A"]].classes):
+            return None
+        objs = _pool(lex, verb.obj)
+        if not objs:
+            return None
+        slots["B"] = rng.choice(objs)
+    if "{adj}" in frame.en or "{a_adj}" in frame.en:
+        target = slots.get("A") or slots.get("B")
+        slots["adj"] = _adj_for(lex, lex.nouns[target], rng)
+    if "{name}" in frame.en:
+        slots["name"] = rng.choice(sorted(lex.names))
+        if frame.name == "person_reason":
+            verbs = [v for v in lex.verbs.values() if v.fr_aux == "avoir" and not v.fr_prep and not v.de_prep
+                     and v.de_case == "acc" and set(v.obj) & set(lex.nouns[slots["B"]].classes)]
+            if not verbs:
+                return None
+            slots["verb"] = rng.choice(verbs).en
+            slots["adj"] = rng.choice([a for a in ("happy", "sad", "angry", "tired", "proud") if a in lex.adjectives])
+    if "{num}" in frame.en:
+        slots["num"] = str(rng.choice([n for n in lex.numbers if 2 <= n <= 20]))
+    if "{prep}" in frame.en:
+        slots["prep"] = rng.choice(sorted(_PLACE_PREPS))
+    if frame.name == "bought" and not lex.nouns[slots["P"]].sex:
+        return None
+    return Spec(frame.name, tuple(sorted(slots.items())))
+
+
+def _antecedent(spec: Spec) -> str | None:
+    frame = FRAMES[spec.frame]
+    role = _pron_role(frame, spec)
+    return spec[role] if role else None
+
+
+def _combo(spec: Spec) -> tuple:
+    noun = _antecedent(spec) or spec.get("A") or spec.get("B") or spec.get("name")
+    cue = spec.get("cue") or spec.get("adj") or spec.get("verb") or ""
+    return (noun, cue, spec.frame)
+
+
+def _split_of(spec: Spec) -> str:
+    frame = FRAMES[spec.frame]
+    if frame.cues and any(spec.get(s) in heldout_nouns() for s in frame.roles):
+        return "heldout"
+    h = _h(*_combo(spec))
+    return "test" if h < _TEST_SHARE else "valid" if h < _TEST_SHARE + _VALID_SHARE else "train"
+
+
+_FRAME_SEEDS = {"train": 11, "valid": 12, "test": 13, "heldout": 14}
+
+
+@lru_cache(maxsize=8)
+def _specs(split: str, size: int) -> tuple[Spec, ...]:
+    """``size`` distinct specs of ``split``, sampled from the frames by weight (deterministic)."""
+    lex = lexicon()
+    rng = random.Random(_FRAME_SEEDS[split])
+    frames = FRAMES_LIST
+    weights = [f.weight for f in frames]
+    if split == "heldout":
+        held = heldout_nouns()
+        frames = [f for f in FRAMES_LIST if f.cues]
+        weights = [f.weight for f in frames]
+    out: dict[Spec, None] = {}
+    tries = 0
+    while len(out) < size and tries < size * 60:
+        tries += 1
+        frame = rng.choices(frames, weights)[0]
+        pool_filter = None
+        if split == "heldout":
+            slot_of = rng.choice(sorted(frame.roles))
+
+            def pool_filter(slot, pool, _slot=slot_of):
+                return tuple(n for n in pool if n in held) if slot == _slot else pool
+        spec = _sample_spec(frame, rng, lex, pool_filter)
+        if spec is None or spec in out or _split_of(spec) != split:
+            continue
+        out[spec] = None
+    return tuple(out)
+
+
+def _target_pronoun(spec: Spec, lang: str, lex: Lexicon) -> str | None:
+    frame = FRAMES[spec.frame]
+    role = _pron_role(frame, spec)
+    if role is None:
+        return None
+    noun = lex.nouns[spec[role]]
+    if frame.obj_pronoun:
+        return FR_OBJ[noun.fr_g] if lang == "fr" else DE_ACC[noun.de_g]
+    return _fr_pron(noun, frame.plural) if lang == "fr" else _de_pron(noun, frame.plural)
+
+
+def make_pair(spec: Spec, lang: str) -> Pair:
+    lex = lexicon()
+    frame = FRAMES[spec.frame]
+    src = render_en(spec, lex)
+    tgt = (frame.fr if lang == "fr" else frame.de)(spec, lex, frame)
+    src_words = [w.lower() for w in words(src)]
+    pron = "they" if frame.plural else "it"
+    candidates = tuple(lex.nouns[spec[s]].en for s in ("A", "B", "C", "P") if spec.get(s))
+    return Pair(src, tgt, lang, spec.frame, src_words.index(pron) if frame.cues and pron in src_words else None,
+                _antecedent(spec), candidates, _target_pronoun(spec, lang, lex), _combo(spec), spec)
+
+
+def _check_lang(lang):
+    if lang not in LANGS:
+        raise ValueError(f"unknown language {lang!r}; expected one of {LANGS}")
+
+
+@lru_cache(maxsize=16)
+def _pairs(lang: str, split: str) -> tuple[Pair, ...]:
+    size = TRAIN_SIZE if split == "train" else EVAL_SIZE
+    return tuple(make_pair(s, lang) for s in _specs(split, size))
+
+
+def generate(lang: str, split: str, n: int | None = None, seed: int = 0) -> list[Pair]:
+    """Pairs of ``split`` (train / valid / test / heldout) in ``lang``: all (shuffled by ``seed``) or a sample of ``n``."""
+    _check_lang(lang)
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+    pairs = list(_pairs(lang, split))
+    rng = random.Random(seed)
+    if n is None or n >= len(pairs):
+        rng.shuffle(pairs)
+        return pairs
+    return rng.sample(pairs, n)
+
+
+def english_sentences(split: str = "train") -> tuple[str, ...]:
+    return tuple(render_en(s) for s in _specs(split, TRAIN_SIZE if split == "train" else EVAL_SIZE))
+
+
+# --------------------------------------------------------------------------------------------
+# Probes, pronouns, parsing
+# --------------------------------------------------------------------------------------------
+
+SEED_PAIR = (("cross", (("A", "animal"), ("B", "street"), ("cue", "tired"))),
+             ("cross", (("A", "animal"), ("B", "street"), ("cue", "wide"))))
+
+
+def _gender(noun: Noun, lang: str) -> str:
+    return noun.fr_g if lang == "fr" else noun.de_g
+
+
+@lru_cache(maxsize=4)
+def probe_pairs(lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
+    """Minimal pairs from the test split: the same sentence with the cue flipped from one role to the other,
+    the two antecedents of different gender in ``lang`` (so the right pronouns differ). The seed pair
+    ("The animal didn't cross the street because it was too tired / wide.") comes first."""
+    _check_lang(lang)
+    lex = lexicon()
+    out = [tuple(make_pair(Spec(f, tuple(sorted(s))), lang) for f, s in SEED_PAIR)]
+    seen = {out[0][0].spec}
+    for spec in _specs("test", EVAL_SIZE):
+        frame = FRAMES[spec.frame]
+        if spec.frame not in COREF_FRAMES or spec in seen:
+            continue
+        role = _pron_role(frame, spec)
+        other = next(r for r in frame.cues if r != role)
+        if _gender(lex.nouns[spec[role]], lang) == _gender(lex.nouns[spec[other]], lang):
+            continue
+        cues = [c for c in _pools(spec.frame)["cue"][other]]
+        cue = cues[int(_h("probe", spec) * len(cues))]
+        twin = Spec(spec.frame, tuple(sorted(dict(spec.slots, cue=cue).items())))
+        if _split_of(twin) != "test":
+            continue
+        seen.add(spec)
+        out.append((make_pair(spec, lang), make_pair(twin, lang)))
+        if len(out) >= n:
+            break
+    return out
+
+
+_FR_PRONOUNS = {"il", "elle", "ils", "elles"}
+_DE_PRONOUNS = {"er", "sie", "es", "ihn"}
+
+
+def pronoun_of(translation: str, lang: str) -> str | None:
+    """The pronoun that refers back in a translation: French il/elle/ils/elles (not sentence-initial, not
+    "il y a"), or a le/la clitic right after "et"; German er/sie/es/ihn, not the first word."""
+    _check_lang(lang)
+    toks = [t.lower() for t in words(translation)]
+    for i, t in enumerate(toks[1:], start=1):
+        if lang == "de":
+            if t in _DE_PRONOUNS:
+                return t
+        elif t in _FR_PRONOUNS and not (i + 1 < len(toks) and toks[i + 1] == "y"):
+            return t
+        elif t in ("le", "la") and toks[i - 1] == "et":
+            return t
+    return None
+
+
+def _regex_for(frame: Frame, lex: Lexicon) -> re.Pattern:
+    """An English regex of one frame (slots as named groups over the lexicon's words)."""
+    def alt(options):
+        return "(?:" + "|".join(re.escape(o) for o in sorted(set(options), key=len, reverse=True)) + ")"
+    nouns = alt(lex.nouns)
+    plurals = alt(n.en_pl for n in lex.nouns.values())
+    adjs = alt(lex.adjectives)
+    groups = {
+        "A": f"(?P<A>{nouns})", "B": f"(?P<B>{nouns})", "C": f"(?P<C>{nouns})", "P": f"(?P<P>{nouns})",
+        "Apl": f"(?P<Apl>{plurals})", "Bpl": f"(?P<Bpl>{plurals})", "Aplmass": f"(?P<Aplmass>{plurals}|{nouns})",
+        "aA": f"an? (?P<A>{nouns})", "adj": f"(?P<adj>{adjs})", "a_adj": f"an? (?P<adj>{adjs})",
+        "cue": f"(?P<cue>{adjs}|{alt(lex.verbs)})", "cue3sg": f"(?P<cue3sg>{alt(v.en_3sg for v in lex.verbs.values())})",
+        "verb": f"(?P<verb>{alt(lex.verbs)})", "verb3sg": f"(?P<verb3sg>{alt(v.en_3sg for v in lex.verbs.values())})",
+        "verbpast": f"(?P<verbpast>{alt(v.en_past for v in lex.verbs.values())})",
+        "name": f"(?P<name>{alt(lex.names)})", "he": "(?:he|she)", "num": f"(?P<num>{alt(x[0] for x in lex.numbers.values())})",
+        "prep": f"(?P<prep>{alt(_PLACE_PREPS)})",
+    }
+    parts = re.split(r"(\{\w+\})", frame.en)
+    pattern = "".join(groups[p[1:-1]] if p.startswith("{") else re.escape(p.lower()) for p in parts)
+    return re.compile(pattern)
+
+
+@lru_cache(maxsize=1)
+def _parsers():
+    lex = lexicon()
+    return [(f, _regex_for(f, lex)) for f in FRAMES_LIST]
+
+
+def _normalise(sentence: str) -> str:
+    text = re.sub(r"\s+", " ", sentence.replace("\u2019", "'")).strip()
+    text = re.sub(r"\bdid not\b", "didn't", text)
+    text = re.sub(r"\bdoes not\b", "doesn't", text)
+    text = re.sub(r"\bcould not\b", "couldn't", text)
+    return text[:1].lower() + text[1:] if not any(text.startswith(n) for n in lexicon().names) else text
+
+
+def parse(sentence: str) -> Spec:
+    """The spec of an English sentence of the grammar (ValueError when it is outside every frame)."""
+    if not isinstance(sentence, str):
+        raise ValueError(f"expected an English sentence (str), got {type(sentence).__name__}")
+    lex = lexicon()
+    text = _normalise(sentence)
+    low = text if text[:1].isupper() else text.lower()
+    by_pl = {n.en_pl: k for k, n in lex.nouns.items()}
+    by_past = {v.en_past: k for k, v in lex.verbs.items()}
+    by_3sg = {v.en_3sg: k for k, v in lex.verbs.items()}
+    by_num = {x[0]: str(n) for n, x in lex.numbers.items()}
+    for frame, rx in _parsers():
+        m = rx.fullmatch(low)
+        if not m:
+            continue
+        g = {k: v for k, v in m.groupdict().items() if v}
+        slots = {}
+        for k, v in g.items():
+            if k in ("Apl", "Bpl"):
+                slots[k[0]] = by_pl[v]
+            elif k == "Aplmass":
+                slots["A"] = by_pl.get(v, v)
+            elif k == "verbpast":
+                slots["verb"] = by_past[v]
+            elif k == "verb3sg":
+                slots["verb"] = by_3sg[v]
+            elif k == "cue3sg":
+                slots["cue"] = by_3sg[v]
+            elif k == "num":
+                slots["num"] = by_num[v]
+            else:
+                slots[k] = v
+        spec = Spec(frame.name, tuple(sorted(slots.items())))
+        if frame.cues and _pron_role(frame, spec) is None:
+            continue
+        try:
+            make_pair(spec, "fr")
+        except (KeyError, IndexError):
+            continue
+        return spec
+    known = set(lex.nouns) | {n.en_pl for n in lex.nouns.values()} | set(lex.adjectives) | set(lex.verbs)
+    unknown = [w for w in words(text.lower()) if w.isalpha() and w not in known]
+    hint = f" Words outside the lexicon: {', '.join(unknown[:8])}." if unknown else ""
+    raise ValueError(f"Sentence is outside the generated grammar's frames: {sentence!r}.{hint}")
+
+
+def pair_for(sentence: str, lang: str) -> Pair:
+    """The Pair (reference translation, antecedent, pronoun) of one in-grammar English sentence."""
+    _check_lang(lang)
+    return make_pair(parse(sentence), lang)
+
+
+def translate(sentence: str, lang: str) -> str:
+    """The reference translation of one in-grammar English sentence (ValueError outside the grammar)."""
+    return pair_for(sentence, lang).tgt

@@ -1,0 +1,54 @@
+"""The hand-written Winograd-style test set (``tests/data/winograd.tsv``): sentences written by a person, in
+everyday words, that the generator does not produce verbatim, each with French and German references and
+the pronoun that translates "it" / "they". A translator is scored on the pronoun it writes (read back by the
+corpus's ``pronoun_of``) and on how many of the sentences' words it never saw in training.
+
+TSV columns: ``en  fr  fr_pronoun  de  de_pronoun`` (a header line; ``#`` starts a comment line).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+COLUMNS = ("en", "fr", "fr_pronoun", "de", "de_pronoun")
+
+
+@dataclass(frozen=True)
+class Row:
+    en: str
+    fr: str
+    fr_pronoun: str
+    de: str
+    de_pronoun: str
+
+    def reference(self, lang: str) -> tuple[str, str]:
+        return (self.fr, self.fr_pronoun) if lang == "fr" else (self.de, self.de_pronoun)
+
+
+def load(path: str | Path) -> list[Row]:
+    rows = []
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t")
+    if tuple(header) != COLUMNS:
+        raise ValueError(f"{path}: header must be {' / '.join(COLUMNS)}, got {header}")
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cells = line.split("\t")
+        if len(cells) != len(COLUMNS):
+            raise ValueError(f"{path}:{number}: expected {len(COLUMNS)} tab-separated cells, got {len(cells)}")
+        rows.append(Row(*(c.strip() for c in cells)))
+    return rows
+
+
+def score(rows: list[Row], lang: str, hyps: list[str], data, known_words=None) -> dict:
+    """Pronoun accuracy of ``hyps`` (the model's translations of ``rows``) and, given the model's training
+    words, the share of the English words it never saw."""
+    right = sum(data.pronoun_of(h, lang) == r.reference(lang)[1] for r, h in zip(rows, hyps))
+    out = {"handwritten_pronoun_accuracy": right / len(rows), "handwritten_n": len(rows),
+           "handwritten_exact_match": sum(h == r.reference(lang)[0] for r, h in zip(rows, hyps)) / len(rows)}
+    if known_words is not None:
+        from .translation import words
+        ws = [w.lower() for r in rows for w in words(r.en) if w[:1].isalpha()]
+        out["handwritten_unknown_rate"] = sum(w not in known_words for w in ws) / len(ws)
+    return out

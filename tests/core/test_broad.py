@@ -1,0 +1,141 @@
+"""The broad corpus (core.data.broad): frames, meaning-driven pronouns, splits, grammar checked by hunspell."""
+import collections
+import shutil
+import subprocess
+
+import pytest
+
+from core.data import broad
+
+LANGS = ("fr", "de")
+
+
+@pytest.fixture(scope="module")
+def train():
+    return {lang: broad.generate(lang, "train") for lang in LANGS}
+
+
+def test_at_least_thirty_frames_all_generated(train):
+    assert len(broad.FRAMES) >= 30
+    for lang in LANGS:
+        seen = collections.Counter(p.frame for p in train[lang])
+        assert set(seen) == set(broad.FRAMES), set(broad.FRAMES) - set(seen)
+
+
+def test_both_readings_of_every_coreference_frame_occur(train):
+    """A pronoun's answer follows from the cue's meaning, never from word order: each frame's 'it' points to
+    its first noun in some sentences and to its second in others."""
+    for frame in broad.COREF_FRAMES:
+        roles = collections.Counter()
+        for p in train["fr"]:
+            if p.frame == frame:
+                roles[[r for r, cues in broad.FRAMES[frame].cues.items() if p.spec["cue"] in cues][0]] += 1
+        assert len(roles) == 2 and min(roles.values()) > 50, (frame, roles)
+
+
+def test_cue_decides_the_antecedent_not_position():
+    """The same two nouns, two cues: the antecedent flips, and with it the French and German pronouns."""
+    a = broad.pair_for("The trophy doesn't fit in the suitcase because it is too big.", "fr")
+    b = broad.pair_for("The trophy doesn't fit in the suitcase because it is too small.", "fr")
+    assert (a.antecedent, b.antecedent) == ("trophy", "suitcase")
+    assert (a.tgt_pronoun, b.tgt_pronoun) == ("il", "elle")
+    assert broad.pair_for("The trophy doesn't fit in the suitcase because it is too small.", "de").tgt_pronoun == "er"
+
+
+@pytest.mark.parametrize("src, lang, tgt", [
+    ("The trophy doesn't fit in the suitcase because it is too big.", "fr",
+     "Le trophée ne rentre pas dans la valise parce qu'il est trop grand."),
+    ("The trophy doesn't fit in the suitcase because it is too small.", "fr",
+     "Le trophée ne rentre pas dans la valise parce qu'elle est trop petite."),
+    ("The trophy doesn't fit in the suitcase because it is too big.", "de",
+     "Der Pokal passt nicht in den Koffer, weil er zu groß ist."),
+    ("The animal didn't cross the street because it was too tired.", "fr",
+     "L'animal n'a pas traversé la rue parce qu'il était trop fatigué."),
+    ("The animal didn't cross the street because it was too wide.", "de",
+     "Das Tier überquerte die Straße nicht, weil sie zu breit war."),
+    ("My sister bought a new car because it was cheap.", "de", "Meine Schwester kaufte ein neues Auto, weil es billig war."),
+    ("I like coffee.", "fr", "J'aime le café."),
+    ("I like coffee.", "de", "Ich mag Kaffee."),
+])
+def test_reference_translations(src, lang, tgt):
+    assert broad.translate(src, lang) == tgt
+
+
+def test_german_grammar_weak_nouns_dative_plural_contractions():
+    lex = broad.lexicon()
+    lion = lex.nouns["lion"]
+    assert lion.de_weak and broad.de_np(lion, "acc") == "den Löwen" and broad.de_np(lion, "nom") == "der Löwe"
+    dog = lex.nouns["dog"]
+    assert broad.de_np(dog, "dat", plural=True) == "den Hunden"
+    assert broad.de_np(lex.nouns["house"], "dat", prep="in") == "im Haus"
+    assert broad.de_np(dog, "acc", "indef", adj=lex.adjectives["tired"]) == "einen müden Hund"
+
+
+def test_french_elision_and_contraction():
+    lex = broad.lexicon()
+    assert broad.fr_np(lex.nouns["animal"]) == "l'animal"
+    assert broad.fr_np(lex.nouns["street"], prep="de") == "de la rue"
+    assert broad.fr_np(lex.nouns["dog"], prep="de") == "du chien"
+    assert broad.fr_np(lex.nouns["dog"], plural=True, prep="de") == "des chiens"
+
+
+def test_splits_are_disjoint_by_combination(train):
+    combos = {lang: {p.combo for p in train[lang]} for lang in LANGS}
+    for split in ("valid", "test"):
+        held = {p.combo for p in broad.generate("fr", split)}
+        assert not held & combos["fr"], split
+
+
+def test_heldout_nouns_never_in_a_training_coreference_sentence(train):
+    held = broad.heldout_nouns()
+    assert len(held) >= 30
+    coref_nouns = {p.spec[s] for p in train["fr"] if broad.FRAMES[p.frame].cues
+                   for s in broad.FRAMES[p.frame].roles}
+    assert not held & coref_nouns
+    other_nouns = {v for p in train["fr"] if not broad.FRAMES[p.frame].cues for k, v in p.spec.slots if k in "ABC"}
+    assert len(held & other_nouns) >= 0.8 * len(held), "held-out nouns should still be known words"
+    heldout = broad.generate("fr", "heldout")
+    assert len(heldout) >= 1000
+    assert all(any(p.spec[s] in held for s in broad.FRAMES[p.frame].roles) for p in heldout)
+
+
+def test_probe_pairs_come_from_test_and_flip_the_pronoun(train):
+    probe = broad.probe_pairs("fr")
+    assert len(probe) >= 100
+    assert probe[0][0].src == "The animal didn't cross the street because it was too tired."
+    train_src = {p.src for p in train["fr"]}
+    for a, b in probe[1:]:
+        assert a.antecedent != b.antecedent and a.tgt_pronoun != b.tgt_pronoun
+        assert a.src not in train_src and b.src not in train_src
+        assert a.candidates == b.candidates
+
+
+def test_parse_round_trip(train):
+    for p in train["fr"][:3000]:
+        assert broad.translate(p.src, "fr") == p.tgt or broad.parse(p.src).frame != p.frame, p.src
+
+
+def test_pronoun_of_reads_back_the_reference(train):
+    for lang in LANGS:
+        for p in train[lang][:5000]:
+            if p.tgt_pronoun:
+                assert broad.pronoun_of(p.tgt, lang) == p.tgt_pronoun, p.tgt
+
+
+def test_outside_the_grammar_names_unknown_words():
+    with pytest.raises(ValueError, match="zorblax"):
+        broad.parse("The zorblax didn't cross the street because it was too tired.")
+
+
+HUNSPELL = {"fr": "/usr/share/hunspell/fr", "de": "/usr/share/hunspell/de_DE"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_target_word_is_accepted_by_hunspell(lang, train):
+    """2,000 generated sentences: every French / German word is a real inflected form (hunspell)."""
+    assert shutil.which("hunspell"), "install Debian's hunspell, hunspell-fr-classical and hunspell-de-de"
+    text = "\n".join(p.tgt for p in train[lang][:2000])
+    out = subprocess.run(["hunspell", "-d", HUNSPELL[lang], "-l"], input=text, capture_output=True, text=True,
+                         check=True).stdout.split()
+    bad = collections.Counter(out)
+    assert not bad, bad.most_common(20)
