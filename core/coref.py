@@ -6,7 +6,7 @@ Two probe kinds read attention to each candidate noun per layer × head:
   (or, for a language model, the decoder) stack.
 * ``"cross"`` (encoder-decoder models only): cross-attention **from the decoder position that
   predicts the target pronoun** to the English candidates. The decoder is teacher-forced with the
-  reference translation (``core.data.translation.translate``); if the reference holds the pronoun
+  reference translation (the corpus's ``translate``, :func:`corpus`); if the reference holds the pronoun
   at decoder-input index ``j`` (``[BOS] + target``, e.g. "… parce qu ' il …"), the query is
   ``j - 1``: the position whose next-token prediction *is* il/elle, i.e. where the translator
   decides, before it has seen the answer. :func:`pronoun_probabilities` reads its probabilities
@@ -78,11 +78,29 @@ def attention_name(kind: str, res_kind: str, layer: int) -> str:
 
 
 def language(ck: Checkpoint) -> str | None:
-    """Target language of a translation model (``fr``/``de``), or None (no translation task)."""
+    """Target language of a translation model (``fr``/``de``; tasks ``en-fr``, ``en-de-tiny``, …), or None."""
     if ck.model.cfg.kind != "encoder-decoder":
         return None
-    lang = str(ck.meta.get("task", "")).split("-")[-1]
+    from .data import lang_of
+    lang = lang_of(str(ck.meta.get("task", "")))
     return lang if lang in TARGET_PRONOUNS else None
+
+
+def corpus(ck: Checkpoint):
+    """The corpus module a translation model was trained on (:func:`core.data.corpus_for`), or None.
+
+    Until the broad corpus's lexicon is in place, a model whose task names it falls back to the tiny
+    grammar (the bundled ``en-fr`` / ``en-de`` of that time were trained on it)."""
+    if language(ck) is None:
+        return None
+    from .data import corpus_for, translation
+    mod = corpus_for(str(ck.meta.get("task", "")))
+    if mod is not translation:
+        try:
+            mod.lexicon()
+        except (OSError, AttributeError):
+            return translation
+    return mod
 
 
 def reference(ck: Checkpoint, item: ProbeItem) -> str | None:
@@ -92,10 +110,9 @@ def reference(ck: Checkpoint, item: ProbeItem) -> str | None:
     lang = language(ck)
     if lang is None:
         return None
-    from .data import translation
     try:
-        return translation.translate(item.text, lang)
-    except ValueError:
+        return corpus(ck).translate(item.text, lang)
+    except (ValueError, KeyError):
         return None
 
 
@@ -284,13 +301,12 @@ def pronoun_probabilities(ck: Checkpoint, src: str, tgt: str, choices: tuple[str
 
 def translated_pronoun(ck: Checkpoint, src: str, heads: dict | None = None) -> tuple[str, str | None]:
     """Greedy translation of ``src`` with ``heads`` switched off, and the back-referring pronoun in it."""
-    from .data import translation
     from .inspection import translate_ablated
     model, tok = ck.model, ck.tokenizer
     src_ids = tok.encode(src)[: model.cfg.max_len - 1] + [EOS]
     out = tok.decode(translate_ablated(model, src_ids, heads or {}))
     lang = language(ck)
-    return out, (translation.pronoun_of(out, lang) if lang else None)
+    return out, (corpus(ck).pronoun_of(out, lang) if lang else None)
 
 
 def fewest_heads_to_change(ck: Checkpoint, items: list[ProbeItem], board: dict) -> tuple[int | None, dict]:
@@ -314,11 +330,11 @@ def ablation_effect(ck: Checkpoint, items: list[ProbeItem], heads: dict) -> dict
     lang = language(ck)
     if lang is None:
         raise ValueError("ablation evidence needs a model trained on en-fr or en-de")
-    from .data import translation
+    data = corpus(ck)
     rows, flipped, changed, right_before, right_after = [], 0, 0, 0, 0
     for item in items:
         ref = reference(ck, item)
-        want = translation.pronoun_of(ref, lang) if ref else None
+        want = data.pronoun_of(ref, lang) if ref else None
         out0, p0 = translated_pronoun(ck, item.text)
         out1, p1 = translated_pronoun(ck, item.text, heads)
         choices = TARGET_PRONOUNS[lang]
