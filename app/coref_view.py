@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from app.figures import _style, label
+from app.figures import _style, label, symmetric_range
 from app.shell import load_model
 from core import coref
 from core.data import translation
@@ -23,31 +23,46 @@ KIND_TITLES = {"self": "Encoder self-attention from “it”",
                "cross": "Cross-attention from the decoder position that writes the pronoun"}
 
 
-def probe_items(lang: str = "fr") -> list[tuple[coref.ProbeItem, coref.ProbeItem]]:
-    """The built-in probe set: minimal pairs whose adjective flips the referent of "it"."""
+def _corpus(model_name: str | None):
+    """(corpus module, language) of a translation model; the tiny grammar in French for any other model."""
+    ck = load_model(model_name) if model_name else None
+    data = coref.corpus(ck) if ck is not None else None
+    return (data, coref.language(ck)) if data is not None else (translation, "fr")
+
+
+def probe_items(model_name: str | None = None) -> list[tuple[coref.ProbeItem, coref.ProbeItem]]:
+    """The probe set: minimal pairs whose cue word flips the referent of "it" (a translator's own corpus's, drawn
+    from its test split; the tiny grammar's for other models)."""
+    data, lang = _corpus(model_name)
     return [tuple(coref.ProbeItem(p.src, p.antecedent, p.candidates) for p in pair)
-            for pair in translation.probe_pairs(lang)]
+            for pair in data.probe_pairs(lang)]
 
 
-def item_for(text: str) -> coref.ProbeItem | None:
-    """Antecedent and candidates of an in-grammar sentence (None when the grammar does not cover it)."""
+def item_for(text: str, model_name: str | None = None) -> coref.ProbeItem | None:
+    """Antecedent and candidates of a sentence the model's corpus covers (None when its grammar does not)."""
+    data, lang = _corpus(model_name)
     try:
-        p = translation.pair_for(text, "fr")
-    except ValueError:
+        p = data.pair_for(text, lang)
+    except (ValueError, KeyError):
         return None
     if not p.antecedent or len(p.candidates) < 2:
         return None
     return coref.ProbeItem(p.src if p.src.rstrip(".") == text.strip().rstrip(".") else text, p.antecedent, p.candidates)
 
 
-def _flat_items() -> list[coref.ProbeItem]:
-    return [it for pair in probe_items() for it in pair]
+def _flat_items(model_name: str | None = None) -> list[coref.ProbeItem]:
+    return [it for pair in probe_items(model_name) for it in pair]
 
 
 @st.cache_resource(max_entries=8, show_spinner="Scoring every head on the probe set…")
 def scoreboards(model_name: str) -> dict[str, dict]:
     """Every probe kind the model supports (``self``; ``cross`` too for encoder-decoder models)."""
-    return coref.scoreboards(load_model(model_name), _flat_items())
+    return coref.scoreboards(load_model(model_name), _flat_items(model_name))
+
+
+def shared_range(lks) -> float:
+    """One symmetric colour range for the panels of a minimal pair (first − second candidate's weight)."""
+    return symmetric_range(*[lk[..., 0] - lk[..., 1] for lk in lks])
 
 
 def scoreboard(model_name: str, kind: str = "self") -> dict:
@@ -56,22 +71,26 @@ def scoreboard(model_name: str, kind: str = "self") -> dict:
 
 
 def grid_figure(lk: torch.Tensor, candidates, antecedent: str, *, title: str, present=False, dark=False,
-                resolving=None, query: str = "it") -> go.Figure:
-    """Cells: weight(query → first candidate) − weight(query → second); ✓ marks heads that resolve the pair."""
+                resolving=None, query: str = "it", zmax: float | None = None) -> go.Figure:
+    """Cells: weight(query → first candidate) − weight(query → second); ✓ marks heads that resolve the pair.
+    ``zmax``: the symmetric colour range (pass :func:`shared_range` of both sentences so the panels compare)."""
     diff = (lk[..., 0] - lk[..., 1]).tolist()
     n_l, n_h = lk.shape[:2]
     hover = [[f"layer {l} head {h}<br>" + "<br>".join(f"{label(query)} → {label(c)}: {float(lk[l, h, i]):.4f}"
                                                        for i, c in enumerate(candidates))
               for h in range(n_h)] for l in range(n_l)]
     text = [["✓" if resolving is not None and resolving[l][h] else "" for h in range(n_h)] for l in range(n_l)]
-    fig = go.Figure(go.Heatmap(z=diff, x=list(range(n_h)), y=list(range(n_l)), colorscale="RdBu", zmid=0,
+    zmax = zmax or symmetric_range(lk[..., 0] - lk[..., 1])
+    fig = go.Figure(go.Heatmap(z=diff, x=list(range(n_h)), y=list(range(n_l)), colorscale="RdBu", zmin=-zmax, zmax=zmax,
                                text=text, texttemplate="%{text}", customdata=hover,
                                hovertemplate="%{customdata}<extra></extra>",
                                colorbar=dict(title=f"{label(candidates[0])} − {label(candidates[1])}")))
     fig.update_xaxes(title="head", tickvals=list(range(n_h)))
     fig.update_yaxes(title="layer", tickvals=list(range(n_l)), autorange="reversed")
-    fig.update_layout(title=f"{title} (antecedent: {label(antecedent)})")
-    return _style(fig, present, height=180 + 45 * n_l, dark=dark)
+    fig.update_layout(title=f"{title}<br>(antecedent: {label(antecedent)})")
+    fig = _style(fig, present, height=220 + 45 * n_l, dark=dark)
+    fig.update_layout(margin=dict(t=40 + 22 * (title.count("<br>") + 2)))  # room for every title line
+    return fig
 
 
 def share_figure(share: torch.Tensor, *, title: str, present=False, dark=False) -> go.Figure:
@@ -153,4 +172,13 @@ def fewest_heads_to_change(model_name: str, items: list[coref.ProbeItem], kind: 
 
 def probe_set_effect(model_name: str, off: dict) -> dict:
     """The same over the whole built-in probe set (both sentences of every pair)."""
-    return ablation_effect(model_name, _flat_items(), off)
+    return ablation_effect(model_name, _flat_items(model_name), off)
+
+
+ABLATION_COLUMNS = ("pronoun", "pronoun, heads off", "p(ref pronoun)", "p(ref pronoun), heads off", "sentence",
+                    "translation", "translation, heads off")
+
+
+def ablation_table(effect: dict) -> list[dict]:
+    """The ablation rows with the deciding columns first (they stay in view at 1280 px), probabilities rounded."""
+    return [{c: (round(r[c], 4) if isinstance(r[c], float) else r[c]) for c in ABLATION_COLUMNS} for r in effect["rows"]]

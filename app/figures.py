@@ -208,3 +208,50 @@ def trajectories(coords: torch.Tensor, tokens, stages, *, selected: int, share=N
         axes = [f"PC{i + 1} ({float(s) * 100:.0f}% of variance)" for i, s in enumerate(share)]
     fig.update_layout(title=title, xaxis_title=axes[0], yaxis_title=axes[1])
     return _style(fig, present, height=480, dark=dark)
+
+
+def wrap(text: str, width: int = 44) -> str:
+    """Escaped ``text`` broken into ``<br>``-separated lines of at most ``width`` characters (plotly titles do not
+    wrap, and a title wider than its panel is cut off)."""
+    lines, line = [], ""
+    for word in str(text).split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return "<br>".join(label(x) for x in lines)
+
+
+def symmetric_range(*tensors) -> float:
+    """One colour range for several diverging panels: the largest |value| over all of them (1e-9 if all are 0), so
+    the panels of a minimal pair share the scale ``[-r, r]`` and a negligible cell stays pale."""
+    r = max((float(torch.nan_to_num(torch.as_tensor(t).float()).abs().max()) for t in tensors if t is not None),
+            default=0.0)
+    return max(r, 1e-9)
+
+
+def effect_grid(effect: torch.Tensor, rows, *, title: str = "", zmax: float | None = None, flips=None,
+                value_name: str = "effect", present: bool = False, dark: bool = False,
+                height: int | None = None) -> go.Figure:
+    """Attention rows (e.g. ``encoder L0`` … ``cross L3``) × heads of a patching effect, on a symmetric diverging
+    scale ``[-zmax, zmax]`` (default: this grid's own largest |value|; pass one shared value for panels that are
+    compared). Each cell is written as a percentage; ``flips`` (same shape) adds a mark where the head alone flips."""
+    z = effect.detach().float().cpu()
+    zmax = zmax or symmetric_range(z)
+    n_r, n_h = z.shape
+    rows = [label(r) for r in rows]
+    text = [[("" if v != v else f"{v:.0%}") + ("↻" if flips is not None and float(flips[i][j]) > 0 else "")
+             for j, v in enumerate(row.tolist())] for i, row in enumerate(z)]
+    custom = [[rows[i]] * n_h for i in range(n_r)]
+    hm = go.Heatmap(z=[[None if v != v else v for v in row] for row in z.tolist()], x=list(range(n_h)),
+                    y=list(range(n_r)), zmin=-zmax, zmax=zmax, zmid=0, colorscale="RdBu_r", text=text,
+                    texttemplate="%{text}", customdata=custom,
+                    hovertemplate=f"%{{customdata}} head %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+                    colorbar=dict(title=value_name))
+    fig = go.Figure(hm)
+    fig.update_xaxes(title="head", tickvals=list(range(n_h)))
+    fig.update_yaxes(tickvals=list(range(n_r)), ticktext=rows, autorange="reversed")
+    fig.update_layout(title=title)
+    return _style(fig, present, height=height or 150 + 30 * n_r, dark=dark)

@@ -10,7 +10,7 @@ import html
 import re
 from dataclasses import dataclass, field
 
-from app import coref_view, figures
+from app import coref_view, figures, patch_view
 from app.shell import load_model, traced
 from core import coref, lesson
 from core import inspection as ins
@@ -256,10 +256,27 @@ def output_step(c: Context) -> Step:
                 f"{SOURCES['starke']}, sec. 2 (‘I am happy’ → ‘Ich bin froh’)", blocks)
 
 
+def patching_blocks(c: Context, pair) -> list:
+    """The payoff's lead: which heads carry the decision for this pair (activation patching), or nothing when the
+    model is no translator or the pair cannot be patched."""
+    if coref.language(c.ck) is None:
+        return []
+    res, sentences = patch_view.pair_effects(c.name, pair[0].text, pair[1].text)
+    if sentences is None:
+        return [("md", f"Patching cannot be run on this pair: {res}")]
+    return [("md", "**Which heads carry the decision?** Run sentence A, but take one head's output from sentence B, "
+                   "and measure how far the choice between the two pronouns moves — for every head, both ways "
+                   "(activation patching, Vig et al. 2020). " + patch_view.decision_text(res, *sentences)),
+            ("fig", patch_view.effect_figure(res, title="Share of the decision each head moves (↻ = flips it alone)",
+                                             **c.style())),
+            ("md", patch_view.top_text(res) + " " + patch_view.carry_text(res)),
+            ("md", "**What attention weights show for the same pair.** Attention is a clue, not proof:")]
+
+
 def payoff_step(c: Context) -> Step:
-    item = coref_view.item_for(c.text)
-    pair = next((p for p in coref_view.probe_items() if item is not None and item.text in (p[0].text, p[1].text)),
-                None) or coref_view.probe_items()[0]
+    item = coref_view.item_for(c.text, c.name)
+    probes = coref_view.probe_items(c.name)
+    pair = next((p for p in probes if item is not None and item.text in (p[0].text, p[1].text)), None) or probes[0]
     kind = "cross" if "cross" in coref.kinds_for(c.ck) else "self"
     lks = [coref_view.links_for(c.name, it, kind) for it in pair]
     title = "9 · The payoff: what does “it” refer to?"
@@ -272,8 +289,10 @@ def payoff_step(c: Context) -> Step:
         return Step(title, "This model does not see “it” and both nouns as tokens of these sentences.", source)
     cands = pair[0].candidates
     resolving = coref.resolving_heads(lks, list(pair))
-    blocks = instead + [("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.label(it.text),
-                                                       resolving=resolving, **c.style())) for it, lk in zip(pair, lks)]
+    zmax = coref_view.shared_range(lks)  # both sentences on one colour scale
+    blocks = instead + patching_blocks(c, pair) + [
+        ("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.wrap(it.text), resolving=resolving,
+                                       zmax=zmax, **c.style())) for it, lk in zip(pair, lks)]
     board = coref_view.scoreboard(c.name, kind)
     k_off, off = coref_view.fewest_heads_to_change(c.name, list(pair), kind)
     effect = coref_view.ablation_effect(c.name, list(pair), off)
@@ -299,9 +318,10 @@ def payoff_step(c: Context) -> Step:
                               "p(right pronoun)": r["p(ref pronoun)"],
                               "p(right pronoun), heads off": r["p(ref pronoun), heads off"]} for r in effect["rows"]]))
     return Step(title,
-                f"Change one word — tired or wide — and “it” changes referent, so {lang} needs {either}. Does "
-                "any head point at the right noun in both sentences? Attention is a clue, not proof; switching "
-                "heads off and watching the pronoun change is the stronger test.", source, blocks)
+                f"Change one word — tired or wide — and “it” changes referent, so {lang} needs {either}. Which "
+                "heads carry that decision? Patching a head's output from one sentence into the other answers it "
+                "causally; attention weights and switching heads off come after, as clues and as a second test.",
+                source, blocks)
 
 
 STEPS = [tokens_step, embedding_step, positional_step, one_head_step, multi_head_step, layers_step, decoder_step,

@@ -59,3 +59,44 @@ def gradient_x_input(model, src: list[int], dec: list[int], tok_a: int, tok_b: i
         z = logits[0, -1].float()
         (grad,) = torch.autograd.grad(z[tok_a] - z[tok_b], [held["x"]])
     return (grad * held["x"].detach())[0].sum(-1).float().cpu()
+
+
+ENGLISH_PRONOUNS = ("it", "they", "them")
+
+
+@torch.no_grad()
+def _traced(model, src, dec) -> Trace:
+    dev = model.embed.tokens.weight.device
+    return model(torch.tensor([src], device=dev), torch.tensor([dec], device=dev), trace=True).trace.to("cpu")
+
+
+def decision_attributions(ck, a, b, heads: list[tuple[str, int]]) -> dict:
+    """For sentence A of a pair (:class:`core.patch.Sentence`) and each named head ``(attention name, head)``:
+    where it looks from its query (cross and decoder self-attention: the decision position, whose next token
+    is the pronoun; encoder self-attention: the English pronoun), as attention weights and as value-weighted
+    attention, both as shares of their row; and gradient × input of the decision per source token.
+
+    Returns ``{"heads": [{name, head, kind, query, keys, weights, value_weighted}], "grad_x_input":
+    {tokens, values}}``; a head's ``weights`` is None when its query token is not found."""
+    from .patch import prepare, row_label
+    model = ck.model
+    s = prepare(ck, a, b)
+    tr = _traced(model, s.src_a, s.dec_a)
+    out = []
+    for name, h in heads:
+        stack, layer, sub = name.split(".")
+        kind = "cross" if sub == "cross_attn" else stack
+        vw = value_weighted(model, tr, kind, int(layer))[0, h]
+        w = tr[f"{name}.weights"][0, h].float()
+        keys = s.dec_tokens if kind == "decoder" else s.src_tokens_a
+        if kind == "encoder":
+            q = next((i for i, t in enumerate(s.src_tokens_a) if t.lower().lstrip("▁") in ENGLISH_PRONOUNS), None)
+            query = None if q is None else s.src_tokens_a[q]
+        else:
+            q, query = len(s.dec_a) - 1, s.dec_tokens[-1]
+        share = (lambda row: row / row.sum().clamp_min(1e-12))  # noqa: E731
+        out.append({"name": name, "head": h, "label": f"{row_label(name)} H{h}", "kind": kind, "query": query,
+                    "keys": keys, "weights": None if q is None else share(w[q]),
+                    "value_weighted": None if q is None else share(vw[q])})
+    gxi = gradient_x_input(model, s.src_a, s.dec_a, s.tok_a, s.tok_b)
+    return {"heads": out, "grad_x_input": {"tokens": s.src_tokens_a, "values": gxi}}

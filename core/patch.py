@@ -491,6 +491,52 @@ def probe_set(ck: Checkpoint) -> list[tuple[Sentence, Sentence]]:
     return [(from_pair(x), from_pair(y)) for x, y in corpus.probe_pairs(lang)]
 
 
+# ------------------------------------------------------------------ a probe-set scoreboard kept beside the weights
+SAVED = "patching.json"
+_TENSORS = ("mean_effect", "flip_share", "carry")
+
+
+def fingerprint(ck: Checkpoint) -> str | None:
+    """SHA-256 of the checkpoint's weights file (None when it has no folder, e.g. a packaged model)."""
+    import hashlib
+    path = getattr(ck, "path", None)
+    if path is None or not (path / "model.safetensors").exists():
+        return None
+    return hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+
+
+def save_scoreboard(ck: Checkpoint, board: dict) -> str:
+    """Write ``board`` to ``patching.json`` in the checkpoint's folder, tied to its weights by :func:`fingerprint`."""
+    fp = fingerprint(ck)
+    if fp is None:
+        raise ValueError("this model has no checkpoint folder to keep the scoreboard in")
+    path = ck.path / SAVED
+    body = {k: v for k, v in board.items() if k != "skipped"} | {"skipped": [list(s) for s in board["skipped"]]}
+    path.write_text(json.dumps({"weights_sha256": fp, "board": _jsonable(body)}, ensure_ascii=False, indent=1) + "\n",
+                    encoding="utf-8")
+    return str(path)
+
+
+def saved_scoreboard(ck: Checkpoint) -> dict | None:
+    """The scoreboard kept by :func:`save_scoreboard`, if it was computed on exactly these weights."""
+    path = getattr(ck, "path", None)
+    if path is None or not (path / SAVED).exists():
+        return None
+    try:
+        raw = json.loads((path / SAVED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if raw.get("weights_sha256") != fingerprint(ck):
+        return None
+    board = raw["board"]
+    for key in _TENSORS:
+        if board.get(key) is not None:
+            board[key] = torch.tensor([[float("nan") if v is None else v for v in row] for row in board[key]]
+                                      if isinstance(board[key][0], list) else
+                                      [float("nan") if v is None else v for v in board[key]])
+    return board
+
+
 # ------------------------------------------------------------------ CLI
 def _jsonable(x):
     if torch.is_tensor(x):
@@ -510,6 +556,8 @@ def main(argv=None) -> int:
     ap.add_argument("--a", help="sentence A")
     ap.add_argument("--b", help="sentence B (its “it” needs the other pronoun)")
     ap.add_argument("--probe-set", action="store_true", help="score every head over the model's probe set instead")
+    ap.add_argument("--save", action="store_true",
+                    help="with --probe-set: keep the scoreboard in the model's folder (patching.json) for the app")
     ap.add_argument("--top", type=int, default=5, help="heads to list")
     args = ap.parse_args(argv)
     from . import registry
@@ -521,6 +569,8 @@ def main(argv=None) -> int:
                 print(f"{r['label']:>14}  mean effect {r['effect']:+.3f}  flips alone {r['flip_share']:.0%}")
             print(f"pairs used {board['n']}, wrong {board['wrong']}, skipped {len(board['skipped'])}; "
                   f"smallest set carrying {board['share']:.0%}: {board['k']} heads", file=sys.stderr)
+            if args.save:
+                print(f"saved {save_scoreboard(ck, board)}", file=sys.stderr)
             result = {k: v for k, v in board.items() if k != "skipped"} | {"skipped": len(board["skipped"])}
         else:
             if not args.a or not args.b:

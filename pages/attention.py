@@ -4,6 +4,7 @@ import streamlit as st
 from app import coverage_view, export, figures
 from app.shell import current_run, sync_url, url_int
 from core.analysis import rollout, top_k_only
+from core.attribution import stacked_value_weighted
 
 st.title("Attention")
 view = st.session_state.get("view")
@@ -24,7 +25,9 @@ q_tokens, k_tokens = res.tokens(kind)
 c1, c2, c3, c4 = st.columns(4)
 layer = c1.selectbox("Layer", range(n_layers), index=url_int("layer", n_layers))
 head = c2.selectbox("Head", range(n_heads), index=url_int("head", n_heads))
-what = c3.radio("Show", ["weights", "scores"], horizontal=True, help="scores = QKᵀ/√d_k before the mask and softmax")
+what = c3.radio("Show", ["weights", "value-weighted", "scores"], horizontal=True, key="attention_show",
+                help="weights = softmax(scores + mask); value-weighted = ‖α·v·W_O‖, how much each link moves the head's "
+                     "output (Kobayashi et al. 2020); scores = QKᵀ/√d_k before the mask and softmax")
 k_top = c4.number_input("Top-k links per row (0 = all)", 0, 64, 0)
 t1, t2, t3 = st.columns(3)
 mean_heads = t1.toggle("Mean over heads")
@@ -32,14 +35,15 @@ use_rollout = t2.toggle("Attention rollout", disabled=kind == "cross", help="Abn
 hide_special = t3.toggle("Hide special tokens")
 sync_url(kind=kind, layer=layer, head=head)
 
-stack = res.trace.stacked(kind, what)[:, 0]  # [L, H, Tq, Tk]
+stack = (stacked_value_weighted(view.ck.model, res.trace, kind) if what == "value-weighted"
+         else res.trace.stacked(kind, what))[:, 0]  # [L, H, Tq, Tk]
 if use_rollout and kind != "cross":
     matrix, title = rollout(res.trace.stacked(kind)[:, 0])[layer], f"Rollout up to layer {layer}"
 elif mean_heads:
     matrix, title = stack[layer].mean(0), f"Layer {layer}, mean of {n_heads} heads"
 else:
     matrix, title = stack[layer, head], f"Layer {layer}, head {head}"
-matrix = top_k_only(matrix, int(k_top)) if what == "weights" else matrix
+matrix = top_k_only(matrix, int(k_top)) if what != "scores" else matrix
 keep_q = [i for i, t in enumerate(q_tokens) if not (hide_special and t.startswith("[") and t.endswith("]"))] or [0]
 keep_k = [i for i, t in enumerate(k_tokens) if not (hide_special and t.startswith("[") and t.endswith("]"))] or [0]
 shown = matrix[keep_q][:, keep_k]

@@ -3,7 +3,8 @@ import streamlit as st
 
 from app import coref_view as cv
 from app import coverage_view
-from app.figures import label
+from app import patch_view as pv
+from app.figures import label, wrap
 from app.shell import load_model, models
 from core import coref, coverage
 
@@ -14,7 +15,7 @@ st.markdown("“The animal didn't cross the street because **it** was too *tired
 view = st.session_state.get("view")
 if view is None:
     st.stop()
-pairs = cv.probe_items()
+pairs = cv.probe_items(view.name)
 choice = st.selectbox("Minimal pair", range(len(pairs)), format_func=lambda i: f"{pairs[i][0].text} / …{pairs[i][1].text.split()[-1]}")
 a = st.text_input("Sentence A", pairs[choice][0].text, key=f"coref_a_{choice}")
 b = st.text_input("Sentence B", pairs[choice][1].text, key=f"coref_b_{choice}")
@@ -26,7 +27,13 @@ if unknown:
                                                   if coverage.is_translation(view.ck) else "")
                            + ". Pick a minimal pair above, or write sentences in words this model knows."])
     st.stop()
-items = [cv.item_for(a), cv.item_for(b)]
+if pv.language_ok(view):
+    st.subheader("Which heads carry the decision? Activation patching")
+    st.markdown("Run sentence A, but take **one head's output from sentence B**, and watch how far the choice "
+                "between the two pronouns moves (Vig et al. 2020). A head whose patch moves it is a head that "
+                "carries the decision — causal evidence, not a correlation.")
+    pv.draw_pair(view, a, b)
+items = [cv.item_for(a, view.name), cv.item_for(b, view.name)]
 if None in items or items[0].candidates != items[1].candidates:
     st.warning("These sentences are outside the built-in grammar, so the antecedent cannot be read off automatically. "
                "Use sentences of the form “The ⟨animal⟩ didn't cross the ⟨place⟩ because it was too ⟨adjective⟩.”")
@@ -47,12 +54,13 @@ for kind in kinds:
         st.info(f"The model {view.name} does not see {what} in these sentences.")
         continue
     resolving = coref.resolving_heads(lks, items)
+    zmax = cv.shared_range(lks)  # both panels on one scale: a negligible difference stays pale
     queries = [cv.cross_query(view.name, it) if kind == "cross" else None for it in items]
     cols = st.columns(2)
     for col, it, lk, q in zip(cols, items, lks, queries):
-        title = label(it.text) if q is None else f"{label(it.text)}<br>query: “{label(q[0])}” → next “{label(q[1])}”"
+        title = wrap(it.text) if q is None else f"{wrap(it.text)}<br>query: “{label(q[0])}” → next “{label(q[1])}”"
         col.plotly_chart(cv.grid_figure(lk, cands, it.antecedent, title=title, present=view.present, dark=view.dark,
-                                        resolving=resolving, query="it" if q is None else q[0]),
+                                        resolving=resolving, query="it" if q is None else q[0], zmax=zmax),
                          key=f"grid_{kind}_{it.text}")
     n_res = sum(map(sum, resolving))
     source = "“it”" if kind == "self" else "the query position"
@@ -64,7 +72,10 @@ for kind in kinds:
                    f"whose next-token prediction is the pronoun — where the model decides {either}, before it has "
                    "seen the answer. Its attention goes to the English tokens.")
 
-st.subheader("Scoreboard over the probe set")
+if pv.language_ok(view):
+    st.subheader(f"Patching scoreboard over the probe set — {view.name}")
+    pv.draw_board(view)
+st.subheader("Attention scoreboard over the probe set")
 names = [m for m in models() if load_model(m).model.cfg.kind != "decoder-only" and m not in ("copy", "reverse")]
 compare = st.multiselect("Models", names, default=[m for m in ("en-fr", "minilm") if m in names] or names[:1])
 for col, name in zip(st.columns(max(1, len(compare))), compare):
@@ -109,8 +120,7 @@ else:
         off = coref.heads_off(board, layer=coref.best_layer(board)) if board["best"] else {}
     st.markdown(f"Switched off: **{cv.heads_text(off)}**")
     effect = cv.ablation_effect(view.name, items, off)
-    st.dataframe([{c: (round(v, 4) if isinstance(v, float) else v) for c, v in r.items() if c != "reference"}
-                  for r in effect["rows"]], hide_index=True)
+    st.dataframe(cv.ablation_table(effect), hide_index=True)
     pron = "/".join(coref.TARGET_PRONOUNS[lang])
     flips = [r for r in effect["rows"] if r["pronoun"] != r["pronoun, heads off"]]
     st.markdown(f"In this pair, the pronoun changes in **{len(flips)} of {len(effect['rows'])}** re-translations "

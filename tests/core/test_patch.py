@@ -188,3 +188,33 @@ def test_pairs_that_cannot_be_patched_say_why(ck):
         patch.prepare(ck, a, a)
     assert patch.align(list("abcde"), list("abXde")) == ([0, 1, 2, 3, 4], [0, 1, 2, 3, 4])
     assert patch.align(list("abcde"), list("abXYde")) == ([0, 1, 3, 4], [0, 1, 4, 5])
+
+
+def test_saved_scoreboard_is_tied_to_the_weights(ck, tmp_path):
+    import shutil
+    folder = tmp_path / "m"
+    shutil.copytree(ck.path, folder)
+    copy = registry.load(str(folder))
+    board = patch.scoreboard(copy, patch.probe_set(copy)[:2])
+    patch.save_scoreboard(copy, board)
+    back = patch.saved_scoreboard(copy)
+    torch.testing.assert_close(back["mean_effect"], board["mean_effect"], rtol=0, atol=1e-6)
+    torch.testing.assert_close(back["carry"], board["carry"], rtol=0, atol=1e-6)
+    assert back["k"] == board["k"] and back["ranked"][0]["label"] == board["ranked"][0]["label"]
+    with open(folder / "model.safetensors", "ab") as f:  # other weights: the saved board no longer applies
+        f.write(b"\0")
+    assert patch.saved_scoreboard(copy) is None
+
+
+def test_decision_attributions_name_the_heads(ck, pair):
+    from core.attribution import decision_attributions
+    res = patch.head_effects(ck, *pair)
+    heads = [(r["name"], r["head"]) for r in res["ranked"][:3]]
+    att = decision_attributions(ck, *pair, heads)
+    assert [(h["name"], h["head"]) for h in att["heads"]] == heads
+    for h in att["heads"]:
+        if h["weights"] is not None:
+            assert float(h["weights"].sum()) == pytest.approx(1.0, abs=1e-5)
+            assert float(h["value_weighted"].sum()) == pytest.approx(1.0, abs=1e-5)
+            assert len(h["keys"]) == len(h["weights"])
+    assert len(att["grad_x_input"]["tokens"]) == len(att["grad_x_input"]["values"])
