@@ -523,3 +523,36 @@ def compare_distributions(logits_a: torch.Tensor, logits_b: torch.Tensor, k: int
     idx = torch.tensor(ids)
     return {"ids": ids, "a": pa[idx], "b": pb[idx], "tv": float((pa - pb).abs().sum() / 2),
             "top_a": int(pa.argmax()), "top_b": int(pb.argmax())}
+
+
+# ======================================================================= readouts without a trained output head
+def has_trained_head(ck) -> bool:
+    """False for a model whose output layer was never trained (the packaged MiniLM has no masked-LM head; ours
+    is left at its random initialisation): its logits are noise and must not be shown as the model's."""
+    return ck.meta.get("mlm_head") != "untrained"
+
+
+def _pooled(x: torch.Tensor) -> torch.Tensor:
+    """Mean over the tokens of ``[T, d]``, unit length (sentence-transformers' mean pooling of one sentence)."""
+    return torch.nn.functional.normalize(x.float().mean(0), dim=0)
+
+
+def embedding_lens(trace: Trace, stack: str = "encoder") -> dict:
+    """What the sentence-embedding model makes of each stage of its stream, read the way it was trained to be
+    read: ``sentence_cos`` ``[S]``, the mean-pooled stage vector's cosine with the final sentence embedding (the
+    last stage's, = what :func:`core.pretrained.sentence_embedding` returns), and ``token_cos`` ``[S, T]``, each
+    token's cosine with its own final vector; ``stages`` names the S stages."""
+    stages = residual_stages(trace, stack)
+    final = stages[-1][1].float()
+    emb = _pooled(final)
+    return {"stages": [label for label, _ in stages],
+            "sentence_cos": [float(_pooled(x) @ emb) for _, x in stages],
+            "token_cos": torch.stack([torch.nn.functional.cosine_similarity(x.float(), final, dim=-1) for _, x in stages])}
+
+
+def embedding_change(trace_a: Trace, trace_b: Trace, stack: str = "encoder") -> dict:
+    """How far switching heads off moves a sentence-embedding model: cosine between the two sentence embeddings
+    (mean-pooled final stream) and between each token's two final vectors."""
+    a, b = trace_a[f"{stack}.output"][0].float(), trace_b[f"{stack}.output"][0].float()
+    return {"sentence_cos": float(_pooled(a) @ _pooled(b)),
+            "token_cos": torch.nn.functional.cosine_similarity(a, b, dim=-1)}

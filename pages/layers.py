@@ -55,18 +55,36 @@ st.caption("Strongest: " + ", ".join(f"n{int(i)} = {float(v):.2f} on “{figures
 
 out_stack = ins.output_stack(model)
 out_toks = res.src_tokens if out_stack == "encoder" else res.tgt_tokens
-st.header("4. Logit lens")
-st.markdown(f"Read the {out_stack}'s stream after every sublayer as if it were the last one: final LayerNorm "
-            f"({'yes' if getattr(model, out_stack).norm is not None else 'none in this model'}), then the output layer.")
-pos = st.selectbox("Position", range(len(out_toks)), index=len(out_toks) - 1, format_func=lambda i: f"{i}: {out_toks[i]}")
-lens = ins.logit_lens(model, res.trace, pos, k=10)
-st.dataframe([{"after": r["stage"], **{f"#{j + 1}": f"{tok.display([int(i)])[0]}  {float(p):.3f}"
-                                     for j, (i, p) in enumerate(zip(r["ids"][:5], r["probs"][:5]))},
-               "p(final choice)": r["p_final"]} for r in lens], hide_index=True)
-final = lens[-1]
-st.plotly_chart(figures.bars(final["probs"], tok.display(final["ids"].tolist()), y_title="probability", highlight=0,
-                             title=f"Final distribution at position {pos} (“{figures.label(out_toks[pos])}”)", **P),
-                key="final")
+trained_head = ins.has_trained_head(view.ck)
+if not trained_head:  # e.g. minilm: never show an untrained output head's guesses as the model's
+    st.header("4. Sentence-embedding lens")
+    st.info(f"{view.name} ships without an output (masked-LM) head; the one our code attaches is random, so reading "
+            "the stream through it would print noise, not what the model knows. Sections 4 and 5 read what "
+            f"{view.name} was trained for instead: its **sentence embedding** (the mean of the last layer's token "
+            "vectors), compared by cosine similarity.")
+    lens = ins.embedding_lens(res.trace, out_stack)
+    st.plotly_chart(figures.lines({"cosine with the sentence embedding": lens["sentence_cos"]}, lens["stages"],
+                                  x_title="after", y_title="cosine", **P,
+                                  title="Mean-pooled stream after every sublayer vs the final sentence embedding"),
+                    key="emb_lens")
+    st.plotly_chart(figures.matrix(lens["token_cos"], out_toks, lens["stages"], zmin=-1, zmax=1,
+                                   x_title="token", y_title="after", value_name="cosine", diverging=True, **P,
+                                   title="Each token's vector vs its own final vector"), key="emb_tokens")
+else:
+    st.header("4. Logit lens")
+    st.markdown(f"Read the {out_stack}'s stream after every sublayer as if it were the last one: final LayerNorm "
+                f"({'yes' if getattr(model, out_stack).norm is not None else 'none in this model'}), then the output "
+                "layer.")
+    pos = st.selectbox("Position", range(len(out_toks)), index=len(out_toks) - 1,
+                       format_func=lambda i: f"{i}: {out_toks[i]}")
+    lens = ins.logit_lens(model, res.trace, pos, k=10)
+    st.dataframe([{"after": r["stage"], **{f"#{j + 1}": f"{tok.display([int(i)])[0]}  {float(p):.3f}"
+                                         for j, (i, p) in enumerate(zip(r["ids"][:5], r["probs"][:5]))},
+                   "p(final choice)": r["p_final"]} for r in lens], hide_index=True)
+    final = lens[-1]
+    st.plotly_chart(figures.bars(final["probs"], tok.display(final["ids"].tolist()), y_title="probability",
+                                 highlight=0, title=f"Final distribution at position {pos} "
+                                 f"(“{figures.label(out_toks[pos])}”)", **P), key="final")
 
 st.header("5. Switch heads off")
 n_heads = model.cfg.n_heads
@@ -78,6 +96,12 @@ if not chosen:
     st.stop()
 ablated = current_run(view, ablate=tuple(sorted(chosen)))
 if ablated is None:
+    st.stop()
+if not trained_head:
+    change = ins.embedding_change(res.trace, ablated.trace, out_stack)
+    st.metric("Cosine similarity of the sentence embeddings, all heads vs heads off", f"{change['sentence_cos']:.4f}")
+    st.plotly_chart(figures.bars(change["token_cos"], out_toks, y_title="cosine", title="Each token's final vector, "
+                                 f"all heads vs {len(chosen)} head(s) off", **P), key="emb_ablation")
     st.stop()
 cmp = ins.compare_distributions(res.trace.logits[0, pos], ablated.trace.logits[0, pos])
 c1, c2, c3 = st.columns(3)

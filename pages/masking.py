@@ -103,8 +103,14 @@ else:
                                    x_title="key", y_title="query", value_name="weight", zmin=0, zmax=1, **P), key="rerun_w")
     st.metric("Largest change of a weight in this head", f"{float((after - before_w).abs().max()):.4f}")
     in_toks = res.tgt_tokens if res.tgt_tokens else res.src_tokens
-    st.markdown("**Predictions at every position** (same inputs, teacher-forced):")
-    st.dataframe(prediction_rows(tok, in_toks, res.trace.logits, out.logits, names=("normal", "masked")), hide_index=True)
+    if not ins.has_trained_head(view.ck):  # minilm: its masked-LM head is random; compare what it was trained for
+        change = ins.embedding_change(res.trace, out.trace, ins.output_stack(model))
+        st.markdown(f"{view.name} has no trained output head, so instead of predictions: cosine similarity of the "
+                    f"sentence embeddings, normal vs masked run, **{change['sentence_cos']:.4f}**.")
+    else:
+        st.markdown("**Predictions at every position** (same inputs, teacher-forced):")
+        st.dataframe(prediction_rows(tok, in_toks, res.trace.logits, out.logits, names=("normal", "masked")),
+                     hide_index=True)
 
 st.header("4. Let the decoder cheat")
 if "decoder" not in kinds:
