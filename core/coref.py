@@ -89,18 +89,41 @@ def language(ck: Checkpoint) -> str | None:
 def corpus(ck: Checkpoint):
     """The corpus module a translation model was trained on (:func:`core.data.corpus_for`), or None.
 
-    Until the broad corpus's lexicon is in place, a model whose task names it falls back to the tiny
-    grammar (the bundled ``en-fr`` / ``en-de`` of that time were trained on it)."""
-    if language(ck) is None:
+    A checkpoint trained before the broad corpus existed carries the task name ``en-fr`` / ``en-de`` but knows
+    only the tiny grammar's words: when most of the broad probe sentences hold words it never saw (its
+    ``words.json``) and the tiny grammar's do not, its corpus is the tiny grammar."""
+    lang = language(ck)
+    if lang is None:
         return None
     from .data import corpus_for, translation
     mod = corpus_for(str(ck.meta.get("task", "")))
-    if mod is not translation:
-        try:
-            mod.lexicon()
-        except (OSError, AttributeError):
-            return translation
-    return mod
+    if mod is translation:
+        return mod
+    try:
+        mod.lexicon()
+    except (OSError, AttributeError):
+        return translation
+    return translation if _knows_only_the_tiny_grammar(ck, mod, lang) else mod
+
+
+_TINY_ONLY: dict[tuple[int, str], bool] = {}
+
+
+def _knows_only_the_tiny_grammar(ck: Checkpoint, mod, lang: str) -> bool:
+    key = (id(ck.model), lang)
+    if key not in _TINY_ONLY:
+        from .coverage import coverage, known_words
+        from .data import translation
+        known = known_words(ck)
+        if known is None:
+            _TINY_ONLY[key] = False
+        else:
+            def unknown_share(pairs):
+                texts = [p.src for pair in pairs for p in pair]
+                return sum(bool(coverage(t, known)["unknown_words"]) for t in texts) / max(1, len(texts))
+            _TINY_ONLY[key] = (unknown_share(mod.probe_pairs(lang)) > 0.5
+                               and unknown_share(translation.probe_pairs(lang)) == 0)
+    return _TINY_ONLY[key]
 
 
 def reference(ck: Checkpoint, item: ProbeItem) -> str | None:

@@ -218,3 +218,11 @@ def test_decision_attributions_name_the_heads(ck, pair):
             assert float(h["value_weighted"].sum()) == pytest.approx(1.0, abs=1e-5)
             assert len(h["keys"]) == len(h["weights"])
     assert len(att["grad_x_input"]["tokens"]) == len(att["grad_x_input"]["values"])
+
+
+def test_a_tiny_grammar_model_gets_the_tiny_corpus(ck):
+    """The bundled small translators know only the 98-word grammar's words: their probe set is that grammar's, even
+    while their task still reads ``en-fr`` / ``en-de`` (before the broad corpus's models replace them)."""
+    from core.data import translation
+    assert coref.corpus(ck) is translation
+    assert len(patch.probe_set(ck)) == len(translation.probe_pairs(coref.language(ck)))
