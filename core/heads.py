@@ -1,8 +1,12 @@
 """Head importance and pruning (Michel et al. 2019, "Are Sixteen Heads Really Better than One?"),
 and the parameter / KV-cache arithmetic of multi-query and grouped-query attention.
 
-Importance of a head = the loss increase on a fixed evaluation batch when that head alone is
-switched off (its output multiplied by 0, ``model(..., ablate={"encoder.0.self_attn": [h]})``).
+Importance of a head = how much worse the model does on a fixed held-out batch when that head alone is
+switched off (its output multiplied by 0, ``model(..., ablate={"encoder.0.self_attn": [h]})``), by default
+measured as the drop of the mean **log-probability margin** of the reference token,
+``log p(reference) − max_{v ≠ reference} log p(v)`` (= the logit difference). A model that translates its
+held-out set perfectly has a loss near 0 whichever single head is off (the loss saturates: every Δloss
+reads 0.00), but its margins still shrink by different amounts; ``measure="loss"`` ranks by Δ loss.
 Pruning removes heads least-important-first and re-measures quality after each removal: the
 curve of quality vs heads kept. Everything runs in eval mode (no dropout), so it is deterministic.
 
@@ -30,7 +34,8 @@ Head = tuple[str, int]  # (attention name, head index), e.g. ("decoder.1.cross_a
 def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Batch, list]:
     """A fixed evaluation batch for a checkpoint and the raw items it came from.
 
-    Translation (task en-fr / en-de): ``n`` pairs of the ``split`` split of ``core.data.translation``
+    Translation (tasks en-fr / en-de and their -tiny): ``n`` pairs of the ``split`` split of the model's corpus
+    (:func:`core.coref.corpus`)
     (never seen in training for valid/test). LM: ``n`` consecutive windows of 64 tokens of the task's
     validation stream. Synthetic tasks: ``n`` held-out sequences (generator seed training never uses).
     Masked LM: ``n`` held-out lines with BERT's corruption (fixed seed); the loss is taken at the chosen tokens.
@@ -38,9 +43,10 @@ def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Ba
     from .tasks import LMTask, MLMTask, SyntheticTask
     task = ck.meta.get("task", "")
     tok = ck.tokenizer
-    if task in ("en-fr", "en-de"):
-        from .data import translation
-        pairs = translation.generate(task[-2:], split, n=n, seed=seed)
+    from .coref import corpus, language
+    data = corpus(ck)
+    if data is not None:  # en-fr, en-de, en-fr-tiny, en-de-tiny: the corpus the model was trained on
+        pairs = data.generate(language(ck), split, n=n, seed=seed)
         return seq2seq_batch([(tok.encode(p.src), tok.encode(p.tgt)) for p in pairs]), pairs
     if task == "lm" or ck.model.cfg.kind == "decoder-only":
         lm = LMTask(tokenizer=tok, seq_len=min(64, ck.model.cfg.max_len))
@@ -57,8 +63,9 @@ def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Ba
 
 
 @torch.no_grad()
-def batch_loss(model: Transformer, batch: Batch, ablate=None) -> tuple[float, float]:
-    """(mean cross-entropy per target token, next-token accuracy), PAD ignored, teacher forcing."""
+def batch_scores(model: Transformer, batch: Batch, ablate=None) -> tuple[float, float, float]:
+    """(mean cross-entropy per target token, next-token accuracy, mean log-probability margin of the reference
+    token over the best other token), PAD ignored, teacher forcing."""
     model.eval()
     dev = model.embed.tokens.weight.device
     b = batch.to(dev)
@@ -67,7 +74,21 @@ def batch_loss(model: Transformer, batch: Batch, ablate=None) -> tuple[float, fl
     keep = b.tgt_out.ne(PAD)
     loss = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=PAD)
     acc = (logits.argmax(-1).eq(b.tgt_out) & keep).sum() / keep.sum().clamp(min=1)
-    return float(loss), float(acc)
+    ref = logits.gather(-1, b.tgt_out.clamp(min=0)[..., None])[..., 0]
+    other = logits.scatter(-1, b.tgt_out.clamp(min=0)[..., None], float("-inf")).max(-1).values
+    margin = ((ref - other) * keep).sum() / keep.sum().clamp(min=1)
+    return float(loss), float(acc), float(margin)
+
+
+def batch_loss(model: Transformer, batch: Batch, ablate=None) -> tuple[float, float]:
+    """(mean cross-entropy per target token, next-token accuracy), PAD ignored, teacher forcing."""
+    return batch_scores(model, batch, ablate)[:2]
+
+
+def batch_margin(model: Transformer, batch: Batch, ablate=None) -> float:
+    """Mean ``log p(reference) − max_{v ≠ reference} log p(v)`` over the target tokens (not saturated: it keeps
+    growing with confidence where the loss is already ~0)."""
+    return batch_scores(model, batch, ablate)[2]
 
 
 def all_heads(model: Transformer) -> list[Head]:
@@ -82,30 +103,48 @@ def _ablate(heads) -> dict:
 
 
 # ------------------------------------------------------------------ importance
+MEASURES = ("margin", "loss")
+
+
 @dataclass
 class Importance:
     base_loss: float
     base_acc: float
     names: list[str]  # attention names, rows of ``delta``
     delta: torch.Tensor  # [n_attention, n_heads] loss increase when that head alone is off
-    ranking: list[tuple[str, int, float]]  # (name, head, delta), most important first
+    ranking: list[tuple[str, int, float]]  # (name, head, score of ``measure``), most important first
+    base_margin: float = 0.0  # mean log-probability margin of the reference token, every head on
+    margin_drop: torch.Tensor | None = None  # [n_attention, n_heads] how much that margin falls with the head off
+    measure: str = "margin"
 
     def least_first(self) -> list[Head]:
         return [(n, h) for n, h, _ in reversed(self.ranking)]
 
+    @property
+    def score(self) -> torch.Tensor:
+        """The grid the ranking follows: ``margin_drop`` or ``delta``."""
+        return self.margin_drop if self.measure == "margin" else self.delta
+
 
 @torch.no_grad()
-def head_importance(model: Transformer, batch: Batch) -> Importance:
-    """Loss increase when each head alone is switched off; ties broken by position (deterministic)."""
-    base, acc = batch_loss(model, batch)
+def head_importance(model: Transformer, batch: Batch, measure: str = "margin") -> Importance:
+    """Each head switched off alone: the loss increase (``delta``) and the drop of the mean log-probability margin
+    of the reference (``margin_drop``); ranked by ``measure``, ties broken by position (deterministic)."""
+    if measure not in MEASURES:
+        raise ValueError(f"unknown importance measure {measure!r}; choose one of {', '.join(MEASURES)}")
+    base, acc, margin = batch_scores(model, batch)
     names = model.attention_names()
     delta = torch.zeros(len(names), model.cfg.n_heads)
+    drop = torch.zeros(len(names), model.cfg.n_heads)
     for i, name in enumerate(names):
         for h in range(model.cfg.n_heads):
-            delta[i, h] = batch_loss(model, batch, {name: [h]})[0] - base
+            loss, _, m = batch_scores(model, batch, {name: [h]})
+            delta[i, h], drop[i, h] = loss - base, margin - m
+    score = drop if measure == "margin" else delta
     order = sorted(((i, h) for i in range(len(names)) for h in range(model.cfg.n_heads)),
-                   key=lambda ih: (-float(delta[ih]), ih))
-    return Importance(base, acc, names, delta, [(names[i], h, float(delta[i, h])) for i, h in order])
+                   key=lambda ih: (-float(score[ih]), ih))
+    return Importance(base, acc, names, delta, [(names[i], h, float(score[i, h])) for i, h in order],
+                      margin, drop, measure)
 
 
 # ------------------------------------------------------------------ pruning
@@ -146,12 +185,12 @@ def greedy_decode(model: Transformer, src: torch.Tensor, ablate=None, max_new: i
 
 def translation_quality(ck, pairs, ablate=None, model: Transformer | None = None) -> dict:
     """Exact match and pronoun accuracy of greedy translations of ``pairs`` with ``ablate`` heads off."""
-    from .data import translation
+    from .coref import corpus
     from .tasks import translation_metrics
     model = model or ck.model
     src = pad_rows([ck.tokenizer.encode(p.src) + [EOS] for p in pairs])
     hyps = [ck.tokenizer.decode(ids) for ids in greedy_decode(model, src, ablate)]
-    m = translation_metrics(pairs, hyps, pairs[0].lang, translation)
+    m = translation_metrics(pairs, hyps, pairs[0].lang, corpus(ck))
     return {"exact_match": m["exact_match"], "pronoun_accuracy": m["pronoun_accuracy"]}
 
 

@@ -13,8 +13,10 @@ plot = dict(present=view.present, dark=view.dark)
 cfg = view.ck.model.cfg
 
 st.header("Which heads matter? Importance and pruning")
-st.markdown("Michel et al. (2019): switch one head off (its output × 0) and measure how much the loss rises on "
-            "held-out data. Then remove heads least-important-first and watch quality fall (Voita et al. 2019).")
+st.markdown("Michel et al. (2019): switch one head off (its output × 0) and measure how much worse the model does on "
+            "held-out data — here by the drop of its **margin**, log p(reference token) − log p(best other token), "
+            "which keeps moving where the loss is already ≈ 0. Then remove heads least-important-first and watch "
+            "quality fall (Voita et al. 2019).")
 try:
     imp_data = V.importance(view.name)
 except ValueError as e:
@@ -22,14 +24,15 @@ except ValueError as e:
     st.info(f"No held-out data for this model, so no importance ranking: {e}")
 if imp_data is not None:
     imp, curve = imp_data["imp"], imp_data["curve"]
-    st.caption(f"Evaluation: {imp_data['n']} held-out {imp_data['unit']}; "
-               f"loss with every head on: {imp.base_loss:.4f} (token accuracy {imp.base_acc:.1%}).")
-    st.plotly_chart(figures.matrix(imp.delta, [f"H{h}" for h in range(cfg.n_heads)], imp.names, diverging=True,
-                                   title="Loss increase when this head alone is switched off", x_title="head",
-                                   y_title="attention", value_name="Δ loss", show_values=True, **plot),
-                    key="imp_heatmap")
+    st.caption(f"Evaluation: {imp_data['n']} held-out {imp_data['unit']}; with every head on: margin "
+               f"{imp.base_margin:.2f} nats, loss {imp.base_loss:.4f} (token accuracy {imp.base_acc:.1%}). The loss "
+               f"increase of one head off is at most {float(imp.delta.max()):.4f}.")
+    st.plotly_chart(figures.matrix(imp.margin_drop, [f"H{h}" for h in range(cfg.n_heads)], imp.names, diverging=True,
+                                   title="Drop of the reference token's log-probability margin when this head alone "
+                                         "is switched off", x_title="head", y_title="attention",
+                                   value_name="Δ margin", show_values=True, **plot), key="imp_heatmap")
     top = imp.ranking[:5]
-    st.markdown("Most important: " + ", ".join(f"**{n} H{h}** (+{d:.4f})" for n, h, d in top))
+    st.markdown("Most important: " + ", ".join(f"**{n} H{h}** ({d:+.3f} nats)" for n, h, d in top))
     kept = [p.kept for p in curve]
     series = {"loss": [p.loss for p in curve]}
     fig = figures.lines(series, kept, title="Pruning curve: loss vs heads kept (least important removed first)",

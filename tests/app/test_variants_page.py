@@ -21,7 +21,7 @@ def titles(at) -> list[str]:
 def test_page_renders_all_three_sections(model):
     at = variants_page(model)
     names = titles(at)
-    for start in ("Loss increase when this head alone", "Pruning curve: loss", "Pruning curve: quality",
+    for start in ("Drop of the reference token's log-probability margin", "Pruning curve: loss", "Pruning curve: quality",
                   "H0 · K/V head 0", "H3 · K/V head 1", "Per target pass"):
         assert any(t.startswith(start) for t in names), (start, names)
     assert any("identical to the target's greedy decoding" in s.value for s in at.success)

@@ -54,7 +54,7 @@ def test_the_head_that_carries_the_signal_ranks_first_and_silent_heads_change_no
 def test_importance_ranking_and_curve_on_the_bundled_lm_are_deterministic():
     ck = registry.load("lm")
     batch, _ = H.eval_batch(ck, n=8)
-    a, b = H.head_importance(ck.model, batch), H.head_importance(ck.model, batch)
+    a, b = H.head_importance(ck.model, batch, "loss"), H.head_importance(ck.model, batch, "loss")
     assert a.ranking == b.ranking
     assert len(a.ranking) == 8 and a.delta.shape == (2, 4)
     base, acc = H.batch_loss(ck.model, batch)
@@ -151,3 +151,28 @@ def test_to_gqa_mean_pools_kv_heads_and_is_exact_when_heads_already_share():
     tr = gqa(x, trace=True).trace
     k = tr.attention("decoder", 0, "k")
     assert k.shape[1] == 2  # two K/V heads shared by four query heads
+
+
+def test_margin_is_not_saturated_where_the_loss_is():
+    """The bundled translators' held-out loss is ~0 whichever single head is off (Δ loss reads 0.000 everywhere);
+    the margin log p(reference) − max log p(other), recomputed here by hand, still separates the heads."""
+    ck = registry.load(next(n for n in ("en-fr-tiny", "en-fr") if n in registry.bundled()))
+    batch, _ = H.eval_batch(ck, n=16)
+    imp = H.head_importance(ck.model, batch)
+    assert imp.measure == "margin" and imp.ranking[0][2] == pytest.approx(float(imp.margin_drop.max()))
+    assert float(imp.delta.abs().max()) < 1e-3 < float(imp.margin_drop.max())
+    with torch.no_grad():
+        logits = ck.model(batch.src, batch.tgt_in).logits.float()
+    keep = batch.tgt_out.ne(0)
+    margins = []
+    for row, t in zip(*keep.nonzero(as_tuple=True)):
+        z = logits[row, t].clone()
+        ref = int(batch.tgt_out[row, t])
+        r = float(z[ref])
+        z[ref] = float("-inf")
+        margins.append(r - float(z.max()))
+    assert imp.base_margin == pytest.approx(sum(margins) / len(margins), rel=1e-5)
+    name, head, drop = imp.ranking[0]
+    assert H.batch_margin(ck.model, batch, {name: [head]}) == pytest.approx(imp.base_margin - drop, abs=1e-5)
+    with pytest.raises(ValueError, match="measure"):
+        H.head_importance(ck.model, batch, "accuracy")
