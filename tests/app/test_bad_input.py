@@ -23,10 +23,10 @@ BAD_TEXT = [
     ("10,000 characters", "The dog is tired. " * 556, "cut"),
     ("emoji", "The dog 🐕 is tired 😴.", "vocabulary"),
     ("CJK", "狗很累。", "vocabulary"),
-    ("right-to-left", "הכלב עייף", "vocabulary"),
+    ("right-to-left", "הכלב עייף", "unknown to"),  # words no training sentence held, named
     ("combining marks", "The d\u0301og is tire\u0308d.", "vocabulary"),
     ("control characters and NUL", "The dog\x00 is\x07 tired\x1b.", None),
-    ("unknown words", "The zyzzyva didn't cross the quagmire.", "vocabulary"),
+    ("unknown words", "The zyzzyva didn't cross the quagmire.", "unknown to"),
     ("script tag", '</script><img src=x onerror="window.__pwned=1">', "vocabulary"),
     ("javascript URL", "javascript:alert(1)", "vocabulary"),
 ]
