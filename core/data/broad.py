@@ -251,8 +251,8 @@ def de_noun_form(noun: Noun, case: str, plural: bool) -> str:
     if plural:
         pl = noun.de_pl
         return pl + "n" if case == "dat" and not pl.endswith(("n", "s")) else pl
-    if noun.de_weak and case in ("acc", "dat"):
-        return noun.de + ("n" if noun.de.endswith("e") else "en")
+    if noun.de_weak and case in ("acc", "dat"):  # der Löwe → den Löwen, der Bär → den Bären, der Nachbar → den Nachbarn
+        return noun.de + ("n" if noun.de.endswith(("e", "ar", "er", "rr")) else "en")
     return noun.de
 
 
