@@ -242,7 +242,8 @@ def effect_grid(effect: torch.Tensor, rows, *, title: str = "", zmax: float | No
     zmax = zmax or symmetric_range(z)
     n_r, n_h = z.shape
     rows = [label(r) for r in rows]
-    text = [[("" if v != v else f"{v:.0%}") + ("↻" if flips is not None and float(flips[i][j]) > 0 else "")
+    text = [[("" if v != v else f"{(v if abs(v) >= 0.005 else 0.0):.0%}")  # no "-0%"
+             + ("↻" if flips is not None and float(flips[i][j]) > 0 else "")
              for j, v in enumerate(row.tolist())] for i, row in enumerate(z)]
     custom = [[rows[i]] * n_h for i in range(n_r)]
     hm = go.Heatmap(z=[[None if v != v else v for v in row] for row in z.tolist()], x=list(range(n_h)),

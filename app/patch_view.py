@@ -174,8 +174,8 @@ def draw_board(view, container=st) -> dict | None:
     c1.plotly_chart(figures.effect_grid(board["mean_effect"], board["rows"], zmax=zmax, value_name="mean effect",
                                         title=f"Mean share of the effect, {board['n']} pairs", present=view.present,
                                         dark=view.dark), key="patch_board_mean")
-    c2.plotly_chart(figures.matrix(board["flip_share"], list(range(board["flip_share"].shape[1])), board["rows"],
-                                   title="Share of pairs × directions where the head alone flips the pronoun",
+    c2.plotly_chart(figures.matrix(board["flip_share"], None, board["rows"],
+                                   title="Patched alone, flips the pronoun<br>(share of pairs × directions)",
                                    x_title="head", value_name="flips", zmin=0, zmax=1, show_values=True,
                                    present=view.present, dark=view.dark, height=150 + 30 * len(board["rows"])),
                     key="patch_board_flips")

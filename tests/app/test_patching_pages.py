@@ -83,7 +83,7 @@ def test_probe_set_scoreboard_on_request():
     charts = specs(at)
     mean = next(s for s in charts if title(s).startswith("Mean share of the effect"))
     assert mean["data"][0]["zmin"] == -mean["data"][0]["zmax"]
-    assert any(title(s).startswith("Share of pairs × directions") for s in charts)
+    assert any(title(s).startswith("Patched alone, flips the pronoun") for s in charts)
     text = " ".join(m.value for m in at.markdown)
     assert ("No single head matters much" in text) or ("Best single head" in text)
     assert any(c.value.startswith("Probe pairs used:") for c in at.caption)
