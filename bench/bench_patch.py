@@ -27,7 +27,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core import ModelConfig, Transformer, patch, registry  # noqa: E402
-from core.checkpoint import Checkpoint  # noqa: E402
 
 
 def _timed(fn) -> float:
