@@ -6,6 +6,8 @@ from streamlit.testing.v1 import AppTest
 
 from apptest import open_page
 
+from core import registry
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
@@ -17,7 +19,10 @@ def titles(at) -> list[str]:
     return [json.loads(el.proto.spec)["layout"]["title"]["text"] for el in at.get("plotly_chart")]
 
 
-@pytest.mark.parametrize("model", ["en-fr", "lm", "mlm"])
+TRANSLATOR = next(n for n in ("en-fr-tiny", "en-fr") if n in registry.bundled())  # the small bundled translator
+
+
+@pytest.mark.parametrize("model", [TRANSLATOR, "lm", "mlm"])
 def test_page_renders_all_three_sections(model):
     at = variants_page(model)
     names = titles(at)
@@ -28,11 +33,11 @@ def test_page_renders_all_three_sections(model):
     table = next(d.value for d in at.dataframe if "n_kv_heads" in d.value.columns)
     assert list(table["n_kv_heads"]) == [4, 2, 1]
     assert table["KV cache bytes / token (fp32)"].iloc[0] == 2 * table["KV cache bytes / token (fp32)"].iloc[1]
-    if model == "en-fr":  # translation: exact match and pronoun accuracy along the pruning curve
+    if model == TRANSLATOR:  # translation: exact match and pronoun accuracy along the pruning curve
         quality = next(json.loads(el.proto.spec) for el in at.get("plotly_chart")
                        if json.loads(el.proto.spec)["layout"]["title"]["text"].startswith("Pruning curve: quality"))
         assert {d["name"] for d in quality["data"]} >= {"exact match (greedy)", "pronoun accuracy"}
-    unit = {"en-fr": "sentence pairs", "lm": "windows", "mlm": "lines, 15 % of their tokens hidden"}[model]
+    unit = {TRANSLATOR: "sentence pairs", "lm": "windows", "mlm": "lines, 15 % of their tokens hidden"}[model]
     assert any(c.value.startswith(f"Evaluation: 32 held-out {unit};") for c in at.caption)
     at.radio(key="gqa_g").set_value(1).run()
     assert not at.exception, [e.value for e in at.exception]

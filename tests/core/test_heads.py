@@ -14,6 +14,7 @@ from core.tokenizer import MASK
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+TRANSLATOR = next(n for n in ("en-fr-tiny", "en-fr") if n in registry.bundled())  # the small bundled translator
 
 
 def signal_batch(model, n=6, t=10, seed=0):
@@ -83,7 +84,7 @@ def test_the_masked_lm_is_ranked_on_its_own_held_out_objective():
 
 
 def test_greedy_pruning_and_translation_quality_on_a_small_batch():
-    ck = registry.load("en-fr")
+    ck = registry.load(TRANSLATOR)
     batch, pairs = H.eval_batch(ck, n=4)
     full = H.translation_quality(ck, pairs)
     assert set(full) == {"exact_match", "pronoun_accuracy"}
@@ -156,7 +157,7 @@ def test_to_gqa_mean_pools_kv_heads_and_is_exact_when_heads_already_share():
 def test_margin_is_not_saturated_where_the_loss_is():
     """The bundled translators' held-out loss is ~0 whichever single head is off (Δ loss reads 0.000 everywhere);
     the margin log p(reference) − max log p(other), recomputed here by hand, still separates the heads."""
-    ck = registry.load(next(n for n in ("en-fr-tiny", "en-fr") if n in registry.bundled()))
+    ck = registry.load(TRANSLATOR)
     batch, _ = H.eval_batch(ck, n=16)
     imp = H.head_importance(ck.model, batch)
     assert imp.measure == "margin" and imp.ranking[0][2] == pytest.approx(float(imp.margin_drop.max()))
