@@ -1,0 +1,184 @@
+"""core/data/lexicon.json: schema, breadth, spot genders, and every French/German form known to hunspell.
+
+The hunspell check needs the `hunspell` binary and the dictionaries (apt: hunspell hunspell-fr-classical
+hunspell-de-de); it fails, never skips, when they are missing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+PATH = Path(__file__).resolve().parents[2] / "core" / "data" / "lexicon.json"
+APT = "hunspell hunspell-fr-classical hunspell-de-de"
+HUN_FR = "/usr/share/hunspell/fr"
+HUN_DE = "/usr/share/hunspell/de_DE"
+
+NOUN_KEYS = {"en", "en_pl", "fr", "fr_g", "fr_pl", "fr_elide", "de", "de_g", "de_pl", "de_weak", "classes", "sex", "rank"}
+ADJ_KEYS = {"en", "fr_ms", "fr_fs", "fr_mp", "fr_fp", "fr_ms_vowel", "fr_pre", "de", "de_stem", "applies"}
+VERB_KEYS = {"en", "en_3sg", "en_past", "en_pp", "fr_inf", "fr_pres", "fr_fut", "fr_pp", "fr_aux", "fr_prep",
+             "de_inf", "de_pres", "de_past", "de_pp", "de_aux", "de_sep", "de_case", "de_prep", "subj", "obj"}
+CLASSES = {"animal", "person", "place", "obstacle", "object", "container", "vessel", "food", "drink", "vehicle",
+           "building", "plant", "furniture", "clothing", "tool", "instrument"}
+PERSONS = ("1sg", "3sg", "3pl")
+
+# en: (fr, fr_g, de, de_g)
+SPOT = {
+    "suitcase": ("valise", "f", "Koffer", "m"), "trophy": ("trophée", "m", "Pokal", "m"),
+    "car": ("voiture", "f", "Auto", "n"), "street": ("rue", "f", "Straße", "f"),
+    "animal": ("animal", "m", "Tier", "n"), "dog": ("chien", "m", "Hund", "m"), "cat": ("chat", "m", "Katze", "f"),
+    "horse": ("cheval", "m", "Pferd", "n"), "bird": ("oiseau", "m", "Vogel", "m"), "mouse": ("souris", "f", "Maus", "f"),
+    "house": ("maison", "f", "Haus", "n"), "bottle": ("bouteille", "f", "Flasche", "f"),
+    "cup": ("tasse", "f", "Tasse", "f"), "chair": ("chaise", "f", "Stuhl", "m"), "table": ("table", "f", "Tisch", "m"),
+    "book": ("livre", "m", "Buch", "n"), "tree": ("arbre", "m", "Baum", "m"), "bridge": ("pont", "m", "Brücke", "f"),
+    "river": ("rivière", "f", "Fluss", "m"), "knife": ("couteau", "m", "Messer", "n"),
+    "mother": ("mère", "f", "Mutter", "f"), "coffee": ("café", "m", "Kaffee", "m"),
+}
+REQUIRED_NOUNS = """animal dog cat horse bird cow mouse sheep fox duck frog wolf pig rabbit lion elephant street road river
+bridge field square park forest wall garden lake path fence hill house box trophy suitcase car bag bottle cup glass bowl
+ball book table chair bone apple bread coffee water sister brother mother father man woman boy girl friend teacher doctor
+hammer vase bench tree rock ladder piano knife plate shoe hat phone key lamp window door bicycle boat bus train""".split()
+REQUIRED_ADJ = """tired hungry scared slow weak sick strong old young small big large tiny heavy light fragile hard soft
+wide narrow long short deep high tall steep crowded empty full dark muddy cheap expensive new beautiful ugly clean dirty
+hot cold wet dry fast noisy quiet sharp round red blue green yellow white black brown happy sad angry rich poor busy
+slippery dangerous thirsty lazy brave fresh delicious sweet salty""".split()
+REQUIRED_VERBS = """see cross carry lift climb break pour buy sell find lose eat drink take open close wash clean paint
+build drive push pull throw catch hold bring want need like hate follow chase watch hear smell touch hide fill empty cut
+cook read write draw use move drop bite feed help visit leave forget repair count choose steal borrow give show keep send
+order wear try""".split() + ["jump over", "pick up"]
+
+
+@pytest.fixture(scope="module")
+def lex():
+    with open(PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_schema(lex):
+    assert set(lex) == {"source", "licence", "nouns", "adjectives", "verbs", "names", "numbers"}
+    assert "GPL" in lex["licence"] and lex["source"]
+    for n in lex["nouns"]:
+        assert set(n) == NOUN_KEYS, n
+        assert n["fr_g"] in ("m", "f") and n["de_g"] in ("m", "f", "n"), n
+        assert isinstance(n["fr_elide"], bool) and isinstance(n["de_weak"], bool)
+        assert n["classes"] and set(n["classes"]) <= CLASSES, n
+        assert n["sex"] in (None, "m", "f")
+        if n["sex"]:
+            assert "person" in n["classes"] and n["fr_g"] == n["sex"] and n["de_g"] == n["sex"], n
+        assert isinstance(n["rank"], int) and n["rank"] >= 1
+        assert " " not in n["fr"] and " " not in n["de"] and n["de"][0].isupper()
+        if n["de_weak"]:
+            assert n["de_g"] == "m", n
+    for a in lex["adjectives"]:
+        assert set(a) == ADJ_KEYS, a
+        assert a["applies"] and set(a["applies"]) <= CLASSES
+        assert isinstance(a["fr_pre"], bool)
+    for v in lex["verbs"]:
+        assert set(v) == VERB_KEYS, v
+        for k in ("fr_pres", "fr_fut", "de_pres", "de_past"):
+            assert set(v[k]) == set(PERSONS), (v["en"], k)
+        assert v["fr_aux"] in ("avoir", "être") and v["de_aux"] in ("haben", "sein")
+        assert v["de_case"] in ("acc", "dat")
+        assert v["subj"] and v["obj"] and set(v["subj"]) | set(v["obj"]) <= CLASSES
+        if v["de_sep"]:
+            assert v["de_inf"].replace(" ", "").startswith(v["de_sep"]) and v["de_pp"].replace(" ", "").startswith(v["de_sep"])
+    for p in lex["names"]:
+        assert set(p) == {"name", "sex"} and p["sex"] in ("m", "f")
+    assert [x["n"] for x in lex["numbers"]] == list(range(1, 21)) + list(range(30, 101, 10))
+    ranks = [n["rank"] for n in lex["nouns"]]
+    assert len(set(ranks)) == len(ranks)
+
+
+def test_breadth(lex):
+    nouns = lex["nouns"]
+    per = Counter(c for n in nouns for c in n["classes"])
+    assert len(nouns) >= 1000, len(nouns)
+    mins = {"animal": 100, "place": 40, "obstacle": 25, "object": 250, "container": 40, "vessel": 20, "food": 80,
+            "person": 40}
+    for c, m in mins.items():
+        assert per[c] >= m, (c, per[c])
+    assert sum(1 for n in nouns if n["sex"]) >= 20
+    assert len(lex["adjectives"]) >= 200
+    assert len(lex["verbs"]) >= 110
+    assert len(lex["names"]) >= 30
+    en = {n["en"] for n in nouns}
+    assert not [w for w in REQUIRED_NOUNS if w not in en]
+    adj = {a["en"] for a in lex["adjectives"]}
+    assert not [w for w in REQUIRED_ADJ if w not in adj]
+    verbs = {v["en"] for v in lex["verbs"]}
+    assert not [w for w in REQUIRED_VERBS if w not in verbs]
+
+
+def test_no_duplicates(lex):
+    for k in ("nouns", "adjectives", "verbs"):
+        c = Counter(x["en"] for x in lex[k])
+        assert not [w for w, n in c.items() if n > 1], k
+    c = Counter(x["name"] for x in lex["names"])
+    assert max(c.values()) == 1
+
+
+def test_spot_genders(lex):
+    nouns = {n["en"]: n for n in lex["nouns"]}
+    for en, (fr, fg, de, dg) in SPOT.items():
+        n = nouns[en]
+        assert (n["fr"], n["fr_g"], n["de"], n["de_g"]) == (fr, fg, de, dg), n
+
+
+def test_spot_morphology(lex):
+    nouns = {n["en"]: n for n in lex["nouns"]}
+    assert nouns["horse"]["fr_pl"] == "chevaux" and nouns["mouse"]["en_pl"] == "mice"
+    assert nouns["dog"]["de_pl"] == "Hunde" and nouns["suitcase"]["de_pl"] == "Koffer"
+    assert nouns["animal"]["fr_elide"] and not nouns["dog"]["fr_elide"]
+    assert nouns["lion"]["de_weak"] and not nouns["dog"]["de_weak"]
+    assert nouns["mother"]["sex"] == "f" and nouns["father"]["sex"] == "m"
+    adjs = {a["en"]: a for a in lex["adjectives"]}
+    assert adjs["new"]["fr_ms_vowel"] == "nouvel" and adjs["new"]["fr_pre"]
+    assert adjs["high"]["de_stem"] == "hoh" and adjs["dark"]["de_stem"] == "dunkl"
+    verbs = {v["en"]: v for v in lex["verbs"]}
+    assert verbs["pick up"]["de_sep"] == "auf" and verbs["pick up"]["de_pres"]["3sg"] == "hebt"
+    assert verbs["help"]["de_case"] == "dat"
+    assert verbs["jump over"]["fr_prep"] == "par-dessus" and verbs["jump over"]["de_prep"] == "über"
+
+
+def _forms(lex):
+    fr, de = set(), set()
+    for n in lex["nouns"]:
+        fr |= {n["fr"], n["fr_pl"]}
+        de |= {n["de"], n["de_pl"]}
+    for a in lex["adjectives"]:
+        for k in ("fr_ms", "fr_fs", "fr_mp", "fr_fp", "fr_ms_vowel"):
+            fr |= set(a[k].split())
+        st = a["de_stem"]
+        de |= {a["de"]} | {st + e for e in ("e", "en", "er", "es", "em")}
+    for v in lex["verbs"]:
+        fr |= {v["fr_inf"], v["fr_pp"]} | set(v["fr_pres"].values()) | set(v["fr_fut"].values()) | set(v["fr_prep"].split())
+        de |= set(v["de_inf"].split()) | set(v["de_pp"].split()) | set(v["de_pres"].values()) | set(v["de_past"].values())
+        de |= set(v["de_prep"].split()) | ({v["de_sep"]} if v["de_sep"] else set())
+    for x in lex["numbers"]:
+        fr |= set(x["fr"].split("-"))
+        de.add(x["de"])
+    return sorted(w for w in fr if w), sorted(w for w in de if w)
+
+
+def _unknown(dic, words):
+    p = subprocess.run(["hunspell", "-d", dic, "-i", "utf-8", "-l"], input="\n".join(words) + "\n",
+                       capture_output=True, text=True, encoding="utf-8", env=dict(os.environ, LC_ALL="C.UTF-8"))
+    assert p.returncode == 0, p.stderr
+    return sorted(set(x.strip() for x in p.stdout.split("\n") if x.strip()))
+
+
+def test_hunspell_accepts_every_form(lex):
+    missing = [x for x in (HUN_FR + ".dic", HUN_DE + ".dic") if not os.path.exists(x)]
+    if shutil.which("hunspell") is None:
+        missing.append("the hunspell binary")
+    if missing:
+        pytest.fail(f"hunspell check cannot run: missing {', '.join(missing)}; install with: apt-get install {APT}")
+    fr, de = _forms(lex)
+    assert len(fr) > 3000 and len(de) > 3000
+    assert _unknown(HUN_FR, fr) == []
+    assert _unknown(HUN_DE, de) == []
