@@ -27,6 +27,7 @@ TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")  # broad corpus; th
 TASKS = SYNTHETIC + TRANSLATION + ("lm", "mlm")
 TEXT_TASKS = ("lm", "mlm")  # can train on a user's text file
 SIMPLE_REPEAT = 12
+BROAD_MAX_LEN, BROAD_DECODE_LEN = 128, 64  # broad translators: positions, and the longest translation evaluated
 
 
 def model_kind(task: str) -> str:
@@ -139,10 +140,16 @@ class TranslationTask(Task):
 
     batch_tokens: int | None = None  # set (make_task): batches by length of <= this many padded tokens a side
 
-    def __init__(self, name: str, tokenizer: Tokenizer | None = None, vocab_size: int | None = None):
+    def __init__(self, name: str, tokenizer: Tokenizer | None = None, vocab_size: int | None = None,
+                 train: bool = True):
+        """``train=False`` (with a tokenizer): only evaluate, without building the training split (broad corpus)."""
         from .data import corpus_for, lang_of
         self.name, self.lang, self.data = name, lang_of(name), corpus_for(name)
         lang, tiny = self.lang, name.endswith("-tiny")
+        if not train and not tiny and tokenizer is not None:
+            self.tokenizer, self.max_len, self.decode_len = tokenizer, BROAD_MAX_LEN, BROAD_DECODE_LEN
+            self.description = "core.data.broad (evaluation only)"
+            return
         train = self.data.generate(lang, "train")
         self.train_pairs_text = [(p.src, p.tgt) for p in train]
         if tokenizer is None:
@@ -156,6 +163,9 @@ class TranslationTask(Task):
         self.train_ids = list(zip(self.tokenizer.encode_batch([p.src for p in pool]),
                                   self.tokenizer.encode_batch([p.tgt for p in pool])))
         self.max_len = max(max(len(s), len(t)) for s, t in self.train_ids) + 8
+        self.decode_len = self.max_len
+        if not tiny:  # sinusoidal positions have no parameters: room for sentences longer than the corpus's
+            self.max_len, self.decode_len = max(self.max_len, BROAD_MAX_LEN), BROAD_DECODE_LEN
         self._order: dict[tuple, list[int]] = {}
         if tiny:
             self.description = (f"core.data.translation: {len(train)} generated English→{lang} training pairs, simple "
@@ -237,7 +247,7 @@ class TranslationTask(Task):
         hyps = []
         for i in range(0, len(sources), 100):
             src = pad_rows([ids + [EOS] for ids in self.tokenizer.encode_batch(sources[i:i + 100])]).to(device)
-            hyps += [self.tokenizer.decode(o) for o in greedy_batch(model, src, max_new=self.max_len)]
+            hyps += [self.tokenizer.decode(o) for o in greedy_batch(model, src, max_new=self.decode_len)]
         return hyps
 
     def source_words(self) -> set[str]:
@@ -529,7 +539,7 @@ def heldout_metrics(ck) -> dict:
     """
     task_name = ck.meta.get("task", "")
     if task_name in TRANSLATION:
-        task = TranslationTask(task_name, tokenizer=ck.tokenizer)
+        task = TranslationTask(task_name, tokenizer=ck.tokenizer, train=False)
         if task_name.endswith("-tiny"):
             return task.evaluate(ck.model, n=None, split="test")
         return broad_heldout_metrics(task, ck.model, getattr(ck, "known_words", None))

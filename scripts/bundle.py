@@ -18,6 +18,25 @@ from core.tasks import heldout_metrics  # noqa: E402
 from core.train import STATE_JSON, STATE_WEIGHTS  # noqa: E402
 
 
+def limits(ck) -> str:
+    """What a broad translator does not know, in the card's words (computed from its own training vocabulary)."""
+    task = ck.meta.get("task", "")
+    if task not in ("en-fr", "en-de"):
+        return ""
+    from core.data import broad
+    lex = broad.lexicon()
+    n_words = len(ck.known_words or ())
+    return (f"\n\n## What it does not know\n\nIt has read {n_words} distinct English words, all from "
+            f"{len(broad.FRAMES)} sentence frames over {len(lex.nouns)} nouns, {len(lex.adjectives)} adjectives and "
+            f"{len(lex.verbs)} verbs (`words.json` lists them). Any other word is unknown to it: every page names such "
+            "words and marks the output \"outside what this model was trained on — not a translation\". Sentences "
+            "in other shapes (questions other than yes/no and where, subordinate clauses other than the frames', "
+            "pronouns other than it / they / he / she, the second person, most tenses beyond simple present, past "
+            "and future) are outside what it learned even when every word is known; it then often produces a "
+            "fluent but wrong sentence. Its French and German are the generator's fixed choices (passé composé / "
+            "Präteritum for the past, même si / obwohl for although).")
+
+
 def main(folder: str) -> None:
     path = Path(folder)
     ck = checkpoint.load(path)
@@ -31,7 +50,8 @@ def main(folder: str) -> None:
     tmp = path / "config.json.tmp"
     tmp.write_text(json.dumps(config, indent=2))
     tmp.replace(path / "config.json")
-    card = (path / "card.md").read_text().split("\n## Held-out evaluation")[0].rstrip("\n")
+    card = (path / "card.md").read_text().split("\n## What it does not know")[0].split("\n## Held-out evaluation")[0]
+    card = card.rstrip("\n") + limits(ck)
     card += ("\n\n## Held-out evaluation\n\nMeasured with `python scripts/bundle.py " + folder + f"` ({secs:.0f} s); "
              "tests/core/test_bundled.py re-measures it on every CI run.\n\n```json\n"
              + json.dumps(metrics, indent=2) + "\n```\n")

