@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Rebuild core/data/lexicon.json from installed Debian dictionaries.
+"""Derive the lexicon from installed Debian dictionaries (step one of two).
 
-    python3 scripts/build_lexicon.py            # writes core/data/lexicon.json
-    python3 scripts/build_lexicon.py --out F    # writes F instead
+    python3 scripts/build_lexicon.py --out core/data/review/derived.json   # a new table for the hand review
+    python3 scripts/apply_review.py                                        # step two: writes core/data/lexicon.json
+
+core/data/lexicon.json is the *reviewed* lexicon (scripts/apply_review.py applies the decisions in
+core/data/review/ to derived.json), so this script never writes it by default: --out is required.
 
 Needs (apt): dict-freedict-eng-fra dict-freedict-fra-eng dict-freedict-eng-deu
 dict-freedict-deu-eng hunspell hunspell-fr-classical hunspell-de-de wordnet-base.
@@ -174,7 +177,7 @@ class WordNet:
                 hyp = []
                 for i in range(pc):
                     sym, o, pos = p[k + 1 + 4 * i], p[k + 2 + 4 * i], p[k + 3 + 4 * i]
-                    if sym in ('@', '@i') and pos == 'n':
+                    if sym == '@' and pos == 'n':
                         hyp.append(o)
                 self.syn[off] = (lexf, lemmas, hyp)
         self.index = {}
@@ -237,14 +240,16 @@ CLASS_ROOTS = {
     'container': ['container.1'],
     'vessel': ['vessel.3', 'drinking_vessel.1'],
     'object': ['device.1', 'implement.1', 'container.1', 'toy.1', 'clothing.1', 'footwear.1', 'footwear.2',
-               'equipment.1', 'tableware.1', 'jewelry.1', 'musical_instrument.1'],
+               'equipment.1', 'tableware.1', 'jewelry.1', 'musical_instrument.1', 'covering.2',
+               'piece_of_cloth.1', 'decoration.1', 'fabric.1', 'cushion.3', 'rope.1', 'representation.2'],
     'place': ['thoroughfare.1', 'road.1', 'path.2', 'body_of_water.1', 'tract.1', 'shore.1',
               'natural_depression.1', 'bridge.1', 'square.3', 'forest.1'],
     'obstacle': ['barrier.1', 'natural_elevation.1', 'rock.1', 'tree.1', 'ladder.1', 'wall.1', 'wall.7'],
 }
 # an 'object' is portable: nothing under these
 NOT_OBJECT = ['structure.1', 'building.1', 'vehicle.1', 'conveyance.3', 'machine.1', 'furniture.1',
-              'system.1', 'facility.1', 'way.6']
+              'system.1', 'facility.1', 'way.6', 'roof.1', 'floor.1', 'installation.2', 'commercial_art.1',
+              'art.1', 'product.2', 'movie.1', 'sheet.8', 'flooring.1', 'paving.1']
 GROUPS = {'animal': 'animal', 'person': 'person', 'food': 'org', 'drink': 'org', 'plant': 'org',
           'vehicle': 'vehicle', 'building': 'site', 'place': 'site', 'obstacle': 'site',
           'furniture': 'thing', 'clothing': 'thing', 'tool': 'thing', 'instrument': 'thing',
@@ -252,8 +257,18 @@ GROUPS = {'animal': 'animal', 'person': 'person', 'food': 'org', 'drink': 'org',
 
 # Words whose most frequent WordNet sense is not the everyday concrete one: the sense to use.
 SENSE = {'book': 2, 'plate': 4, 'hammer': 2, 'square': 3, 'path': 2, 'plant': 2, 'glass': 2,
-         'trophy': 2, 'fox': 1, 'bridge': 1, 'table': 2, 'bone': 1, 'window': 1}
+         'trophy': 2, 'fox': 1, 'bridge': 1, 'table': 2, 'bone': 1, 'window': 1, 'water': 6}
 MASS = {'water'}
+# Everyday words whose most frequent sense is another one, checked by hand: the translation (still subject to the
+# round trip and the French-German pairing) is the same word for both senses.  word -> class of the sense to use
+SENSE_CLASS = {'school': 'building', 'church': 'building', 'egg': 'food', 'brick': 'object', 'cage': 'container',
+               'belt': 'clothing', 'barrel': 'container', 'radio': 'object', 'seat': 'furniture', 'drink': 'drink',
+               'balloon': 'object', 'pillar': 'obstacle', 'hammock': 'object', 'peach': 'food', 'chestnut': 'food',
+               'birch': 'plant', 'alpaca': 'animal', 'chinchilla': 'animal', 'mink': 'animal', 'laurel': 'plant',
+               'lighter': 'object', 'gem': 'object', 'pill': 'object', 'portrait': 'object', 'drawing': 'object',
+               'hotel': 'building', 'castle': 'building', 'tower': 'building', 'museum': 'building',
+               'library': 'building', 'bank': 'building', 'shop': 'building', 'store': 'building'}
+
 # Required words that FreeDict's small French dictionaries lack (no round trip possible): French chosen by hand,
 # gender and plural still from hunspell-fr, German still from Ding with its round trip.
 FR_HAND = {'trophy': 'trophée'}
@@ -267,6 +282,12 @@ CLASS_ADD = {
     'water': ['drink'],
 }
 CLASS_DEL = {'water': ['place']}
+# read in the lists and dropped: vague, abstract-leaning or mistranslated through another sense
+DENY = set('''decoration design display document modification note plan representation scenery set shield staple
+stock streak trace invention invitation article commodity merchandise product glaze garnish binding spectacle mesh
+needlework cornice linen diagram figure sunshade conciliator hombre varan wienerwurst sentry hanger shrew exhibitioner
+wedge woodwind puppet roast rand fauna fille vitrine wardrobe founder assistant hope pivot authority acceptor
+nonstarter attender escort type cipher'''.split())
 # Preferred translations (must pass the same round-trip and gender checks as any other).
 PREFER = {
     'car': ('voiture', 'Auto'), 'dog': ('chien', 'Hund'), 'cat': ('chat', 'Katze'), 'trophy': ('trophée', 'Pokal'),
@@ -274,6 +295,7 @@ PREFER = {
     'animal': ('animal', 'Tier'), 'river': ('rivière', 'Fluss'), 'square': ('place', 'Platz'),
     'forest': ('forêt', 'Wald'), 'rock': ('rocher', 'Felsen'), 'ball': ('balle', 'Ball'), 'key': ('clé', 'Schlüssel'),
     'bicycle': ('vélo', 'Fahrrad'), 'hill': ('colline', 'Hügel'), 'phone': ('téléphone', 'Telefon'),
+    'sausage': ('saucisse', 'Wurst'), 'person': ('personne', 'Person'), 'water': ('eau', 'Wasser'),
 }
 
 VOWELS = 'aeiouàâäéèêëîïôöùûüœæ'
@@ -290,6 +312,8 @@ hygiène hymne hypothèse hôtelier héliport hélice hémisphère herbivore hé
 hibiscus hippodrome hippocampe holocauste homicide homologue hôpitaux horlogerie hospice hospitalité hostie
 hectare hélium hermite huissier humanité humidificateur hybride hydrogène hyperbole hypermarché'''.split())
 Y_NO_ELIDE = {'yacht', 'yaourt', 'yoga', 'yak', 'yéti', 'yoyo', 'yen', 'yankee', 'yod', 'ouistiti', 'onze'}
+DE_EN_PLURAL_OK = {'Bett', 'Hemd', 'Ohr', 'Staat', 'Strahl', 'Schmerz', 'See', 'Nerv', 'Insekt', 'Juwel', 'Vetter',
+                   'Typ', 'Zeh', 'Sporn', 'Dorn', 'Mast', 'Fasan', 'Pfau', 'Lorbeer', 'Ende', 'Auge'}
 WEAK_EXTRA = {'Mensch', 'Herr', 'Bär', 'Held', 'Fürst', 'Graf', 'Prinz', 'Narr', 'Nachbar', 'Bauer', 'Kamerad',
               'Bub', 'Christ', 'Hirt', 'Spatz', 'Fink', 'Ochse', 'Pfau', 'Oberst', 'Untertan', 'Zar', 'Rebell',
               'Tor', 'Bursche', 'Kunde', 'Mohr', 'Ahn', 'Vorfahr', 'Gesell', 'Satellit', 'Planet', 'Komet',
@@ -500,11 +524,10 @@ def choose_french(D, keys, prefer, hfr, de, person=False):
     for ki, en in enumerate(keys):
         for rank, (it, si, ii) in enumerate(D.ef_items(en)):
             if re.fullmatch(r"[a-zàâäçéèêëîïôöùûüœæ'-]+", it):
-                cands.setdefault(it, (ki, 0, rank))
+                cands.setdefault(it, (ki, 0, 0, rank))
         for (head, si, ii, tag) in D.fe_rev.get(en, []):
             if tag.startswith('n') and re.fullmatch(r"[a-zàâäçéèêëîïôöùûüœæ-]+", head):
-                if si == 0 or D.fr_de(head, de):
-                    cands.setdefault(head, (ki, 1, ii))
+                cands.setdefault(head, (ki, 1, si, ii))
     if not cands:
         return 'fr: no FreeDict translation'
     good = []
@@ -517,21 +540,22 @@ def choose_french(D, keys, prefer, hfr, de, person=False):
         g = fr_gender(hfr, f, D.fe_gender(f, en), person)
         if g is None:
             continue
-        tri = D.fr_de(f, de)
-        good.append(((0 if prefer == f else 1, 0 if tri else 1, ki, rt[0], rt[1]) + pref + (len(f), f), f, g))
-    if prefer and prefer not in [f for _, f, _ in good]:
+        tri = D.fr_de(f, de) if de else False
+        good.append(((0 if prefer == f else 1, 0 if tri else 1, ki, rt[0], rt[1]) + pref + (len(f), f), f, g, ki == 0))
+    if prefer and prefer not in [x[1] for x in good]:
         return 'fr: preferred translation failed its checks'
     if not good:
-        return 'fr: no translation passing round trip + hunspell gender'
+        return 'fr: no translation passing round trip + hunspell gender + French-German pairing'
     good.sort()
-    return good[0][1], good[0][2]
+    return [g[1:] for g in good]
 
 
 def fr_gender(hfr, f, tag_gender=None, person=False):
     """Gender from hunspell-fr; where hunspell allows both (souris, vase), the fra-eng entry that gave the
     English word back decides, if it is tagged."""
-    an = [a for a in hfr.get(f, []) if 'po:nom' in a and ' st:' + f + ' ' in ' ' + a + ' ']
-    an = [a for a in an if 'is:sg' in a or 'is:inv' in a]
+    # any noun analysis of the form itself (plante is analysed as the feminine of 'plant')
+    an = [a for a in hfr.get(f, []) if 'po:nom' in a.split()]
+    an = [a for a in an if 'is:sg' in a.split() or 'is:inv' in a.split()]
     gs = set()
     for a in an:
         if 'is:mas' in a:
@@ -544,9 +568,28 @@ def fr_gender(hfr, f, tag_gender=None, person=False):
         return tag_gender
     if tag_gender and gs == {'e'} and not person:    # livre: hunspell 'epi' (le livre / la livre)
         return tag_gender
-    if tag_gender and gs and tag_gender not in gs:
-        return None
     return gs.pop() if len(gs) == 1 and gs != {'e'} else None
+
+
+DOMAIN_OK = {'animal': {'zool', 'ornith', 'ichth', 'entom', 'biol'}, 'plant': {'bot', 'agr', 'biol'},
+             'food': {'cook', 'agr', 'bot'}, 'drink': {'cook'}, 'vehicle': {'auto', 'aviat', 'naut', 'railw', 'transp'},
+             'instrument': {'mus'}, 'tool': {'techn'}, 'building': {'arch', 'constr'}, 'clothing': {'textil'}}
+DOMAIN_SPECIAL = {'techn', 'mach', 'naut', 'geol', 'min', 'constr', 'mil', 'textil', 'mus', 'electr', 'comp', 'chem',
+                  'med', 'phys', 'math', 'print', 'econ', 'fin', 'jur', 'adm', 'pol', 'sport', 'aviat', 'railw',
+                  'statist', 'ling', 'biochem', 'pharm', 'photo', 'telco', 'envir', 'zool', 'bot', 'ornith', 'ichth',
+                  'entom', 'anat', 'astron', 'astrol', 'relig', 'agr', 'auto', 'biol', 'geogr', 'hist', 'mining',
+                  'metal', 'arch', 'art', 'cook'}
+
+
+def specialised(entry, cls):
+    """The deu-eng entry carries only subject-field tags that do not fit the noun's classes."""
+    line = entry.split('\n')[1] if '\n' in entry else ''
+    tags = {t.rstrip('.') for t in re.findall(r'\[([a-zA-Z]+\.?)\]', line)}
+    tags &= DOMAIN_SPECIAL
+    if not tags:
+        return False
+    ok = set().union(*[DOMAIN_OK.get(c, set()) for c in cls]) if cls else set()
+    return not (tags & ok)
 
 
 def choose_german(D, keys, prefer, cls, unk_de=frozenset()):
@@ -563,10 +606,12 @@ def choose_german(D, keys, prefer, cls, unk_de=frozenset()):
         gs_ed = {o[0] for o in occ}
         rt = []  # deu-eng entries of w translating one of the keys
         first = False   # one of them gives the word as its first translation
+        via_lemma = False
         for tag, trans, see, ent in D.de_entries(w):
             t = [x.strip() for x in tag.split(',')]
             if t and t[0] in GENDER_DE and 'sg' in t and any(D.trans_has(trans, en) for en in keys):
                 rt.append((GENDER_DE[t[0]], see, ent))
+                via_lemma = via_lemma or D.trans_has(trans, keys[0])
                 items = [clean_item(x) for x in split_top(trans)]
                 first = first or (bool(items) and items[0] in keys)
         if not rt:
@@ -579,15 +624,16 @@ def choose_german(D, keys, prefer, cls, unk_de=frozenset()):
         zoo = any(re.search(r'\[(zool|ornith|ichth|entom|orn)\.', e) for _, _, e in rt)
         bonus = 1 if (cls & {'animal'} and zoo) else 0
         see = [s for _, sl, _ in rt for s in sl]
-        key = (0 if prefer == w else 1, 1 if marked else 0, 0 if first else 1, -sum(D.cooc(en, w) for en in keys), -bonus,
+        key = (0 if prefer == w else 1, 1 if marked else 0, 0 if first else 1,
+               -sum(D.cooc(en, w) for en in keys) - 2 * len(rt), -bonus,
                min(o[1] for o in occ), -D.de_freq[w], w)
-        good.append((key, w, gs.pop(), see))
-    if prefer and prefer not in [w for _, w, _, _ in good]:
+        good.append((key, w, gs.pop(), see, via_lemma))
+    if prefer and prefer not in [g[1] for g in good]:
         return 'de: preferred translation failed its checks'
     if not good:
         return 'de: no translation passing round trip with one gender'
     good.sort()
-    return good[0][1:]
+    return [g[1:] for g in good]
 
 
 def umlaut(w):
@@ -643,7 +689,10 @@ def german_plural(D, de, see, en_pls):
         if via_de is None and p not in ed_pl and not (back and p in rules):
             continue
         k = via_de if via_de is not None else ed_pl.get(p, len(en_pls))
-        score = (k, 0 if via_de is not None and p in ed_pl else 1, 0 if p in forms else 1, -D.de_freq[p], p)
+        dative = p.endswith('n') and p[:-1] in rules and p[:-1] != de and any(
+            t.startswith('pl') for t, *_r in D.de_entries(p[:-1]))
+        score = (1 if dative else 0, k, 0 if via_de is not None and p in ed_pl else 1, 0 if p in forms else 1,
+                 -D.de_freq[p], p)
         cands.append((score, p, en_pls[min(k, len(en_pls) - 1)] if k < len(en_pls) else en_pls[-1]))
     if not cands:
         return None
@@ -695,12 +744,22 @@ def build_nouns(wn, D):
     for lemma in sorted(lemmas):
         if not re.fullmatch(r'[a-z]+', lemma) or len(lemma) < 2:
             continue
+        if lemma in DENY:
+            drop('en: denied after reading (vague or mistranslated)', lemma)
+            continue
         offs = wn.index[lemma]
         if lemma in SENSE:
             chosen = SENSE[lemma] - 1
+        elif lemma in SENSE_CLASS:
+            chosen = next((i for i, o in enumerate(offs[:10])
+                           if SENSE_CLASS[lemma] in classes_of(wn, o, roots, not_object)), None)
+            if chosen is None:
+                continue
         else:
             chosen = None
             for i, o in enumerate(offs[:4]):
+                if lemma not in [x.lower() for x in wn.syn[o][1] if x == x.lower()]:
+                    continue        # a proper name (Walter Piston) or a capitalised sense
                 if classes_of(wn, o, roots, not_object):
                     chosen = i
                     break
@@ -712,28 +771,46 @@ def build_nouns(wn, D):
         cs -= set(CLASS_DEL.get(lemma, []))
         if not cs:
             continue
-        if lemma not in SENSE and lemma not in PREFER:
+        if lemma not in SENSE and lemma not in PREFER and lemma not in SENSE_CLASS:
             # an earlier sense, or a frequent later one, in a different class group: the translation may
             # belong to that other sense
             grp = {GROUPS[c] for c in cs}
             amb = False
             for i, o2 in enumerate(offs[:6]):
-                if i == chosen:
+                if i == chosen or lemma not in [x for x in wn.syn[o2][1]]:
                     continue
                 c2 = classes_of(wn, o2, roots, not_object)
-                if c2 and not ({GROUPS[c] for c in c2} & grp) and not ({GROUPS[c] for c in c2} | grp) <= {'org'}:
+                # living things (animal, person, food/plant) share their word across these senses (fox, salmon)
+                if c2 and not ({GROUPS[c] for c in c2} & grp) and \
+                        not ({GROUPS[c] for c in c2} | grp) <= {'org', 'animal', 'person'}:
                     c_other, c_mine = wn.count[(lemma, i + 1)], wn.count[(lemma, chosen + 1)]
                     if c_other > 0 and (i < chosen or c_other * 3 >= c_mine):
                         amb = True
-                if i < chosen and wn.syn[o2][0] in CONCRETE_LEXFILES and wn.count[(lemma, i + 1)] > 2 \
-                        and not c2 and wn.syn[o2][0] not in (27, 13):
-                    amb = True
+                    if c_other == 0 and c_mine == 0:     # no frequency evidence either way
+                        amb = True
             if amb:
                 drop('en: senses in different classes (translation could be for the other one)', lemma)
                 continue
+            # a more frequent sense without a class: concrete (body part, substance, other artifact), or abstract
+            # and clearly more frequent than the chosen one -> the translation could be for it
+            c_mine = wn.count[(lemma, chosen + 1)]
+            if any(wn.count[(lemma, i + 1)] > 0 and (wn.syn[offs[i]][0] in (5, 6, 8, 13, 15, 17, 18, 20, 27) or
+                                                     wn.count[(lemma, i + 1)] > c_mine)
+                   for i in range(chosen)):
+                drop('en: a more frequent sense has no class (translation could be for it)', lemma)
+                continue
+        # fruit rather than fruit tree: a plant sense gives way to a food sense among the first four
+        if 'plant' in cs and 'food' not in cs:
+            for o2 in offs[:4]:
+                c2 = classes_of(wn, o2, roots, not_object)
+                if 'food' in c2:
+                    o, cs = o2, c2 | set(CLASS_ADD.get(lemma, []))
+                    break
         cl = wn.closure(o)
         sex = 'f' if cl & female else 'm' if cl & male else None
-        syn = [x.lower() for x in wn.syn[o][1] if re.fullmatch(r'[a-z]+', x.lower()) and x.lower() != lemma]
+        # synonyms whose own most frequent sense is this synset (phone -> telephone; not cat for 'hombre')
+        syn = [x.lower() for x in wn.syn[o][1] if re.fullmatch(r'[a-z]+', x.lower()) and x.lower() != lemma
+               and wn.index.get(x.lower(), [None])[0] == o]
         cand.append((lemma, o, cs, sex, [lemma] + syn))
 
     # French morphology for all candidate French words, in one hunspell call
@@ -758,19 +835,31 @@ def build_nouns(wn, D):
     nouns = []
     for lemma, off, cs, sex, keys in cand:
         pf, pd = PREFER.get(lemma, (None, None))
-        de = choose_german(D, keys, pd, cs, unk_de)
-        if isinstance(de, str):
-            drop(de, lemma)
+        des = choose_german(D, keys, pd, cs, unk_de)
+        if isinstance(des, str):
+            drop(des, lemma)
             continue
-        d, dg, see = de
-        fr = choose_french(D, keys, pf, hfr, d, 'person' in cs)
         if lemma in FR_HAND:
             f = FR_HAND[lemma]
-            fr = (f, fr_gender(hfr, f)) if fr_gender(hfr, f) else 'fr: hand-chosen word without a hunspell gender'
-        if isinstance(fr, str):
-            drop(fr, lemma)
+            frs = [(f, fr_gender(hfr, f), False)] if fr_gender(hfr, f) else 'fr: hand-chosen word without a hunspell gender'
+        else:
+            frs = choose_french(D, keys, pf, hfr, None, 'person' in cs)
+        if isinstance(frs, str):
+            drop(frs, lemma)
             continue
-        f, fg = fr
+        # the French and the German word must be paired by the French-German dictionary too (three dictionaries
+        # agree on the sense); hand-pinned words are exempt
+        pairs = []
+        for gi, (d, dg, see, de_lemma) in enumerate(des):
+            for fi, (f, fg, fr_lemma) in enumerate(frs):
+                pinned = (pf is not None and f == pf) or (pd is not None and d == pd) or lemma in FR_HAND
+                if (pinned or D.fr_de(f, d)) and (de_lemma or fr_lemma):
+                    pairs.append(((0 if pinned else 1, gi + fi, gi, fi), (d, dg, see), (f, fg)))
+        if not pairs:
+            drop('fr/de: no French-German pair attested in the French-German dictionary', lemma)
+            continue
+        pairs.sort(key=lambda x: x[0])
+        (d, dg, see), (f, fg) = pairs[0][1], pairs[0][2]
         fpl = [p for p in fr_plural_candidates(f)
                if any(' st:' + f + ' ' in ' ' + a + ' ' and 'po:nom' in a and ('is:pl' in a or 'is:inv' in a)
                       for a in hfr.get(p, []))]
@@ -798,6 +887,12 @@ def build_nouns(wn, D):
         dpl, epl = pl
         if d in unk_de or dpl in unk_de:
             drop('de: singular or plural unknown to hunspell-de', lemma)
+            continue
+        # Ding sometimes lists a dative plural (Sonnenschirmen): a masculine/neuter -en plural where the -e plural
+        # exists too is doubtful
+        if dg in 'mn' and dpl in (d + 'en', d + 'n') and not re.search(r'(e|el|er)$', d) and (d + 'e') not in unk_de \
+                and not german_weak(d, dg, dpl, cs) and d not in DE_EN_PLURAL_OK:
+            drop('de: masculine/neuter plural in -en doubtful (dative form?)', lemma)
             continue
         if sex == 'f' and not (fg == 'f' and dg == 'f'):
             sex = None
@@ -1647,7 +1742,9 @@ LICENCE = ('Derived data; contains translations from FreeDict eng-fra/fra-eng (G
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--out', default=os.path.join(ROOT, 'core', 'data', 'lexicon.json'))
+    ap.add_argument('--out', required=True,
+                    help='where to write the derived table (core/data/lexicon.json is the reviewed one, '
+                         'written by scripts/apply_review.py)')
     args = ap.parse_args()
     check_apt()
     wn = WordNet()
