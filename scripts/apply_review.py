@@ -59,6 +59,9 @@ def apply(entries: list[dict], review: dict[str, dict], counts: dict, kind: str)
             if unknown:
                 raise ValueError(f"review of {kind} {e['en']!r} names unknown fields {sorted(unknown)}")
             e = {**e, **{k: v for k, v in d.items() if k not in ("action", "why")}}
+            for key in ("applies", "classes", "subj", "obj"):  # a reviewer may write a list as "a,b"
+                if isinstance(e.get(key), str):
+                    e[key] = [c.strip() for c in e[key].split(",") if c.strip()]
             if kind == "nouns" and "fr" in d and "fr_elide" not in d:  # a new French word: its own elision
                 elide = fr_elides(e["fr"])
                 if elide is None:
