@@ -69,6 +69,9 @@ def apply(entries: list[dict], review: dict[str, dict], counts: dict, kind: str)
                     continue
                 e["fr_elide"] = elide
             counts[f"{kind}_fixed"] += 1
+        if kind == "nouns" and not e["classes"]:  # nothing the frames can do with it (stair, pillar)
+            counts["nouns_dropped"] += 1
+            continue
         keep.append(e)
     return keep
 

@@ -185,4 +185,10 @@ def test_hunspell_accepts_every_form(lex):
     fr, de = _forms(lex)
     assert len(fr) > 2000 and len(de) > 2000
     assert _unknown(HUN_FR, fr) == []
-    assert _unknown(HUN_DE, de) == []
+    assert _unknown(HUN_DE, de) == sorted(HUNSPELL_DE_LACKS)
+
+
+# Real German words the reviewers chose that hunspell-de-de's word list lacks (Kohlkopf, Grapefruit, Sandwiches…):
+# listed so that any OTHER unknown form still fails the test.
+HUNSPELL_DE_LACKS = {"Bräutigame", "Chili", "Chilis", "Grapefruit", "Grapefruits", "Kohlkopf", "Kohlköpfe", "Lauche",
+                     "Minze", "Minzen", "Sandwiches", "Schalotte", "Schalotten", "Schlingel", "Sheriffs"}
