@@ -2,8 +2,12 @@
 # Installs everything the tests need on a fresh Debian machine, then runs the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v chromium >/dev/null 2>&1; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+# Debian packages the tests drive: Chromium (browser tests), hunspell with the French and German dictionaries
+# (every generated French / German word is checked against them)
+if ! command -v chromium >/dev/null 2>&1 || ! command -v hunspell >/dev/null 2>&1 \
+   || [ ! -f /usr/share/hunspell/fr.dic ] || [ ! -f /usr/share/hunspell/de_DE.dic ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium hunspell hunspell-fr-classical \
+    hunspell-de-de >/dev/null
 fi
 python -m pip install -q torch==2.13.0
 python -m pip install -q -r requirements.txt -r requirements-test.txt
