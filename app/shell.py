@@ -67,6 +67,24 @@ def traced(name: str, text: str, tgt: str | None, ablate: tuple = (), layers: tu
     return run(ck, text, tgt, ablate=heads or None, layers=layers)
 
 
+@st.cache_data(show_spinner=False)
+def known_summary() -> str:
+    """One sentence on what the bundled translators know, read from their own training vocabularies."""
+    from core.data import broad
+    parts = []
+    for name in ("en-fr", "en-de"):
+        if name in registry.bundled():
+            words = checkpoint.read_words(registry.BUNDLED / name) or ()
+            parts.append(f"{name} {len(words):,}")
+    if not parts:
+        return ""
+    lex = broad.lexicon()
+    return (f"What the default translators know: the English words of their training sentences ({', '.join(parts)} "
+            f"words: {len(lex.nouns)} dictionary nouns, {len(lex.adjectives)} adjectives, {len(lex.verbs)} verbs, "
+            f"names and numbers) in {len(broad.FRAMES)} sentence shapes; every page names the words of your sentence "
+            "a model never saw.")
+
+
 ORDER = ["en-fr", "en-de", "lm", "mlm", "minilm", "en-fr-tiny", "en-de-tiny", "reverse", "copy"]
 
 

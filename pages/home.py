@@ -1,10 +1,13 @@
 """Start page: what Attention Lab shows and where each idea of the transformer papers lives."""
 import streamlit as st
 
+from app.shell import known_summary
+
 st.title("Attention Lab")
 st.markdown(
     "Type a sentence in the sidebar and look inside a real, trained transformer while it reads it. "
     "Every figure is computed live from the selected model on your sentence.")
+st.caption(known_summary())
 view = st.session_state.get("view")
 if view is not None:
     st.info(f"Current model: **{view.name}** ({view.kind}). Change it, and the sentence, in the sidebar.")

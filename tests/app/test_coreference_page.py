@@ -1,4 +1,4 @@
-"""AppTest: the coreference probe page for the en-fr translator (self- and cross-attention probes,
+"""AppTest: the coreference probe page for the en-fr-tiny translator (the mechanisms, on the fast 1 M model) (self- and cross-attention probes,
 ablation with re-translation) and for the encoder-only MiniLM (self-attention probe only)."""
 import json
 
@@ -21,7 +21,7 @@ def titles(at) -> list[str]:
 
 
 def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
-    at = coreference_page("en-fr")
+    at = coreference_page("en-fr-tiny")
     heads = [h.value for h in at.subheader]
     assert any(h.startswith("Encoder self-attention") for h in heads)
     assert any(h.startswith("Cross-attention") for h in heads)
@@ -30,8 +30,8 @@ def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
     assert len(grids) == 4  # two sentences × (self, cross)
     assert sum("query: “'” → next “il”" in t for t in grids) == 1  # … parce qu'il …
     assert sum("next “elle”" in t for t in grids) == 1
-    assert any(t.startswith("en-fr, encoder self-attention") for t in charts)
-    assert any(t.startswith("en-fr, cross-attention") for t in charts)
+    assert any(t.startswith("en-fr-tiny, encoder self-attention") for t in charts)
+    assert any(t.startswith("en-fr-tiny, cross-attention") for t in charts)
     assert any("reference French translation" in c.value and "il or elle" in c.value for c in at.caption)
     # ablation: cross-attention heads by default, re-translations in the table
     assert "Evidence: switch the best heads off" in heads
@@ -58,7 +58,7 @@ def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
 
 
 def test_en_de_cross_probe_speaks_of_german_pronouns():
-    at = coreference_page("en-de")
+    at = coreference_page("en-de-tiny")
     assert any("reference German translation" in c.value and "er, sie or es" in c.value for c in at.caption)
     assert not any("reference French translation" in c.value for c in at.caption)
 
