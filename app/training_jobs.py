@@ -374,8 +374,8 @@ class Job:
             tgt = list(src) if task == "copy" else src[::-1] if task == "reverse" else sorted(src)
             return src + [EOS], [BOS] + tgt
         if task in TRANSLATION:
-            from core.data import translation
-            pair = translation.pair_for(PROBE_SENTENCE, task.split("-")[1])
+            from core.data import corpus_for, lang_of
+            pair = corpus_for(task).pair_for(PROBE_SENTENCE, lang_of(task))
             return tokenizer.encode(pair.src) + [EOS], [BOS] + tokenizer.encode(pair.tgt)
         text = PROBE_SENTENCE
         if self.cfg.text:
