@@ -22,7 +22,7 @@ def test_a_link_with_unknown_words_names_them_and_typing_updates_it(visit):
     assert "Unknown to en-fr: zorblax, blorptastic." in note, note
     output = page.locator("[data-testid=stMarkdown]", has_text="Model output").first.inner_text()
     assert OUTSIDE in output, output
-    visit.shot("coverage-unknown-words")
+    visit.shot("coverage-unknown-words", also_docs=True)
 
     box = page.get_by_label("Sentence")
     box.fill("The quokka didn't cross the street because it was too tired.")
