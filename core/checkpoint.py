@@ -25,6 +25,11 @@ from .tokenizer import Tokenizer
 FORMAT = "attention-lab/1"
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.md"
 WORDS = "words.json"
+PATCHING = "patching.json"  # core.patch's scoreboard, kept beside the weights
+STATE_WEIGHTS, STATE_JSON = "train_state.safetensors", "train_state.json"  # core.train's resume state
+# Every file a checkpoint folder may hold. A folder holding anything else is not ours: nothing here renames,
+# replaces or deletes it (see :func:`check_replaceable`).
+OWN_FILES = frozenset({WEIGHTS, CONFIG, TOKENIZER, CARD, WORDS, PATCHING, STATE_WEIGHTS, STATE_JSON})
 PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol 2+, torch.save's zip container
 
 
@@ -55,14 +60,94 @@ def _fsync_write(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
+def _foreign(folder: Path) -> list[str]:
+    """What in ``folder`` no Attention Lab checkpoint writes (sub-folders and links included); [] when it is ours."""
+    out = []
+    for p in sorted(folder.iterdir()):
+        own = p.name in OWN_FILES or (p.name.startswith(".") and p.name.endswith(".tmp") and p.name[1:-4] in OWN_FILES)
+        if not own or p.is_symlink() or not p.is_file():
+            out.append(p.name + ("/" if p.is_dir() and not p.is_symlink() else ""))
+    return out
+
+
+def _is_our_config(folder: Path) -> bool:
+    try:
+        config = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("format") == FORMAT
+
+
+def check_replaceable(dest) -> None:
+    """Refuse (:class:`CheckpointError`) unless ``dest`` may be replaced by a checkpoint: it does not exist, or it is
+    an empty folder, or it is one of our checkpoint folders (an Attention Lab ``config.json`` and nothing but
+    :data:`OWN_FILES`). A file, a link or anyone else's folder is never renamed, replaced or deleted."""
+    dest = Path(dest)
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        raise CheckpointError(f"{dest} exists and is not a folder; refusing to replace it (choose a new folder)")
+    if not dest.exists() or not any(dest.iterdir()):
+        return
+    foreign = _foreign(dest)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise CheckpointError(f"{dest} is not an Attention Lab checkpoint folder (it holds {shown}); refusing to "
+                              "replace it: choose a new or empty folder")
+    if not _is_our_config(dest):
+        raise CheckpointError(f"{dest} is not an Attention Lab checkpoint folder (no Attention Lab {CONFIG}); "
+                              "refusing to replace it: choose a new or empty folder")
+
+
+def _ours_to_remove(folder: Path) -> bool:
+    """A leftover folder of ours (a half-written temporary, a swapped-out old checkpoint): only our files in it."""
+    return folder.is_dir() and not folder.is_symlink() and not _foreign(folder)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def clean_temporaries(dest) -> list[Path]:
+    """Remove the temporary folders a killed writer of ``dest`` left behind (``.NAME.tmp-PID-…`` whose process is
+    gone, or the older ``.NAME.tmp-…``), when they hold only our files. Returns what was removed."""
+    dest = Path(dest)
+    removed = []
+    if not dest.parent.is_dir():
+        return removed
+    for p in dest.parent.glob(f".{dest.name}.tmp-*"):
+        pid = p.name[len(dest.name) + 6:].split("-", 1)[0]
+        if pid.isascii() and pid.isdigit() and pid != "0" and "-" in p.name[len(dest.name) + 6:] \
+                and _pid_alive(int(pid)):
+            continue  # a writer that is still running
+        if _ours_to_remove(p):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
 def write_dir_atomically(dest, fill) -> Path:
-    """Create ``dest`` by calling ``fill(tmp_dir)`` on a sibling folder, then swapping it in."""
+    """Create ``dest`` by calling ``fill(tmp_dir)`` on a sibling folder, then swapping it in.
+
+    Only a missing or empty folder, or one of our checkpoint folders, is replaced (:func:`check_replaceable`);
+    temporaries of an earlier, killed writer are removed first (:func:`clean_temporaries`)."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    recover(dest)
+    check_replaceable(dest)
+    old = dest.with_name(f".{dest.name}.old")
+    if old.exists() or old.is_symlink():
+        if not _ours_to_remove(old):
+            raise CheckpointError(f"{old} is in the way and is not a leftover Attention Lab checkpoint; "
+                                  "refusing to delete it")
+    clean_temporaries(dest)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-{os.getpid()}-", dir=dest.parent))
     try:
         fill(tmp)
-        old = dest.with_name(f".{dest.name}.old")
         if old.exists():
             shutil.rmtree(old)
         if dest.exists():
@@ -76,10 +161,11 @@ def write_dir_atomically(dest, fill) -> Path:
 
 
 def recover(path) -> Path:
-    """If a kill fell between the two renames of :func:`write_dir_atomically`, put the old folder back."""
+    """If a kill fell between the two renames of :func:`write_dir_atomically`, put the old folder back (only when
+    it is one of ours)."""
     path = Path(path)
     old = path.with_name(f".{path.name}.old")
-    if not path.exists() and old.exists():
+    if not path.exists() and not path.is_symlink() and _ours_to_remove(old) and _is_our_config(old):
         os.replace(old, path)
     return path
 
@@ -141,6 +227,10 @@ def save(path, model: Transformer, tokenizer: Tokenizer, meta: dict | None = Non
     if tokenizer.vocab_size != model.cfg.vocab_size:
         raise CheckpointError(f"tokenizer has {tokenizer.vocab_size} tokens but the model expects {model.cfg.vocab_size}")
     config = {"format": FORMAT, "model": model.cfg.to_dict(), "meta": meta or {}}
+    foreign = sorted(set(extra_files or {}) - OWN_FILES)
+    if foreign:
+        raise CheckpointError(f"{', '.join(foreign)}: not a checkpoint file (a checkpoint holds only "
+                              f"{', '.join(sorted(OWN_FILES))})")
 
     def fill(tmp: Path):
         save_file(_weights(model), str(tmp / WEIGHTS), metadata={"format": FORMAT})

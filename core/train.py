@@ -28,7 +28,7 @@ from .model import Transformer
 from .tasks import TASKS, make_task
 from .tokenizer import PAD
 
-STATE_WEIGHTS, STATE_JSON = "train_state.safetensors", "train_state.json"
+STATE_WEIGHTS, STATE_JSON = checkpoint.STATE_WEIGHTS, checkpoint.STATE_JSON
 MODEL_KEYS = ("layers", "d_model", "heads", "kv_heads", "d_ff", "pos_encoding", "norm", "activation", "dropout", "window")
 
 
@@ -221,6 +221,9 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
         say = lambda msg: None  # noqa: E731
     out = Path(cfg.out) if cfg.out else None
     resumed = None
+    if out is not None and dist.main:
+        checkpoint.recover(out)
+        checkpoint.check_replaceable(out)  # before any training: never rename or delete a folder that is not ours
     if cfg.resume and not (checkpoint.recover(out) / STATE_JSON).exists():
         raise ValueError(f"--resume: there is no training checkpoint to resume in {out}")
     if cfg.resume:

@@ -66,10 +66,11 @@ def test_save_load_round_trip_is_bit_exact(tmp_path, tok, kw):
     model = make_model(tok, **kw)
     meta = {"task": "copy", "step": 17, "metrics": {"exact_match": 0.5}}
     out = checkpoint.save(tmp_path / "ckpt", model, tok, meta=meta, card="# hello\n",
-                          extra_files={"extra.bin": b"\x00\x01payload"})
+                          extra_files={checkpoint.STATE_WEIGHTS: b"\x00\x01payload"})
     assert out == tmp_path / "ckpt"
-    assert sorted(p.name for p in out.iterdir()) == sorted([WEIGHTS, CONFIG, TOKENIZER, "card.md", "extra.bin"])
-    assert (out / "extra.bin").read_bytes() == b"\x00\x01payload"
+    assert sorted(p.name for p in out.iterdir()) == sorted([WEIGHTS, CONFIG, TOKENIZER, "card.md",
+                                                            checkpoint.STATE_WEIGHTS])
+    assert (out / checkpoint.STATE_WEIGHTS).read_bytes() == b"\x00\x01payload"
     assert (out / "card.md").read_text() == "# hello\n"
     # nothing but the folder itself is left in its parent (no temporary or .old folders)
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt"]
@@ -286,34 +287,38 @@ def test_torch_save_exploit_refused_and_never_unpickled(saved, tmp_path, how):
 
 
 # ------------------------------------------------------------------ atomic folder swap
+OUR_CONFIG = json.dumps({"format": checkpoint.FORMAT, "model": {}})
+
+
 def test_write_dir_atomically_failure_keeps_old_folder(tmp_path):
     dest = tmp_path / "run"
     dest.mkdir()
-    (dest / "weights").write_text("old weights")
-    (dest / "config").write_text("old config")
+    (dest / WEIGHTS).write_text("old weights")
+    (dest / CONFIG).write_text(OUR_CONFIG)
 
     def fill(tmp):
-        (tmp / "weights").write_text("new weights")
+        (tmp / WEIGHTS).write_text("new weights")
         raise RuntimeError("disk full halfway")
 
     with pytest.raises(RuntimeError, match="disk full halfway"):
         write_dir_atomically(dest, fill)
-    assert sorted(p.name for p in dest.iterdir()) == ["config", "weights"]
-    assert (dest / "weights").read_text() == "old weights"
-    assert (dest / "config").read_text() == "old config"
+    assert sorted(p.name for p in dest.iterdir()) == [CONFIG, WEIGHTS]
+    assert (dest / WEIGHTS).read_text() == "old weights"
+    assert (dest / CONFIG).read_text() == OUR_CONFIG
     assert [p.name for p in tmp_path.iterdir()] == ["run"]  # the temporary folder was cleaned up
 
 
 def test_write_dir_atomically_success_swaps_in_new_folder(tmp_path):
     dest = tmp_path / "run"
     dest.mkdir()
-    (dest / "stale").write_text("x")
+    (dest / CONFIG).write_text(OUR_CONFIG)
+    (dest / checkpoint.CARD).write_text("stale")
 
     def fill(tmp):
-        (tmp / "fresh").write_text("y")
+        (tmp / WEIGHTS).write_text("y")
 
     assert write_dir_atomically(dest, fill) == dest
-    assert [p.name for p in dest.iterdir()] == ["fresh"]
+    assert [p.name for p in dest.iterdir()] == [WEIGHTS]
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
 
 
@@ -349,9 +354,9 @@ def test_kill_between_renames_then_recover(tmp_path, tok, monkeypatch):
 def test_recover_restores_old_folder(tmp_path):
     old = tmp_path / ".ckpt.old"
     old.mkdir()
-    (old / "config.json").write_text("{}")
+    (old / "config.json").write_text(OUR_CONFIG)
     assert recover(tmp_path / "ckpt") == tmp_path / "ckpt"
-    assert (tmp_path / "ckpt" / "config.json").read_text() == "{}"
+    assert (tmp_path / "ckpt" / "config.json").read_text() == OUR_CONFIG
     assert not old.exists()
 
 
@@ -366,3 +371,74 @@ def test_recover_leaves_a_complete_folder_alone(tmp_path):
     assert old.exists()  # not ours to delete here; the next save removes it
     recover(tmp_path / "missing")  # nothing to do, no error
     assert not (tmp_path / "missing").exists()
+
+
+# ------------------------------------------------------------------ never rename or delete what is not ours
+def _tree(root):
+    return sorted((str(p.relative_to(root)), p.read_bytes() if p.is_file() else None) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("case", ["user-folder", "hidden-subfolder", "foreign-config", "a-file", "a-link",
+                                  "our-names-plus-one"])
+def test_writes_refuse_a_destination_that_is_not_ours_and_touch_nothing(tmp_path, tok, case):
+    """The class: any writer (checkpoint.save, the app's copy of a trained model) swaps folders with
+    write_dir_atomically; it renames and deletes only a checkpoint folder of ours."""
+    dest = tmp_path / "victim"
+    if case == "a-file":
+        dest.write_text("thesis")
+    elif case == "a-link":
+        (tmp_path / "target").mkdir()
+        (tmp_path / "target" / "thesis.txt").write_text("thesis")
+        dest.symlink_to(tmp_path / "target")
+    else:
+        dest.mkdir()
+        if case == "user-folder":
+            (dest / "thesis.txt").write_text("thesis")
+            (dest / "sub").mkdir()
+        elif case == "hidden-subfolder":
+            (dest / ".git").mkdir()
+            (dest / ".git" / "HEAD").write_text("ref")
+        elif case == "foreign-config":  # e.g. another library's model folder: the same file names, not ours
+            (dest / CONFIG).write_text('{"model_type": "bert"}')
+            (dest / WEIGHTS).write_bytes(b"their weights")
+        else:
+            (dest / CONFIG).write_text(OUR_CONFIG)
+            (dest / "notes.md").write_text("mine")
+    before = _tree(tmp_path)
+    with pytest.raises(CheckpointError, match="refusing"):
+        checkpoint.save(dest, make_model(tok), tok)
+    with pytest.raises(CheckpointError, match="refusing"):
+        write_dir_atomically(dest, lambda tmp: (tmp / WEIGHTS).write_text("x"))
+    assert _tree(tmp_path) == before  # nothing renamed, replaced, deleted or left behind
+
+
+def test_a_user_folder_named_like_our_old_folder_is_never_deleted_or_restored(tmp_path, tok):
+    """``.NAME.old`` is only ever ours when it holds a checkpoint; anyone else's is neither removed nor renamed."""
+    old = tmp_path / ".ckpt.old"
+    old.mkdir()
+    (old / "thesis.txt").write_text("thesis")
+    before = _tree(tmp_path)
+    recover(tmp_path / "ckpt")
+    assert _tree(tmp_path) == before
+    with pytest.raises(CheckpointError, match="refusing to delete"):
+        checkpoint.save(tmp_path / "ckpt", make_model(tok), tok)
+    assert _tree(tmp_path) == before
+
+
+def test_an_empty_folder_or_our_own_checkpoint_is_replaced(tmp_path, tok):
+    (tmp_path / "empty").mkdir()
+    checkpoint.save(tmp_path / "empty", make_model(tok), tok)
+    checkpoint.save(tmp_path / "ours", make_model(tok), tok, card="x", extra_files={checkpoint.STATE_JSON: b"{}"})
+    checkpoint.save(tmp_path / "ours", make_model(tok, seed=1), tok)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "ours"]
+
+
+def test_save_refuses_a_file_that_is_not_a_checkpoint_file(tmp_path, tok):
+    with pytest.raises(CheckpointError, match="not a checkpoint file"):
+        checkpoint.save(tmp_path / "c", make_model(tok), tok, extra_files={"notes.txt": b"x"})
+    assert not (tmp_path / "c").exists()
+
+
+def test_patch_scoreboard_is_one_of_our_files():
+    from core import patch
+    assert patch.SAVED in checkpoint.OWN_FILES
