@@ -30,7 +30,8 @@ STATE_WEIGHTS, STATE_JSON = "train_state.safetensors", "train_state.json"  # cor
 # Every file a checkpoint folder may hold. A folder holding anything else is not ours: nothing here renames,
 # replaces or deletes it (see :func:`check_replaceable`).
 OWN_FILES = frozenset({WEIGHTS, CONFIG, TOKENIZER, CARD, WORDS, PATCHING, STATE_WEIGHTS, STATE_JSON})
-PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol 2+, torch.save's zip container
+PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")
+MAX_CONFIG_BYTES = 4 * 2 ** 20  # a config.json (model fields + meta) is a few kilobytes  # pickle protocol 2+, torch.save's zip container
 
 
 class CheckpointError(ValueError):
@@ -262,6 +263,8 @@ def read_config(path) -> dict:
     if not path.is_dir():
         raise CheckpointError(f"no checkpoint folder at {path}")
     try:
+        if (path / CONFIG).stat().st_size > MAX_CONFIG_BYTES:
+            raise CheckpointError(f"{path.name}: {CONFIG} is larger than {MAX_CONFIG_BYTES:,} bytes")
         config = json.loads((path / CONFIG).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{path.name}: {CONFIG} is missing") from None
@@ -272,14 +275,38 @@ def read_config(path) -> dict:
     return config
 
 
+# The meta fields something reads, and their types; other fields may hold any JSON value.
+META_TYPES = {"task": str, "command": str, "name": str, "package": str, "mlm_head": str, "pooling": str,
+              "step": int, "parameters": int, "max_seq_length": int, "metrics": dict, "summary": dict,
+              "heldout": dict}
+_TYPE_WORDS = {str: "a string", int: "an integer", dict: "an object"}
+
+
+def check_meta(meta, where: str = "meta") -> dict:
+    """``meta`` (a config.json's ``"meta"``) when it is an object whose known fields have their types; otherwise
+    :class:`CheckpointError` naming the field."""
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{where} must be a JSON object, got {type(meta).__name__}")
+    for key, want in META_TYPES.items():
+        if key in meta and meta[key] is not None and (
+                not isinstance(meta[key], want) or (want is int and isinstance(meta[key], bool))):
+            raise CheckpointError(f"{where}: {key!r} must be {_TYPE_WORDS[want]}, got {type(meta[key]).__name__}")
+    return meta
+
+
 def load(path, device: str | torch.device = "cpu") -> Checkpoint:
-    """Load and verify a checkpoint folder; any mismatch raises :class:`CheckpointError` naming it."""
+    """Load and verify a checkpoint folder; any mismatch raises :class:`CheckpointError` naming it.
+
+    The config is checked field by field (types, ranges, an estimated memory ceiling: :class:`ModelConfig`), the meta
+    is an object with typed fields, and the weights file may not be larger than the config's model, all before
+    anything is allocated; non-finite weights are refused."""
     path = Path(path)
     config = read_config(path)
     try:
         cfg = ModelConfig.from_dict(config["model"])
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{path.name}: invalid model config: {e}") from None
+    meta = check_meta(config.get("meta", {}), f"{path.name}: {CONFIG} meta")
     tokenizer = Tokenizer.load(path / TOKENIZER)
     if tokenizer.vocab_size != cfg.vocab_size:
         raise CheckpointError(f"{path.name}: vocabulary mismatch: tokenizer.json has {tokenizer.vocab_size} tokens, "
@@ -290,6 +317,10 @@ def load(path, device: str | torch.device = "cpu") -> Checkpoint:
         hint = f" (found {', '.join(others)}: pickle formats are refused)" if others else ""
         raise CheckpointError(f"{path.name}: {WEIGHTS} is missing{hint}")
     _refuse_pickle(weights)
+    size, ceiling = weights.stat().st_size, 8 * cfg.estimated_parameters() + 2 ** 26  # float64 at most, + header
+    if size > ceiling:
+        raise CheckpointError(f"{path.name}: {WEIGHTS} is {size:,} bytes, more than a model of this config can "
+                              f"hold ({cfg.estimated_parameters():,} parameters)")
     try:
         state = load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as e:
@@ -308,4 +339,4 @@ def load(path, device: str | torch.device = "cpu") -> Checkpoint:
     known = read_words(path)
     model.load_state_dict(state, strict=not cfg.tie_embeddings)
     model.to(device).eval()
-    return Checkpoint(model, tokenizer, config.get("meta", {}), path, known)
+    return Checkpoint(model, tokenizer, meta, path, known)

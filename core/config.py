@@ -7,12 +7,37 @@ Vaswani et al. 2017), ``decoder-only`` (a causal language model, GPT style) and
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
+import os
 from dataclasses import dataclass
 
 KINDS = ("encoder-decoder", "decoder-only", "encoder-only")
 POSITIONAL = ("sinusoidal", "learned", "rope", "alibi", "none")
 NORMS = ("post", "pre")
 ACTIVATIONS = ("relu", "gelu", "swiglu")
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+# Every field's type and range. A config is read from files anyone can edit (a user model's config.json), so each
+# field is checked before anything is allocated: a float where an int belongs, a string outside its choices,
+# 10,000 layers or max_len 4,000,000 are refused in one line.
+INT_RANGES = {  # name: (lowest, highest)
+    "vocab_size": (1, 2 ** 21), "d_model": (1, 2 ** 14), "n_heads": (1, 1024), "n_kv_heads": (1, 1024),
+    "n_encoder_layers": (0, 256), "n_decoder_layers": (0, 256), "d_ff": (1, 2 ** 17), "max_len": (1, 2 ** 16),
+    "window": (1, 2 ** 16), "type_vocab_size": (0, 1024), "pad_id": (0, 2 ** 21),
+}
+OPTIONAL = ("n_kv_heads", "window", "final_norm")  # may be None
+BOOLS = ("final_norm", "bias", "tie_embeddings", "scale_embeddings", "embedding_norm", "nsp")
+CHOICES = {"kind": KINDS, "pos_encoding": POSITIONAL, "norm": NORMS, "activation": ACTIVATIONS,
+           "gelu_approximate": GELU_APPROXIMATIONS}
+# A model's estimated memory (parameters and position tables, with the float64 scratch that builds them) must stay
+# under this ceiling; ATTENTION_LAB_MAX_MODEL_BYTES raises it on a machine meant for bigger models.
+DEFAULT_MAX_MODEL_BYTES = 2 * 2 ** 30
+
+
+def max_model_bytes() -> int:
+    raw = os.environ.get("ATTENTION_LAB_MAX_MODEL_BYTES", "")
+    return int(raw) if raw.isascii() and raw.isdigit() and 0 < len(raw) < 20 else DEFAULT_MAX_MODEL_BYTES
 
 
 @dataclass
@@ -44,6 +69,12 @@ class ModelConfig:
     gelu_approximate: str = "none"
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # numpy integers and the like become plain Python numbers
+            v = getattr(self, f.name)
+            if isinstance(v, numbers.Integral) and not isinstance(v, (bool, int)):
+                setattr(self, f.name, int(v))
+            elif isinstance(v, numbers.Real) and not isinstance(v, (bool, int, float, numbers.Integral)):
+                setattr(self, f.name, float(v))
         self.validate()
 
     @property
@@ -71,14 +102,22 @@ class ModelConfig:
             if not ok:
                 raise ValueError(msg)
 
+        self._check_types()
         need(self.kind in KINDS, f"unknown model kind {self.kind!r}; choose one of {', '.join(KINDS)}")
         need(self.pos_encoding in POSITIONAL,
              f"unknown positional encoding {self.pos_encoding!r}; choose one of {', '.join(POSITIONAL)}")
         need(self.norm in NORMS, f"unknown norm placement {self.norm!r}; choose 'post' or 'pre'")
         need(self.activation in ACTIVATIONS,
              f"unknown activation {self.activation!r}; choose one of {', '.join(ACTIVATIONS)}")
+        need(self.gelu_approximate in GELU_APPROXIMATIONS,
+             f"unknown gelu_approximate {self.gelu_approximate!r}; choose 'none' or 'tanh'")
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
-            need(int(getattr(self, name)) > 0, f"{name} must be a positive integer, got {getattr(self, name)!r}")
+            need(getattr(self, name) > 0, f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        for name, (lo, hi) in INT_RANGES.items():
+            v = getattr(self, name)
+            need(v is None or lo <= v <= hi, f"{name} must be between {lo:,} and {hi:,}, got {v}")
+        need(0.0 < self.layer_norm_eps < 1.0, f"layer_norm_eps must be in (0, 1), got {self.layer_norm_eps}")
+        need(self.pe_base <= 1e12, f"pe_base must be at most 1e12, got {self.pe_base}")
         need(self.d_model % self.n_heads == 0,
              f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         need(self.kv_heads > 0, f"n_kv_heads must be positive, got {self.n_kv_heads}")
@@ -98,6 +137,57 @@ class ModelConfig:
         need(0 <= self.pad_id < self.vocab_size, f"pad_id {self.pad_id} outside the vocabulary")
         need(not self.nsp or (self.kind == "encoder-only" and self.type_vocab_size >= 2),
              "a next-sentence head needs an encoder-only model with two or more token types")
+        limit = max_model_bytes()
+        need(self.estimated_bytes() <= limit,
+             f"this model would need about {self.estimated_bytes() / 2 ** 20:,.0f} MiB "
+             f"({self.estimated_parameters():,} parameters plus position tables); the limit is "
+             f"{limit / 2 ** 20:,.0f} MiB (ATTENTION_LAB_MAX_MODEL_BYTES)")
+
+    def _check_types(self) -> None:
+        """Every field has its type: ints are ints (not floats, not booleans), booleans are booleans, numbers are
+        finite, choices are strings."""
+        for f in dataclasses.fields(self):
+            v, name = getattr(self, f.name), f.name
+            if v is None and name in OPTIONAL:
+                continue
+            if name in BOOLS:
+                ok, want = isinstance(v, bool), "true or false"
+            elif name in INT_RANGES:
+                ok, want = isinstance(v, int) and not isinstance(v, bool), "an integer"
+            elif name in CHOICES:
+                ok, want = isinstance(v, str), "one of " + ", ".join(CHOICES[name])
+            else:  # dropout, pe_base, layer_norm_eps
+                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                want = "a finite number"
+            if not ok:
+                raise ValueError(f"{name} must be {want}, got {v!r}"[:200])
+
+    def estimated_parameters(self) -> int:
+        """The parameter count :class:`core.model.Transformer` will allocate, from the config alone."""
+        d, kv = self.d_model, self.kv_heads * (self.d_model // self.n_heads)
+        b = 1 if self.bias else 0
+        attn = d * d + b * d + 2 * (d * kv + b * kv) + d * d + b * d  # W_Q, W_K, W_V (kv heads), W_O
+        width = 2 * self.d_ff if self.activation == "swiglu" else self.d_ff
+        ffn = d * width + b * width + self.d_ff * d + b * d
+        norm = 2 * d
+        enc = self.n_layers("encoder") * (attn + ffn + 2 * norm)
+        dec = self.n_layers("decoder") * (attn + ffn + 2 * norm + (attn + norm if self.kind == "encoder-decoder" else 0))
+        final = norm * ((1 if self.has_encoder else 0) + (1 if self.has_decoder else 0)) if self.use_final_norm else 0
+        embed = self.vocab_size * d + (self.max_len * d if self.pos_encoding == "learned" else 0) \
+            + self.type_vocab_size * d + (norm if self.embedding_norm else 0)
+        heads = (d * d + d + norm if self.kind == "encoder-only" else 0) + (d * d + d + 2 * d + 2 if self.nsp else 0)
+        lm_head = (0 if self.tie_embeddings else self.vocab_size * d) + (self.vocab_size if self.kind == "encoder-only" else 0)
+        return embed + enc + dec + final + heads + lm_head
+
+    def estimated_bytes(self) -> int:
+        """Bytes to build the model: float32 parameters, plus the position tables (sinusoidal or rotary) and the
+        float64 scratch they are computed in."""
+        tables = 0
+        if self.pos_encoding == "sinusoidal":
+            tables = self.max_len * self.d_model * (4 + 8 + 8)
+        elif self.pos_encoding == "rope":
+            tables = self.max_len * (self.d_model // self.n_heads) * 2 * (4 + 8 + 8)
+        return 4 * self.estimated_parameters() + tables
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -161,6 +161,45 @@ def test_broken_checkpoints_through_the_inspect_cli(tmp_path):
         assert "Traceback" not in r.stderr
 
 
+BAD_CONFIGS = {  # config.json edits that once gave a traceback (or gigabytes) instead of one line
+    "float-d_model": ("model", "d_model", 64.0), "bad-gelu": ("model", "gelu_approximate", "bogus"),
+    "huge-max_len": ("model", "max_len", 4_000_000), "deep": ("model", "n_encoder_layers", 10_000),
+    "meta-not-a-dict": (None, "meta", "notadict"),
+}
+
+
+def bad_config_checkpoints(root: Path) -> dict[str, Path]:
+    """Copies of the bundled reverse model, each with one field of its config.json out of type or range."""
+    import shutil
+    cases = {}
+    for case, (section, key, value) in BAD_CONFIGS.items():
+        dst = root / f"badcfg-{case}"
+        shutil.copytree(registry.BUNDLED / "reverse", dst)
+        cfg = json.loads((dst / "config.json").read_text())
+        (cfg[section] if section else cfg)[key] = value
+        (dst / "config.json").write_text(json.dumps(cfg))
+        cases[case] = dst
+    return cases
+
+
+def test_bad_configs_through_the_inspect_cli(tmp_path):
+    for case, folder in bad_config_checkpoints(tmp_path).items():
+        r = cli("core.inspect", "--model", str(folder), "--src", "1 2 3")
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), (case, r.stderr[-800:])
+        assert "Traceback" not in r.stderr
+
+
+def test_bad_configs_in_the_app_get_a_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_DATA", str(tmp_path))
+    for case in bad_config_checkpoints(tmp_path / "models"):
+        at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+        at.query_params["model"] = f"badcfg-{case}"
+        at.run()
+        assert not at.exception, (case, [e.value for e in at.exception])
+        assert any("cannot be loaded" in e.value for e in at.error), (case, [e.value for e in at.error])
+
+
 def test_broken_checkpoints_in_the_app_get_a_message(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_DATA", str(tmp_path))
     cases = broken_checkpoints(tmp_path / "models")

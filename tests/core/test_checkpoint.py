@@ -164,6 +164,92 @@ def test_invalid_model_config_refused(saved):
         checkpoint.load(saved)
 
 
+BAD_FIELDS = [  # (field, value, words of the one-line reason) -- each once crashed or allocated gigabytes
+    ("d_model", 32.0, "d_model must be an integer"),
+    ("d_model", "32", "d_model must be an integer"),
+    ("n_heads", True, "n_heads must be an integer"),
+    ("gelu_approximate", "bogus", "gelu_approximate must be one of none, tanh|unknown gelu_approximate"),
+    ("activation", 3, "activation must be one of"),
+    ("max_len", 4_000_000, "max_len must be between 1 and 65,536"),
+    ("max_len", 20_000_000, "max_len must be between"),
+    ("n_encoder_layers", 10_000, "n_encoder_layers must be between 0 and 256"),
+    ("vocab_size", 2 ** 40, "vocab_size must be between"),
+    ("d_ff", -5, "d_ff must be a positive integer"),
+    ("dropout", float("nan"), "dropout must be a finite number"),
+    ("pe_base", float("inf"), "pe_base must be a finite number"),
+    ("layer_norm_eps", "tiny", "layer_norm_eps must be a finite number"),
+    ("layer_norm_eps", 0, "layer_norm_eps must be in"),
+    ("bias", "yes", "bias must be true or false"),
+    ("window", 0, "window must be between"),
+    ("n_kv_heads", 2.5, "n_kv_heads must be an integer"),
+    ("pad_id", None, "pad_id must be an integer"),
+]
+
+
+@pytest.mark.parametrize("field,value,words", BAD_FIELDS, ids=[f"{f}={v!r}"[:40] for f, v, _ in BAD_FIELDS])
+def test_every_config_field_is_type_and_range_checked_before_allocating(saved, field, value, words):
+    config = json.loads((saved / CONFIG).read_text())
+    config["model"][field] = value
+    (saved / CONFIG).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=f"invalid model config: ({words})") as e:
+        checkpoint.load(saved)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 300
+
+
+@pytest.mark.parametrize("fields", [
+    dict(d_model=16384, n_heads=16, d_ff=65536, n_encoder_layers=64, n_decoder_layers=64),  # every field in range
+    dict(vocab_size=2 ** 21, d_model=4096, n_heads=16),
+    dict(max_len=65536, d_model=8192, n_heads=16, pos_encoding="sinusoidal"),
+], ids=["deep-and-wide", "huge-vocabulary", "long-position-table"])
+def test_a_config_whose_estimated_memory_is_over_the_ceiling_is_refused_before_allocating(saved, fields):
+    import time
+    _edit_config(saved, **fields)
+    t0 = time.process_time()
+    with pytest.raises(CheckpointError, match="would need about .* MiB .*the limit is 2,048 MiB"):
+        checkpoint.load(saved)
+    assert time.process_time() - t0 < 5  # refused from the arithmetic, nothing was built (a generous bound)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(), dict(kind="decoder-only", pos_encoding="rope", n_kv_heads=2, norm="pre"),
+    dict(kind="encoder-only", pos_encoding="learned", activation="gelu", type_vocab_size=2, nsp=True,
+         embedding_norm=True),
+    dict(tie_embeddings=False, activation="swiglu", pos_encoding="alibi", bias=False),
+    dict(kind="decoder-only", n_kv_heads=1, tie_embeddings=False, final_norm=True),
+])
+def test_the_memory_estimate_counts_exactly_the_parameters_the_model_allocates(kw):
+    cfg = ModelConfig(vocab_size=57, d_model=32, n_heads=4, d_ff=48, max_len=20, **kw)
+    assert cfg.estimated_parameters() == Transformer(cfg).num_parameters()
+
+
+def test_a_weights_file_larger_than_its_config_allows_is_refused_unread(saved):
+    with open(saved / WEIGHTS, "ab") as f:
+        f.truncate((saved / WEIGHTS).stat().st_size + 80 * 2 ** 20)  # a sparse 80 MB tail
+    with pytest.raises(CheckpointError, match="more than a model of this config can hold"):
+        checkpoint.load(saved)
+
+
+@pytest.mark.parametrize("meta,words", [
+    ("notadict", "meta must be a JSON object, got str"), ([1, 2], "meta must be a JSON object, got list"),
+    ({"task": 5}, "'task' must be a string"), ({"metrics": "high"}, "'metrics' must be an object"),
+    ({"step": 1.5}, "'step' must be an integer"), ({"heldout": [1]}, "'heldout' must be an object"),
+])
+def test_meta_must_be_an_object_with_typed_fields(saved, meta, words):
+    config = json.loads((saved / CONFIG).read_text())
+    config["meta"] = meta
+    (saved / CONFIG).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=words):
+        checkpoint.load(saved)
+
+
+def test_an_oversized_config_file_is_refused_unread(saved):
+    config = json.loads((saved / CONFIG).read_text())
+    config["meta"]["padding"] = "x" * (checkpoint.MAX_CONFIG_BYTES + 1)
+    (saved / CONFIG).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="larger than"):
+        checkpoint.load(saved)
+
+
 @pytest.mark.parametrize("cut", ["half", "header"])
 def test_truncated_weights_refused(saved, cut):
     data = (saved / WEIGHTS).read_bytes()
