@@ -13,6 +13,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save
 
-from . import checkpoint
+from . import checkpoint, jsonio
 from .config import ModelConfig
 from .model import Transformer
 from .tasks import TASKS, make_task
@@ -72,20 +73,60 @@ class TrainConfig:
     history: list = field(default_factory=list, repr=False)
 
     def validate(self) -> None:
+        """Every setting's type and range, as one line naming the flag (``--eval-every must be ...``)."""
+        def flag(name):
+            return "--" + name.replace("_", "-")
+
+        for name, (lo, hi) in INT_FLAGS.items():
+            v = getattr(self, name)
+            if v is None and name in OPTIONAL_FLAGS:
+                continue
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise ValueError(f"{flag(name)} must be an integer, got {v!r}"[:200])
+            if not lo <= v <= hi:
+                raise ValueError(f"{flag(name)} must be between {lo:,} and {hi:,}, got {v:,}")
+        for name, (lo, hi, lo_open, hi_open) in FLOAT_FLAGS.items():
+            v = getattr(self, name)
+            if v is None and name in OPTIONAL_FLAGS:
+                continue
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                raise ValueError(f"{flag(name)} must be a finite number, got {v!r}"[:200])
+            if v < lo or (lo_open and v == lo) or v > hi or (hi_open and v == hi):
+                raise ValueError(f"{flag(name)} must be in {'(' if lo_open else '['}{lo:g}, {hi:g}"
+                                 f"{')' if hi_open else ']'}, got {v:g}")
+        for name in ("task", "schedule", "pos_encoding", "norm", "activation", "device"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{flag(name)} must be a string, got {getattr(self, name)!r}"[:200])
+        for name in ("out", "text"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"{flag(name)} must be a path, got {getattr(self, name)!r}"[:200])
         if self.task not in TASKS:
             raise ValueError(f"unknown task {self.task!r}; choose one of {', '.join(TASKS)}")
         if self.steps < 1:
             raise ValueError("steps must be >= 1")
-        if self.batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
-        if self.batch_tokens is not None and self.batch_tokens < 1:
-            raise ValueError("batch_tokens must be >= 1")
         if self.schedule not in ("noam", "cosine", "constant"):
             raise ValueError(f"unknown schedule {self.schedule!r}; choose noam, cosine or constant")
-        if self.lr <= 0 or self.warmup < 0 or self.clip < 0 or not 0 <= self.label_smoothing < 1:
-            raise ValueError("lr must be > 0, warmup >= 0, clip >= 0, label_smoothing in [0, 1)")
+        if not DEVICE.match(self.device):
+            raise ValueError(f"unknown device {self.device!r}; choose auto, cpu, cuda, cuda:N or mps")
         if self.resume and not self.out:
             raise ValueError("--resume needs --out (the folder to resume from)")
+
+
+# Each flag's type and range (a 0, a negative, NaN or inf never reaches the loop: --eval-every 0 divided by zero,
+# --lr nan trained and saved a NaN model).
+INT_FLAGS = {"steps": (1, 10 ** 9), "seed": (0, 2 ** 63 - 1), "layers": (1, 256), "d_model": (1, 2 ** 14),
+             "heads": (1, 1024), "kv_heads": (1, 1024), "d_ff": (1, 2 ** 17), "window": (1, 2 ** 16),
+             "batch_size": (1, 2 ** 20), "batch_tokens": (1, 2 ** 30), "warmup": (0, 10 ** 9),
+             "seq_len": (1, 2 ** 16), "eval_every": (1, 10 ** 9), "ckpt_every": (1, 10 ** 9), "threads": (1, 1024)}
+FLOAT_FLAGS = {  # name: (low, high, low excluded, high excluded)
+    "max_seconds": (0.0, 1e9, True, False), "lr": (0.0, 1e6, True, False), "label_smoothing": (0.0, 1.0, False, True),
+    "clip": (0.0, 1e9, False, False), "weight_decay": (0.0, 1e6, False, False), "dropout": (0.0, 1.0, False, True)}
+OPTIONAL_FLAGS = ("kv_heads", "window", "batch_tokens", "seq_len", "threads", "max_seconds")
+DEVICE = re.compile(r"\A(auto|cpu|mps|cuda(:[0-9]{1,2})?)\Z")
+
+
+class NonFiniteError(ValueError):
+    """The loss or the weights stopped being finite numbers; the run stops and keeps its last finite checkpoint."""
 
 
 def learning_rate(step: int, cfg: TrainConfig, d_model: int) -> float:
@@ -102,6 +143,15 @@ def learning_rate(step: int, cfg: TrainConfig, d_model: int) -> float:
 
 
 def pick_device(name: str = "auto") -> torch.device:
+    if not isinstance(name, str) or not DEVICE.match(name):
+        raise ValueError(f"unknown device {name!r}; choose auto, cpu, cuda, cuda:N or mps")
+    if name.startswith("cuda"):
+        index = int(name.split(":")[1]) if ":" in name else 0
+        if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+            raise ValueError(f"device {name} is not available here (CUDA devices: "
+                             f"{torch.cuda.device_count() if torch.cuda.is_available() else 0})")
+    if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ValueError("device mps is not available here")
     if name != "auto":
         return torch.device(name)
     if torch.cuda.is_available():
@@ -155,6 +205,56 @@ def _load_opt(opt, tensors):
     opt.load_state_dict(sd)
 
 
+def _stopped(step: int, what: str, out: Path | None) -> str:
+    """The one line a run stopped for non-finite numbers ends with: what happened, and what was kept."""
+    kept = None
+    if out is not None:
+        try:
+            kept = json.loads((out / STATE_JSON).read_text()).get("step")
+        except (OSError, ValueError, AttributeError):
+            kept = None
+    where = (f"the last finite checkpoint (step {kept}) is kept in {out}" if kept is not None else
+             "nothing was saved" if out is not None else "nothing is kept")
+    return (f"stopped at step {step}: {what}; {where}. Lower --lr, or raise --warmup, or set --clip, "
+            "and train again")
+
+
+def read_state(out: Path) -> tuple[dict, dict]:
+    """The resume state in ``out`` (``train_state.json`` and ``train_state.safetensors``), checked; a missing,
+    truncated or tampered file is one :class:`~core.checkpoint.CheckpointError` line."""
+    def bad(why):
+        return checkpoint.CheckpointError(f"cannot resume from {out}: {why}")
+
+    try:
+        state = json.loads((out / STATE_JSON).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise bad(f"{STATE_JSON} is unreadable or not JSON ({' '.join(str(e).split())[:120]})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("train_config"), dict):
+        raise bad(f"{STATE_JSON} must be an object with step, history and train_config")
+    step, history = state.get("step"), state.get("history")
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= INT_FLAGS["steps"][1]:
+        raise bad(f"{STATE_JSON}: step must be a whole number of steps, got {step!r}"[:200])
+    if not isinstance(history, list) or not all(
+            isinstance(h, list) and len(h) == 2 and isinstance(h[0], int) and isinstance(h[1], (int, float))
+            and not isinstance(h[1], bool) and math.isfinite(h[1]) for h in history):
+        raise bad(f"{STATE_JSON}: history must be a list of [step, finite loss] pairs")
+    for key in ("seconds", "tokens"):
+        if key in state and (not isinstance(state[key], (int, float)) or isinstance(state[key], bool)
+                             or not math.isfinite(state[key]) or state[key] < 0):
+            raise bad(f"{STATE_JSON}: {key} must be a finite number >= 0")
+    try:
+        tensors = load_file(str(out / STATE_WEIGHTS))
+    except Exception as e:  # safetensors raises its own error types for a truncated or garbled file
+        raise bad(f"{STATE_WEIGHTS} is missing, truncated or corrupt ({' '.join(str(e).split())[:120]})") from None
+    rng = [k for k in tensors if k == "rng.torch" or k.startswith(("rng.torch.", "rng.cuda."))]
+    if "rng.torch" not in tensors or any(tensors[k].dtype != torch.uint8 or tensors[k].dim() != 1 for k in rng):
+        raise bad(f"{STATE_WEIGHTS} has no valid random-number state (rng.torch)")
+    bad_keys = [k for k in tensors if k not in rng and not re.fullmatch(r"opt\.[0-9]{1,6}\.[A-Za-z_]{1,32}", k)]
+    if bad_keys:
+        raise bad(f"{STATE_WEIGHTS} holds unexpected tensors ({', '.join(sorted(bad_keys)[:3])})")
+    return state, tensors
+
+
 def command_line(cfg: TrainConfig) -> str:
     """The exact command that reproduces a run (every setting that affects the result)."""
     skip = {"history", "resume", "quiet", "device", "threads", "out"}
@@ -171,7 +271,7 @@ def _card(cfg: TrainConfig, summary: dict, n_params: int, data: str) -> str:
             f"- data: {data}\n- parameters: {n_params:,}\n- steps: {summary['steps']}\n"
             f"- training time: {summary['seconds']:.1f} s on {summary['device']}\n"
             f"- tokens/s: {summary['tokens_per_s']:.0f}\n- final training loss: {summary['final_loss']:.4f}\n"
-            f"- metrics at the end of training: `{json.dumps(summary['metrics'])}`\n")
+            f"- metrics at the end of training: `{jsonio.dumps(summary['metrics'])}`\n")
 
 
 class _Dist:
@@ -181,6 +281,7 @@ class _Dist:
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.active = "RANK" in os.environ and self.world > 1
+        self.device = device
         if self.active and not torch.distributed.is_initialized():
             torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
 
@@ -195,6 +296,14 @@ class _Dist:
         out = [None] * self.world
         torch.distributed.all_gather_object(out, tensor.cpu())
         return out
+
+    def all_true(self, ok: bool) -> bool:
+        """``ok`` on every process (without torchrun just ``ok``): every rank stops together."""
+        if not self.active:
+            return bool(ok)
+        flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=self.device)
+        torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MIN)
+        return bool(flag.item())
 
     def barrier(self):
         if self.active:
@@ -228,7 +337,7 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
         raise ValueError(f"--resume: there is no training checkpoint to resume in {out}")
     if cfg.resume:
         resumed = checkpoint.load(out, device)
-        state = json.loads((out / STATE_JSON).read_text())
+        state, tensors = read_state(out)
         saved = state["train_config"]
         changed = [k for k in MODEL_KEYS + ("task", "seed", "batch_size", "batch_tokens")
                    if saved.get(k) != getattr(cfg, k)]
@@ -246,12 +355,15 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
                             fused=device.type in ("cuda", "cpu"))  # CPU: 46.6 -> 1.2 ms per optimizer step, 1M params
     start, history = 0, []
     if resumed:
-        tensors = load_file(str(out / STATE_WEIGHTS))
-        _load_opt(opt, tensors)
-        # every process gets its own random state back (dropout differs per rank); older checkpoints hold one
-        torch.set_rng_state(tensors.get(f"rng.torch.{dist.rank}", tensors["rng.torch"]))
-        if device.type == "cuda" and f"rng.cuda.{dist.rank}" in tensors:
-            torch.cuda.set_rng_state(tensors[f"rng.cuda.{dist.rank}"], device)
+        try:
+            _load_opt(opt, tensors)
+            # every process gets its own random state back (dropout differs per rank); older checkpoints hold one
+            torch.set_rng_state(tensors.get(f"rng.torch.{dist.rank}", tensors["rng.torch"]))
+            if device.type == "cuda" and f"rng.cuda.{dist.rank}" in tensors:
+                torch.cuda.set_rng_state(tensors[f"rng.cuda.{dist.rank}"], device)
+        except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as e:
+            raise checkpoint.CheckpointError(f"cannot resume from {out}: {STATE_WEIGHTS} does not fit this run's "
+                                             f"optimiser or random state ({' '.join(str(e).split())[:160]})") from None
         start, history = state["step"], state["history"]
         say(f"resuming {cfg.task} from step {start}")
     ddp = torch.nn.parallel.DistributedDataParallel(model) if dist.active else model
@@ -264,6 +376,8 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
     def save_ckpt(step, metrics=None, final=False):
         if out is None:
             return
+        if not dist.all_true(all(bool(torch.isfinite(p).all()) for p in model.parameters())):
+            raise NonFiniteError(_stopped(step, "the weights became non-finite", out))
         rng = {f"rng.torch.{r}": t for r, t in enumerate(dist.gather(torch.get_rng_state()))}  # all ranks take part
         if device.type == "cuda":
             rng |= {f"rng.cuda.{r}": t for r, t in enumerate(dist.gather(torch.cuda.get_rng_state(device)))}
@@ -277,7 +391,7 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
             known_words.append(task.source_words())
         checkpoint.save(out, model, task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),
                         card=_card(cfg, summary, n_params, task.description) if summary else None,
-                        extra_files={STATE_WEIGHTS: save(tensors), STATE_JSON: json.dumps(st).encode()},
+                        extra_files={STATE_WEIGHTS: save(tensors), STATE_JSON: jsonio.dumps(st).encode()},
                         known_words=known_words[0],
                         words_source=f"training source text of {cfg.task}: {task.description}")
 
@@ -306,6 +420,9 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
                 loss = loss_fn(ddp, batch, cfg.label_smoothing)
         else:
             loss = loss_fn(ddp, batch, cfg.label_smoothing)
+        loss_value = float(loss.detach())
+        if not dist.all_true(math.isfinite(loss_value)):
+            raise NonFiniteError(_stopped(step + 1, f"the loss became {loss_value}", out))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.clip:
@@ -313,7 +430,7 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
         opt.step()
         step += 1
         tokens += batch.n_tokens()
-        last_loss = float(loss.detach())
+        last_loss = loss_value
         history.append([step, round(last_loss, 6)])
         if step % cfg.eval_every == 0 or step == cfg.steps:
             metrics = task.evaluate(model) if dist.main else {}
@@ -324,7 +441,7 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
         if step % max(1, cfg.steps // 20) == 0 or step == cfg.steps:
             bar = "#" * int(20 * step / cfg.steps)
             say(f"[{bar:<20}] step {step}/{cfg.steps} loss {last_loss:.4f} lr {lr:.2e} "
-                f"{info['tokens_per_s']:.0f} tok/s {json.dumps(metrics) if metrics else ''}")
+                f"{info['tokens_per_s']:.0f} tok/s {jsonio.dumps(metrics) if metrics else ''}")
         if out is not None and step % cfg.ckpt_every == 0 and step < cfg.steps:
             save_ckpt(step, metrics)
             dist.barrier()
@@ -339,8 +456,13 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
     return summary
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, like every other refusal (argparse would print the usage first)
+        self.exit(2, f"error: {message} (see python -m core.train --help)\n")
+
+
 def parse_args(argv=None) -> TrainConfig:
-    p = argparse.ArgumentParser(prog="python -m core.train", description=__doc__.split("\n")[0])
+    p = _Parser(prog="python -m core.train", description=__doc__.split("\n")[0])
     defaults = TrainConfig()
     for f in dataclasses.fields(TrainConfig):
         if f.name == "history":
@@ -367,7 +489,7 @@ def main(argv=None) -> int:
         return 2
     if int(os.environ.get("RANK", "0")) == 0:
         summary.pop("history", None)
-        print(json.dumps(summary))
+        print(jsonio.dumps(summary))
     return 0
 
 

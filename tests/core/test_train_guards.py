@@ -62,3 +62,76 @@ def test_out_replaces_its_own_checkpoint(tmp_path):
         r = train_cli("--out", out, *TINY)
         assert r.returncode == 0, r.stderr[-2000:]
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+# ------------------------------------------------------------------ defect 7: every flag checked, NaN never trained
+@pytest.mark.parametrize("args,words", [
+    (["--eval-every", "0"], "--eval-every must be between 1"), (["--ckpt-every", "0"], "--ckpt-every must be between 1"),
+    (["--threads", "-1"], "--threads must be between 1"), (["--threads", "0"], "--threads must be between 1"),
+    (["--device", "bogus"], "unknown device 'bogus'"), (["--device", "cuda:99"], "not available here"),
+    (["--lr", "nan"], "--lr must be a finite number"), (["--lr", "inf"], "--lr must be a finite number"),
+    (["--lr", "-1"], "--lr must be in (0"), (["--clip", "nan"], "--clip must be a finite number"),
+    (["--weight-decay=-inf"], "--weight-decay must be a finite number"), (["--steps", "x"], "--steps: invalid int"),
+    (["--label-smoothing", "1"], "--label-smoothing must be in [0, 1)"), (["--dropout", "nan"], "--dropout must be"),
+    (["--max-seconds", "0"], "--max-seconds must be in (0"), (["--seed", "-3"], "--seed must be between 0"),
+    (["--warmup", "-1"], "--warmup must be between 0"), (["--batch-size", "0"], "--batch-size must be between 1"),
+    (["--seq-len", "0"], "--seq-len must be between 1"), (["--window", "0"], "--window must be between 1"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_every_flag_is_checked_with_one_line_and_nothing_written(tmp_path, args, words):
+    line = one_error_line(train_cli("--out", tmp_path / "run", *TINY, *args))
+    assert words in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_whose_loss_becomes_nan_stops_and_keeps_its_last_finite_checkpoint(tmp_path):
+    out = tmp_path / "run"
+    r = train_cli("--out", out, *TINY[:2], "--steps", "60", *TINY[4:], "--lr", "1000000", "--schedule", "constant",
+                  "--warmup", "0", "--clip", "0", "--ckpt-every", "1")
+    line = one_error_line(r)
+    assert "the loss became nan" in line and "the last finite checkpoint (step" in line, line
+    assert r.stdout.strip() == ""  # no summary (and never one with NaN in it)
+    from core import checkpoint
+    from core.train import STATE_JSON
+    ck = checkpoint.load(out)  # whole, and finite (load refuses non-finite weights)
+    kept = json.loads((out / STATE_JSON).read_text())["step"]
+    assert f"(step {kept})" in line and ck.meta["step"] == kept
+    for name, p in ck.model.state_dict().items():
+        assert p.isfinite().all(), name
+
+
+def _tamper(out: Path, how: str):
+    from safetensors.torch import load_file, save_file
+    from core.train import STATE_JSON, STATE_WEIGHTS
+    state, weights = out / STATE_JSON, out / STATE_WEIGHTS
+    if how == "empty-object":
+        state.write_text("{}")
+    elif how == "step-not-a-number":
+        state.write_text(json.dumps(json.loads(state.read_text()) | {"step": "ten"}))
+    elif how == "history-with-nan":
+        state.write_text(json.dumps(json.loads(state.read_text()) | {"history": [[1, float("nan")]]}))
+    elif how == "truncated-json":
+        state.write_bytes(state.read_bytes()[:40])
+    elif how == "truncated-tensors":
+        weights.write_bytes(weights.read_bytes()[:100])
+    elif how == "missing-tensors":
+        weights.unlink()
+    elif how == "no-rng":
+        save_file({k: v for k, v in load_file(str(weights)).items() if not k.startswith("rng.")}, str(weights))
+    elif how == "rng-wrong-type":
+        save_file({k: (v.float() if k.startswith("rng.") else v) for k, v in load_file(str(weights)).items()},
+                  str(weights))
+    elif how == "optimizer-from-another-model":
+        save_file({k: v for k, v in load_file(str(weights)).items() if not k.startswith("opt.")}
+                  | {"opt.0.exp_avg": __import__("torch").zeros(3)}, str(weights))
+
+
+@pytest.mark.parametrize("how", ["empty-object", "step-not-a-number", "history-with-nan", "truncated-json",
+                                 "truncated-tensors", "missing-tensors", "no-rng", "rng-wrong-type",
+                                 "optimizer-from-another-model"])
+def test_resume_from_a_tampered_state_is_one_clear_line(tmp_path, how):
+    out = tmp_path / "run"
+    r = train_cli("--out", out, *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    _tamper(out, how)
+    line = one_error_line(train_cli("--out", out, *TINY[:2], "--steps", "4", *TINY[4:], "--resume"))
+    assert "cannot resume" in line or "no training checkpoint" in line, line
