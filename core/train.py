@@ -266,11 +266,24 @@ def command_line(cfg: TrainConfig) -> str:
     return f"python -m core.train --out {cfg.out} " + " ".join(flags)
 
 
+def _finished_summary(ck, state: dict, out: Path) -> dict:
+    """The summary of a run that has already finished, as its final save recorded it (nothing is recomputed)."""
+    summary = dict(ck.meta.get("summary") or {})
+    if not summary:  # its checkpoint is a periodic one past the --steps asked for now
+        history = state["history"]
+        summary = {"task": ck.meta.get("task"), "steps": state["step"], "seconds": state.get("seconds"),
+                   "final_loss": history[-1][1] if history else None, "metrics": ck.meta.get("metrics", {}),
+                   "parameters": ck.model.num_parameters(), "checkpoint": str(out)}
+    return summary | {"history": state["history"]}
+
+
 def _card(cfg: TrainConfig, summary: dict, n_params: int, data: str) -> str:
+    loss = summary["final_loss"]
     return (f"# {cfg.task} model\n\nTrained with\n\n```\n{command_line(cfg)}\n```\n\n"
             f"- data: {data}\n- parameters: {n_params:,}\n- steps: {summary['steps']}\n"
             f"- training time: {summary['seconds']:.1f} s on {summary['device']}\n"
-            f"- tokens/s: {summary['tokens_per_s']:.0f}\n- final training loss: {summary['final_loss']:.4f}\n"
+            f"- tokens/s: {summary['tokens_per_s']:.0f}\n"
+            f"- final training loss: {f'{loss:.4f}' if math.isfinite(loss) else 'not measured (no step ran)'}\n"
             f"- metrics at the end of training: `{jsonio.dumps(summary['metrics'])}`\n")
 
 
@@ -333,6 +346,7 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
     if out is not None and dist.main:
         checkpoint.recover(out)
         checkpoint.check_replaceable(out)  # before any training: never rename or delete a folder that is not ours
+        checkpoint.clean_temporaries(out)  # what a killed earlier run left half-written
     if cfg.resume and not (checkpoint.recover(out) / STATE_JSON).exists():
         raise ValueError(f"--resume: there is no training checkpoint to resume in {out}")
     if cfg.resume:
@@ -365,6 +379,11 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
             raise checkpoint.CheckpointError(f"cannot resume from {out}: {STATE_WEIGHTS} does not fit this run's "
                                              f"optimiser or random state ({' '.join(str(e).split())[:160]})") from None
         start, history = state["step"], state["history"]
+        if start >= cfg.steps:  # a finished run: its card, summary and weights stay as they are
+            say(f"{out} has already trained {start} steps (--steps {cfg.steps}); nothing to do, nothing rewritten")
+            train.last = (model, task.tokenizer)
+            dist.close()
+            return _finished_summary(resumed, state, out)
         say(f"resuming {cfg.task} from step {start}")
     ddp = torch.nn.parallel.DistributedDataParallel(model) if dist.active else model
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else None
@@ -373,7 +392,7 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
 
     known_words = []  # the training source text's words (words.json), collected at the first save
 
-    def save_ckpt(step, metrics=None, final=False):
+    def save_ckpt(step, metrics=None, summary=None):
         if out is None:
             return
         if not dist.all_true(all(bool(torch.isfinite(p).all()) for p in model.parameters())):
@@ -383,10 +402,11 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
             rng |= {f"rng.cuda.{r}": t for r, t in enumerate(dist.gather(torch.cuda.get_rng_state(device)))}
         if not dist.main:
             return
-        st = {"step": step, "history": history, "train_config": dataclasses.asdict(cfg) | {"history": []}}
+        secs, toks = _totals()
+        st = {"step": step, "history": history, "train_config": dataclasses.asdict(cfg) | {"history": []},
+              "seconds": round(secs, 3), "tokens": toks}
         tensors = _opt_tensors(opt) | {"rng.torch": torch.get_rng_state()} | rng
         meta = {"task": cfg.task, "command": command_line(cfg), "step": step, "metrics": metrics or {}, "parameters": n_params}
-        summary = _summary(step, metrics or {}) if final else None
         if not known_words:
             known_words.append(task.source_words())
         checkpoint.save(out, model, task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),
@@ -395,13 +415,19 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
                         known_words=known_words[0],
                         words_source=f"training source text of {cfg.task}: {task.description}")
 
-    t0, tokens, last_loss, metrics = time.perf_counter(), 0, float("nan"), {}
+    t0, tokens, metrics = time.perf_counter(), 0, {}
+    last_loss = float(history[-1][1]) if history else float("nan")
     step = start
+    # a resumed run's figures count the whole run: the time and tokens of the runs before it are in its state
+    prior_secs, prior_tokens = (float(state.get("seconds", 0.0)), int(state.get("tokens", 0))) if resumed else (0.0, 0)
+
+    def _totals():
+        return prior_secs + time.perf_counter() - t0, prior_tokens + tokens
 
     def _summary(step, metrics):
-        secs = time.perf_counter() - t0
+        secs, toks = _totals()
         return {"task": cfg.task, "steps": step, "seconds": round(secs, 2),
-                "tokens_per_s": round(tokens * dist.world / max(secs, 1e-9), 1), "final_loss": last_loss,
+                "tokens_per_s": round(toks * dist.world / max(secs, 1e-9), 1), "final_loss": last_loss,
                 "metrics": metrics, "parameters": n_params, "device": str(device),
                 "checkpoint": str(out) if out else None}
 
@@ -447,9 +473,10 @@ def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
             dist.barrier()
     if dist.main and (not metrics or (step % cfg.eval_every and step != cfg.steps)):
         metrics = task.evaluate(model)
-    save_ckpt(step, metrics, final=True)
+    summary = _summary(step, metrics)  # the one the card, the checkpoint's meta and the printed line all show
+    save_ckpt(step, metrics, summary=summary)
     dist.barrier()
-    summary = _summary(step, metrics)
+    summary = dict(summary)
     summary["history"] = history
     train.last = (model, task.tokenizer)
     dist.close()

@@ -135,3 +135,61 @@ def test_resume_from_a_tampered_state_is_one_clear_line(tmp_path, how):
     _tamper(out, how)
     line = one_error_line(train_cli("--out", out, *TINY[:2], "--steps", "4", *TINY[4:], "--resume"))
     assert "cannot resume" in line or "no training checkpoint" in line, line
+
+
+# ------------------------------------------------------------------ defect 8: after a kill, and resuming a finished run
+KILLED_WRITER = """
+import os, signal, sys
+from core import checkpoint
+def fill(tmp):
+    (tmp / "model.safetensors").write_bytes(b"half of the weights")
+    os.kill(os.getpid(), signal.SIGKILL)
+checkpoint.write_dir_atomically(sys.argv[1], fill)
+"""
+
+
+def test_the_next_run_removes_the_temporaries_a_killed_run_left_and_nothing_else(tmp_path):
+    out = tmp_path / "run"
+    r = train_cli("--out", out, *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(out)], cwd=ROOT, capture_output=True)
+    assert killed.returncode == -9
+    legacy = tmp_path / ".run.tmp-k3j9x_2a"  # the name an older version gave its temporary folder
+    legacy.mkdir()
+    (legacy / "config.json").write_text("{")
+    mine = tmp_path / ".run.tmp-notes"  # not ours: the same prefix, someone else's file
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("thesis")
+    orphans = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".run.tmp-"))
+    assert len(orphans) == 3, orphans
+    r = train_cli("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.tmp-notes", "run"]
+    assert (mine / "thesis.txt").read_text() == "thesis"
+
+
+def test_resuming_a_finished_run_rewrites_nothing_and_prints_its_summary(tmp_path):
+    out = tmp_path / "run"
+    first = train_cli("--out", out, *TINY)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = tree(tmp_path)
+    again = train_cli("--out", out, *TINY, "--resume")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "nothing to do" in again.stderr
+    assert tree(tmp_path) == before  # card, weights, config and state untouched
+    card = (out / "card.md").read_text()
+    assert "training time 0.0 s" not in card and "nan" not in card.lower()
+    assert json.loads(again.stdout.splitlines()[-1]) == json.loads(first.stdout.splitlines()[-1])
+
+
+def test_a_resumed_runs_card_counts_the_whole_run(tmp_path):
+    from core.train import STATE_JSON
+    out = tmp_path / "run"
+    assert train_cli("--out", out, *TINY).returncode == 0
+    first = json.loads((out / STATE_JSON).read_text())
+    r = train_cli("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    second = json.loads((out / STATE_JSON).read_text())
+    assert second["tokens"] > first["tokens"] > 0 and second["seconds"] >= first["seconds"] > 0
+    summary = json.loads(r.stdout.splitlines()[-1], parse_constant=lambda c: pytest.fail(f"{c} in the summary"))
+    assert summary["steps"] == 3 and summary["seconds"] >= first["seconds"] and summary["tokens_per_s"] > 0
