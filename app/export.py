@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
+from core import jsonio
 from core.runner import Run
 
 
@@ -17,7 +17,7 @@ def attention_dict(res: Run) -> dict:
 
 
 def attention_json(res: Run) -> str:
-    return json.dumps(attention_dict(res), ensure_ascii=False)
+    return jsonio.dumps(attention_dict(res), ensure_ascii=False)  # strict JSON (a NaN would be null)
 
 
 def attention_csv(res: Run) -> str:

@@ -18,6 +18,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from . import jsonio
 from .config import ModelConfig
 from .model import Transformer
 from .tokenizer import Tokenizer
@@ -174,7 +175,7 @@ def recover(path) -> Path:
 def words_json(words, source: str) -> bytes:
     """The bytes of a ``words.json``: ``{"source": source, "words": [sorted, lower-cased, unique]}``."""
     return json.dumps({"source": str(source), "words": sorted({str(w).lower() for w in words})},
-                      ensure_ascii=False, indent=0).encode()
+                      ensure_ascii=False, indent=0, allow_nan=False).encode()
 
 
 def write_words(path, words, source: str) -> Path:
@@ -235,7 +236,7 @@ def save(path, model: Transformer, tokenizer: Tokenizer, meta: dict | None = Non
 
     def fill(tmp: Path):
         save_file(_weights(model), str(tmp / WEIGHTS), metadata={"format": FORMAT})
-        _fsync_write(tmp / CONFIG, json.dumps(config, indent=2).encode())
+        _fsync_write(tmp / CONFIG, jsonio.dumps(config, indent=2).encode())  # strict: a NaN metric is null
         _fsync_write(tmp / TOKENIZER, tokenizer.to_str().encode())
         if card:
             _fsync_write(tmp / CARD, card.encode())
@@ -294,6 +295,15 @@ def check_meta(meta, where: str = "meta") -> dict:
     return meta
 
 
+def check_finite(state: dict[str, torch.Tensor], where: str) -> None:
+    """Refuse weights holding NaN or infinity: every number a model computes from them (and every JSON printed from
+    those numbers) would be meaningless."""
+    bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        raise CheckpointError(f"{where} holds non-finite weights (NaN or infinity) in {', '.join(sorted(bad)[:3])}"
+                              + (f" and {len(bad) - 3} more tensors" if len(bad) > 3 else ""))
+
+
 def load(path, device: str | torch.device = "cpu") -> Checkpoint:
     """Load and verify a checkpoint folder; any mismatch raises :class:`CheckpointError` naming it.
 
@@ -325,6 +335,7 @@ def load(path, device: str | torch.device = "cpu") -> Checkpoint:
         state = load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(f"{path.name}: {WEIGHTS} is truncated or corrupt ({e})") from None
+    check_finite(state, f"{path.name}: {WEIGHTS}")
     model = Transformer(cfg)
     expected = _weights(model)
     missing = sorted(set(expected) - set(state))

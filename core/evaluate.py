@@ -9,12 +9,11 @@ from the decoder position that predicts the target pronoun through cross-attenti
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import torch
 
-from . import checkpoint, registry
+from . import checkpoint, jsonio, registry
 from .coref import ProbeItem, scoreboards
 from .data import translation
 from .decoding import greedy_batch
@@ -93,7 +92,7 @@ def main(argv=None) -> int:
         return 2
     for r in rows:
         print(f"{'OK ' if r['exact'] else 'ERR'} {r['source']}\t{r['hypothesis']}")
-    print(json.dumps(metrics, ensure_ascii=False))
+    print(jsonio.dumps(metrics, ensure_ascii=False))
     return 0
 
 

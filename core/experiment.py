@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from datetime import datetime
 from pathlib import Path
+
+from . import jsonio
 
 
 def command(module: str, cfg, out: str) -> str:
@@ -29,6 +30,6 @@ def main(module: str, description: str, config_cls, run, summary_keys, argv=None
     result = run(cfg)
     result |= {"command": command(module, cfg, out), "date": datetime.now().isoformat(timespec="seconds")}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(result))
-    print(json.dumps({k: result[k] for k in summary_keys}))
+    Path(out).write_text(jsonio.dumps(result))
+    print(jsonio.dumps({k: result[k] for k in summary_keys}))
     return 0

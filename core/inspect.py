@@ -8,11 +8,10 @@ never saw in training, ``{"unknown_words": [...], "known_share": float}`` (``nul
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from . import checkpoint, registry
+from . import checkpoint, jsonio, registry
 from .runner import run
 
 
@@ -35,7 +34,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         data = trace_json(registry.load(args.model), args.src, args.tgt)
-        text = json.dumps(data, ensure_ascii=False)
+        text = jsonio.dumps(data, ensure_ascii=False)  # strict JSON: a NaN would be printed as null
         if args.out:
             Path(args.out).write_text(text, encoding="utf-8")
         else:

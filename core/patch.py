@@ -512,7 +512,8 @@ def save_scoreboard(ck: Checkpoint, board: dict) -> str:
         raise ValueError("this model has no checkpoint folder to keep the scoreboard in")
     path = ck.path / SAVED
     body = {k: v for k, v in board.items() if k != "skipped"} | {"skipped": [list(s) for s in board["skipped"]]}
-    path.write_text(json.dumps({"weights_sha256": fp, "board": _jsonable(body)}, ensure_ascii=False, indent=1) + "\n",
+    path.write_text(json.dumps({"weights_sha256": fp, "board": _jsonable(body)}, ensure_ascii=False, indent=1,
+                               allow_nan=False) + "\n",
                     encoding="utf-8")
     return str(path)
 
@@ -581,7 +582,7 @@ def main(argv=None) -> int:
                 print(f"{r['label']:>14}  effect {r['effect']:+.3f}  flips alone in {r['flips']} of 2 directions")
             result["references"] = (a.tgt, b.tgt)
     except ValueError as e:
-        print(json.dumps({"error": str(e)}))
+        print(json.dumps({"error": str(e)}, allow_nan=False))
         return 2
     result = {"model": args.model, **result}
     print(json.dumps(_jsonable(result), ensure_ascii=False, allow_nan=False))

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from tokenizers import Tokenizer as HFTokenizer
 
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, check_finite
 from .config import ModelConfig
 from .model import Transformer
 from .tokenizer import normalize_text, split_words_of, unknown_words_of
@@ -211,6 +211,7 @@ def _build(name: str, device: str) -> Checkpoint:
         torch.manual_seed(0)
         model = Transformer(cfg)
     state = bert_state_dict(load_file(str(folder / "model.safetensors")), cfg.n_encoder_layers)
+    check_finite(state, f"{name}: model.safetensors")
     expected = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}  # tied to the embedding
     unexpected = sorted(set(state) - set(expected))
     missing = sorted(set(expected) - set(state) - set(UNTRAINED_HEAD))

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import jsonio
 from .attention import MultiHeadAttention
 from .config import ModelConfig
 from .masks import alibi_slopes
@@ -281,7 +282,7 @@ def save(model: XLModel, folder, *, meta: dict, tokenizer=None, card: str | None
     folder.mkdir(parents=True, exist_ok=True)
     sd = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}  # tied
     save_file(sd, str(folder / "model.safetensors"))
-    (folder / "xl_config.json").write_text(json.dumps({"config": model.cfg.to_dict(), **meta}, indent=2))
+    (folder / "xl_config.json").write_text(jsonio.dumps({"config": model.cfg.to_dict(), **meta}, indent=2))
     if tokenizer is not None:
         tokenizer.save(folder / "tokenizer.json")
     if card:
@@ -342,9 +343,9 @@ def main(argv=None) -> int:
             f"- validation loss per position ({losses['segments']} segment batches), first 4 positions: "
             f"with memory {metrics['with_memory_first4']:.3f}, without {metrics['without_memory_first4']:.3f}; "
             f"whole segment: with {metrics['with_memory_all']:.3f}, without {metrics['without_memory_all']:.3f}\n"
-            f"- metrics: `{json.dumps(metrics)}`\n")
+            f"- metrics: `{jsonio.dumps(metrics)}`\n")
     save(model, a.out, meta=meta, tokenizer=task.tokenizer, card=card)
-    print(json.dumps(metrics))
+    print(jsonio.dumps(metrics))
     return 0
 
 

@@ -89,7 +89,7 @@ def main() -> int:
     lex["source"] += REVIEWED_MARK
     LEXICON.write_text(dump(lex), encoding="utf-8")
     counts.update(nouns=len(lex["nouns"]), adjectives=len(lex["adjectives"]), verbs=len(lex["verbs"]))
-    print(json.dumps(counts))
+    print(json.dumps(counts, allow_nan=False))
     return 0
 
 

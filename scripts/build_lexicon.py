@@ -1719,12 +1719,12 @@ def check_apt():
 
 
 def dump(lex):
-    out = ['{"source": %s,' % json.dumps(lex['source'], ensure_ascii=False),
-           ' "licence": %s,' % json.dumps(lex['licence'], ensure_ascii=False)]
+    out = ['{"source": %s,' % json.dumps(lex['source'], ensure_ascii=False, allow_nan=False),
+           ' "licence": %s,' % json.dumps(lex['licence'], ensure_ascii=False, allow_nan=False)]
     keys = ['nouns', 'adjectives', 'verbs', 'names', 'numbers']
     for i, k in enumerate(keys):
         out.append(' "%s": [' % k)
-        rows = [json.dumps(r, ensure_ascii=False) for r in lex[k]]
+        rows = [json.dumps(r, ensure_ascii=False, allow_nan=False) for r in lex[k]]
         out.append(',\n'.join('  ' + r for r in rows))
         out.append(' ]' + (',' if i < len(keys) - 1 else '}'))
     return '\n'.join(out) + '\n'

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import checkpoint  # noqa: E402
+from core import checkpoint, jsonio  # noqa: E402
 from core.tasks import heldout_metrics  # noqa: E402
 from core.train import STATE_JSON, STATE_WEIGHTS  # noqa: E402
 
@@ -48,15 +48,15 @@ def main(folder: str) -> None:
     config = json.loads((path / "config.json").read_text())
     config["meta"]["heldout"] = metrics
     tmp = path / "config.json.tmp"
-    tmp.write_text(json.dumps(config, indent=2))
+    tmp.write_text(jsonio.dumps(config, indent=2))
     tmp.replace(path / "config.json")
     card = (path / "card.md").read_text().split("\n## What it does not know")[0].split("\n## Held-out evaluation")[0]
     card = card.rstrip("\n") + limits(ck)
     card += ("\n\n## Held-out evaluation\n\nMeasured with `python scripts/bundle.py " + folder + f"` ({secs:.0f} s); "
              "tests/core/test_bundled.py re-measures it on every CI run.\n\n```json\n"
-             + json.dumps(metrics, indent=2) + "\n```\n")
+             + jsonio.dumps(metrics, indent=2) + "\n```\n")
     (path / "card.md").write_text(card)
-    print(json.dumps({"model": path.name, **metrics}))
+    print(jsonio.dumps({"model": path.name, **metrics}))
 
 
 if __name__ == "__main__":

@@ -528,3 +528,43 @@ def test_save_refuses_a_file_that_is_not_a_checkpoint_file(tmp_path, tok):
 def test_patch_scoreboard_is_one_of_our_files():
     from core import patch
     assert patch.SAVED in checkpoint.OWN_FILES
+
+
+# ------------------------------------------------------------------ non-finite weights and strict JSON
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+def test_non_finite_weights_are_refused_at_load(tmp_path, tok, value):
+    from safetensors.torch import load_file, save_file
+    saved = checkpoint.save(tmp_path / "ckpt", make_model(tok), tok)
+    state = load_file(str(saved / WEIGHTS))
+    state["encoder.layers.0.ffn.w1.weight"][3, 4] = value
+    save_file(state, str(saved / WEIGHTS), metadata={"format": checkpoint.FORMAT})
+    with pytest.raises(CheckpointError, match=r"non-finite weights \(NaN or infinity\) in encoder.layers.0.ffn.w1"):
+        checkpoint.load(saved)
+
+
+def test_a_non_finite_metric_is_written_as_null_never_as_nan(tmp_path, tok):
+    meta = {"metrics": {"perplexity": float("inf"), "loss": float("nan"), "exact_match": 0.5}}
+    saved = checkpoint.save(tmp_path / "ckpt", make_model(tok), tok, meta=meta)
+    strict = json.loads((saved / CONFIG).read_text(), parse_constant=lambda c: pytest.fail(f"{c} in config.json"))
+    assert strict["meta"]["metrics"] == {"perplexity": None, "loss": None, "exact_match": 0.5}
+
+
+def test_every_json_we_print_or_write_is_strict():
+    """The class: json.dump/json.dumps default to allow_nan=True and print NaN / Infinity (not JSON). Every call in
+    core/, app/, pages/ and scripts/ passes allow_nan=False, or goes through core.jsonio.dumps (which does)."""
+    import ast
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    loose = []
+    for folder in ("core", "app", "pages", "scripts"):
+        for f in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in ("dump", "dumps") and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id == "json"
+                        and not any(k.arg == "allow_nan" and isinstance(k.value, ast.Constant) and k.value.value is False
+                                    for k in node.keywords)):
+                    loose.append(f"{f.relative_to(root)}:{node.lineno}")
+    assert loose == [], f"json.dumps without allow_nan=False (use core.jsonio.dumps): {loose}"
+    from core import jsonio
+    assert jsonio.dumps({"a": [float("nan"), 1.5, float("-inf")]}) == '{"a": [null, 1.5, null]}'

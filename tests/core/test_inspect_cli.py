@@ -89,3 +89,19 @@ def test_bad_input_gets_one_error_line(tmp_path, args, says):
     assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr
     assert says in lines[0].lower()
     assert not (tmp_path / "missing").exists()
+
+
+def test_non_finite_weights_get_one_error_line_never_nan_json(tmp_path):
+    """A model whose weights hold NaN printed ``NaN`` into the attention JSON (not JSON); now it is refused."""
+    import shutil
+    from safetensors.torch import load_file, save_file
+    folder = tmp_path / "nan-model"
+    shutil.copytree(registry.BUNDLED / "reverse", folder)
+    state = load_file(str(folder / "model.safetensors"))
+    state["encoder.layers.0.self_attn.w_q.weight" if "encoder.layers.0.self_attn.w_q.weight" in state
+          else sorted(state)[0]].fill_(float("nan"))
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "attention-lab/1"})
+    p = inspect_cli("--model", str(folder), "--src", "1 2 3")
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr, p.stderr[-800:]
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "non-finite weights" in lines[0], p.stderr
