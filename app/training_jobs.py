@@ -98,6 +98,8 @@ def check_settings(cfg: TrainConfig, name: str) -> list[str]:
     if not registry.valid_name(name):
         errors.append("The model name must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or "
                       "digit (it becomes a folder name).")
+    elif registry.reserved(name):
+        errors.append(f"{name!r} is the name of a built-in model; choose another name.")
     elif name_taken(name):
         errors.append(f"A model called {name!r} already exists; choose another name.")
     return errors
@@ -108,8 +110,9 @@ def _sentence(msg: str) -> str:
 
 
 def name_taken(name: str) -> bool:
-    """True when ``name`` is a bundled or saved model, or the target of a job that is still running."""
-    if name in registry.bundled() or (registry.user_dir() / name).exists():
+    """True when ``name`` is a built-in name (bundled or pretrained, in any letter case), a saved model, or the
+    target of a job that is still running."""
+    if registry.reserved(name) or (registry.user_dir() / name).exists():
         return True
     with _lock:
         return any(j.name == name for j in _active)

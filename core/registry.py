@@ -30,7 +30,8 @@ def bundled() -> list[str]:
 
 
 def user_models() -> list[str]:
-    return _listed(user_dir())
+    """The user's models, except any whose name is a built-in one (it could never be opened: the built-in wins)."""
+    return [n for n in _listed(user_dir()) if not reserved(n)]
 
 
 def valid_name(name: str) -> bool:
@@ -38,6 +39,17 @@ def valid_name(name: str) -> bool:
 
 
 PRETRAINED = ("minilm",)  # loaded from an installed package by core.pretrained, not from a folder
+# Every name a built-in model has or will have (shipped folders, pretrained packages, installed or not): a user
+# model may not take one, in any letter case, or :func:`load` would open the built-in instead.
+BUILTIN = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny", "lm", "mlm", "copy", "reverse", "xl") + PRETRAINED
+
+
+def reserved(name: str) -> bool:
+    """True when ``name`` (in any letter case) belongs to a built-in model: :data:`BUILTIN`, :data:`PRETRAINED`, or
+    a folder shipped in ``assets/models/``."""
+    key = (name or "").lower()
+    shipped = {p.name.lower() for p in BUNDLED.iterdir() if p.is_dir()} if BUNDLED.is_dir() else set()
+    return key in {n.lower() for n in BUILTIN} or key in shipped
 
 
 def available() -> list[str]:
@@ -58,7 +70,7 @@ def load(name: str, allow_path: bool = True, device="cpu"):
 def resolve(name: str, allow_path: bool = True) -> Path:
     """A short name (bundled first, then user-trained) or, for CLIs, a checkpoint folder path."""
     if valid_name(name):
-        for folder in (BUNDLED, user_dir()):
+        for folder in (BUNDLED,) if reserved(name) else (BUNDLED, user_dir()):  # a built-in name is never a user's
             if (folder / name / "config.json").exists():
                 return folder / name
     if allow_path and name and Path(name).is_dir():

@@ -236,3 +236,28 @@ def test_sidebar_device_is_where_the_parameters_are():
     assert model_device(torch.nn.Identity()) == "cpu"
     if torch.cuda.is_available():
         assert model_device(torch.nn.Linear(2, 2).cuda()) == "cuda:0"
+
+
+@pytest.mark.parametrize("name", ["minilm", "MiniLM", "en-fr", "EN-DE", "copy", "lm", "mlm", "reverse", "xl"])
+def test_check_settings_rejects_every_built_in_name(data, monkeypatch, name):
+    """A user model called minilm trained, saved, and could never be opened (the pretrained model won); the same for
+    any built-in name, installed or not, in any letter case."""
+    from core import pretrained
+    monkeypatch.setattr(pretrained, "installed", lambda n: False)  # reserved even where the package is missing
+    errors = tj.check_settings(TrainConfig(steps=20, **TINY), name)
+    assert any("name of a built-in model" in e for e in errors), errors
+    with pytest.raises(ValueError, match="built-in model"):
+        tj.Job(TrainConfig(steps=20, **TINY), name)
+    assert tj.suggest_name("copy") != name
+
+
+def test_a_user_model_folder_with_a_built_in_name_is_never_listed_or_opened_as_the_user_model(data):
+    from core import checkpoint
+    from core.model import Transformer
+    ck = registry.load("copy")
+    for name in ("minilm", "Copy"):
+        checkpoint.save(registry.user_dir() / name, Transformer(ck.model.cfg), ck.tokenizer, meta={"task": "copy"})
+    assert "minilm" not in registry.user_models() and "Copy" not in registry.user_models()
+    assert registry.available().count("minilm") <= 1 and "Copy" not in registry.available()
+    with pytest.raises(ValueError, match="unknown model"):
+        registry.resolve("Copy", allow_path=False)
