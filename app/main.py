@@ -15,6 +15,7 @@ from app import warmup  # noqa: E402  (light: no torch)
 st.set_page_config(page_title="Attention Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")
 preload = warmup.preload_plotly()  # filled on the first run of a fresh server only; see app/warmup.py
 
+from app.guard import run_guarded  # noqa: E402
 from app.shell import sidebar  # noqa: E402  (imports torch and the core)
 
 PAGES = [  # (file, title, icon, url path); the first is the default page, served at "/"
@@ -39,5 +40,5 @@ warmup.done(preload)
 pages = [st.Page(ROOT / "pages" / f, title=t, icon=i, url_path=u) for f, t, i, u in PAGES
          if (ROOT / "pages" / f).exists()]
 nav = st.navigation(pages)
-st.session_state["view"] = sidebar()
-nav.run()
+st.session_state["view"] = run_guarded(sidebar, "sidebar")  # no traceback or server path ever reaches a page
+run_guarded(nav.run, "page")

@@ -5,11 +5,13 @@ share a link that reopens exactly the same view. Everything read from the URL is
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import streamlit as st
 
 from app import coverage_view
+from app.guard import public
 from core import checkpoint, registry
 from core.runner import Run, run
 
@@ -36,6 +38,7 @@ PRESETS = {
 }
 DEFAULT_TEXT = PRESETS["en-fr"][0]
 MAX_TEXT = 2000  # characters read from the URL or the text box
+URL_INT = re.compile(r"[0-9]{1,6}")  # a layer, head or step in a link
 
 
 @dataclass
@@ -133,7 +136,9 @@ def url_int(key: str, upper: int, default: int = 0, lower: int = 0) -> int:
     raw = st.query_params.get(key)
     if raw is None:
         return default
-    if raw.isdigit() and lower <= int(raw) < upper:
+    # ASCII digits only, at most 6 of them: str.isdigit() accepts '²' (which int() refuses) and any length (which
+    # int() refuses past 4,300 digits)
+    if URL_INT.fullmatch(raw) and lower <= int(raw) < upper:
         return int(raw)
     st.warning(f"The link asked for {key} {raw[:20]!r}, which does not exist here ({lower}–{upper - 1}); "
                f"showing {default}.")
@@ -201,7 +206,7 @@ def sidebar() -> View | None:
         try:
             ck = load_model(name)
         except (ValueError, OSError) as e:
-            st.error(f"Model {name!r} cannot be loaded: {e}")
+            st.error(f"Model {name!r} cannot be loaded: {public(str(e))}")  # no server path
             return None
         if ck.model.cfg.kind == "encoder-decoder":
             st.text_input("Target (optional)", key="tgt", max_chars=MAX_TEXT,

@@ -3,6 +3,7 @@ import streamlit as st
 
 from app import figures
 from app import training_jobs as tj
+from app.guard import guarded, public
 from app.shell import load_model
 from core.config import ACTIVATIONS, POSITIONAL
 from core.tasks import SYNTHETIC, TASKS, TEXT_TASKS
@@ -176,7 +177,7 @@ def live():
     elif status == "stopped":
         st.warning((snap["error"] or "Stopped.") + " Nothing was saved.")
     elif status == "error":
-        st.error(f"Training failed: {snap['error']}")
+        st.error(f"Training failed: {public(snap['error'] or '')}")
 
     if snap["history"]:
         g1, g2 = st.columns(2)
@@ -216,7 +217,7 @@ def live():
 
 
 st.subheader("Progress")
-st.fragment(run_every=1.0 if running else None)(live)()
+st.fragment(run_every=1.0 if running else None)(guarded(live))()  # it reruns without app/main.py's guard
 
 # ----------------------------------------------------------------- compare
 done = [j for j in jobs if j.finished and j.snapshot()["history"]]
