@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from app.shell import load_model, models
+from app.shell import load_model, models, usable_models
 from core import finetune, mlm
 from core.tasks import MLMTask, bert_corrupt
 from core.tokenizer import MASK
@@ -15,7 +15,7 @@ LEFT_ONLY_LM = "lm"  # the bundled causal LM, trained on the same English corpus
 
 def masked_lm_names() -> list[str]:
     """Models trained with the masked-LM objective (bundled ``mlm`` and the learner's own)."""
-    return [n for n in models() if load_model(n).meta.get("task") == "mlm"]
+    return usable_models(lambda ck: ck.meta.get("task") == "mlm")  # a broken model is skipped, not fatal
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -88,6 +88,30 @@ def known_summary() -> str:
             "a model never saw.")
 
 
+@st.cache_resource(ttl=60, show_spinner=False)
+def load_error(name: str) -> str | None:
+    """Why model ``name`` cannot be loaded, without server paths; None when it loads. A failure is kept a minute,
+    then tried again (a model that loads is kept by :func:`load_model` for good)."""
+    try:
+        load_model(name)
+    except Exception as e:  # any broken model (truncated weights, a config out of range, ...) is this model's problem
+        return public(" ".join(str(e).split()) or type(e).__name__)
+    return None
+
+
+def usable_models(keep=None) -> list[str]:
+    """The listed models that load (and that ``keep(checkpoint)`` accepts). A page offering several models takes them
+    from here, so one broken model is skipped (and named by :func:`note_broken`), never a traceback for everyone."""
+    return [n for n in models() if load_error(n) is None and (keep is None or keep(load_model(n)))]
+
+
+def note_broken() -> None:
+    """One plain-text line (nothing in it is interpreted) naming the listed models that cannot be loaded, and why."""
+    broken = [(n, why) for n in models() if (why := load_error(n))]
+    if broken:
+        st.text("Not offered here, cannot be loaded: " + "; ".join(f"{n} ({why[:160]})" for n, why in broken))
+
+
 ORDER = ["en-fr", "en-de", "lm", "mlm", "minilm", "en-fr-tiny", "en-de-tiny", "reverse", "copy"]
 
 

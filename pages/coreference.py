@@ -5,7 +5,7 @@ from app import coref_view as cv
 from app import coverage_view
 from app import patch_view as pv
 from app.figures import label, wrap
-from app.shell import load_model, models
+from app.shell import note_broken, usable_models
 from core import coref, coverage
 
 st.title("Coreference probe")
@@ -76,7 +76,8 @@ if pv.language_ok(view):
     st.subheader(f"Patching scoreboard over the probe set — {view.name}")
     pv.draw_board(view)
 st.subheader("Attention scoreboard over the probe set")
-names = [m for m in models() if load_model(m).model.cfg.kind != "decoder-only" and m not in ("copy", "reverse")]
+names = [m for m in usable_models(lambda ck: ck.model.cfg.kind != "decoder-only") if m not in ("copy", "reverse")]
+note_broken()
 compare = st.multiselect("Models", names, default=[m for m in ("en-fr", "minilm") if m in names] or names[:1])
 for col, name in zip(st.columns(max(1, len(compare))), compare):
     boards = cv.scoreboards(name)

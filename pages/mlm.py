@@ -6,7 +6,7 @@ import torch
 
 from app import coverage_view, figures
 from app import mlm_view as mv
-from app.shell import PRESETS, load_model
+from app.shell import PRESETS, load_model, note_broken
 from core import coverage, mlm
 from core.finetune import LABELS
 from core.runner import coverage_notices
@@ -22,6 +22,7 @@ view = st.session_state.get("view")
 if view is None:
     st.stop()
 names = mv.masked_lm_names()
+note_broken()
 if not names:
     st.error("No masked-LM model is installed: train one on the Training page (task “mlm”).")
     st.stop()
