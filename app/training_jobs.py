@@ -37,6 +37,10 @@ MAX_HEADS = 16
 MAX_D_FF = 1024
 MAX_BATCH = 256
 MAX_UPLOAD = 2_000_000  # bytes of uploaded LM text
+# Uploads live only as long as they are needed: a job deletes its text when it ends, and the folder is capped (the
+# oldest file no running job needs goes first; any unused one older than UPLOAD_MAX_AGE_S goes at the next upload).
+MAX_UPLOADS_BYTES = 20 * MAX_UPLOAD
+UPLOAD_MAX_AGE_S = 6 * 3600.0
 MAX_PAUSE_S = 600.0  # a job paused longer than this is stopped, so it does not hold a slot forever
 MAX_RUN_S = 1800.0  # wall-clock limit of one run
 N_SNAPSHOTS = 6
@@ -176,10 +180,50 @@ def uploads_dir() -> Path:
     return registry.data_dir() / "uploads"
 
 
-def save_upload(data: bytes, shown_name: str = "the file") -> Path:
-    """Validate uploaded LM text and keep it under ``uploads/`` with a generated name.
+def _uploads_in_use() -> set[Path]:
+    with _lock:
+        return {Path(j.cfg.text).resolve() for j in _active if j.cfg.text}
 
-    Raises ValueError with a readable message (too large, empty, binary, not UTF-8); then nothing is kept.
+
+def prune_uploads(incoming: int = 0) -> None:
+    """Delete uploads no running job needs: every one older than :data:`UPLOAD_MAX_AGE_S`, then the oldest while the
+    folder (plus ``incoming`` bytes) is over :data:`MAX_UPLOADS_BYTES`. Temporary ``.part`` files of a save that is
+    still being written are left alone unless they are old."""
+    folder = uploads_dir()
+    if not folder.is_dir():
+        return
+    in_use, now = _uploads_in_use(), time.time()
+    files = []
+    for p in folder.iterdir():
+        try:
+            st_ = p.stat()
+        except FileNotFoundError:
+            continue
+        if p.is_file() and p.resolve() not in in_use:
+            files.append((st_.st_mtime, st_.st_size, p))
+    total = sum(size for _, size, _ in files) + sum(p.stat().st_size for p in in_use if p.is_file()) + incoming
+    for mtime, size, p in sorted(files):
+        old = now - mtime > UPLOAD_MAX_AGE_S
+        if old or (total > MAX_UPLOADS_BYTES and p.suffix == ".txt"):
+            p.unlink(missing_ok=True)
+            total -= size
+
+
+def release_upload(path) -> None:
+    """Delete an uploaded text once the job that needed it has ended (only a file inside the uploads folder)."""
+    if not path:
+        return
+    p = Path(path).resolve()
+    if p.parent == uploads_dir().resolve() and p.suffix == ".txt" and p not in _uploads_in_use():
+        p.unlink(missing_ok=True)
+
+
+def save_upload(data: bytes, shown_name: str = "the file") -> Path:
+    """Validate uploaded LM text and keep it under ``uploads/`` with a generated name, until the job that uses it
+    ends (:func:`release_upload`); the folder is capped (:func:`prune_uploads`).
+
+    Raises ValueError with a readable message (too large, empty, binary, not UTF-8, the server's upload space is
+    full); then nothing is kept.
     """
     from core.data.lm import load_text
 
@@ -187,6 +231,11 @@ def save_upload(data: bytes, shown_name: str = "the file") -> Path:
         raise ValueError(f"{shown_name} is {len(data):,} bytes; the limit is {MAX_UPLOAD:,} bytes.")
     folder = uploads_dir()
     folder.mkdir(parents=True, exist_ok=True)
+    prune_uploads(incoming=len(data))
+    used = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    if used + len(data) > MAX_UPLOADS_BYTES:
+        raise ValueError(f"The server holds {used:,} bytes of texts that running trainings still need; "
+                         f"{shown_name} does not fit. Try again when a run has finished.")
     fd, tmp_name = tempfile.mkstemp(prefix=".upload-", suffix=".part", dir=folder)
     tmp = Path(tmp_name)
     try:
@@ -329,6 +378,7 @@ class Job:
                 shutil.rmtree(tmp, ignore_errors=True)
             with _lock:
                 _active.discard(self)
+            release_upload(self.cfg.text)  # the uploaded text was needed for this run only
 
     def _on_step(self, info: dict) -> None:
         step = info["step"]

@@ -1,4 +1,6 @@
 """Train a small transformer live: watch the loss fall and the attention pattern form, then explore the model."""
+import os
+
 import streamlit as st
 
 from app import figures
@@ -81,7 +83,8 @@ with st.expander("Run settings", expanded=not running):
             if up is None:
                 upload_ok = False
                 st.info("Upload a text file, or use the bundled corpus.")
-            elif up.file_id not in saved:
+            elif up.file_id not in saved or (saved[up.file_id] and not os.path.exists(saved[up.file_id])):
+                # new, or its copy was deleted when the run that used it ended: keep it (again) for the next run
                 try:
                     saved[up.file_id] = str(tj.save_upload(up.getvalue(), up.name))
                 except ValueError as e:

@@ -261,3 +261,50 @@ def test_a_user_model_folder_with_a_built_in_name_is_never_listed_or_opened_as_t
     assert registry.available().count("minilm") <= 1 and "Copy" not in registry.available()
     with pytest.raises(ValueError, match="unknown model"):
         registry.resolve("Copy", allow_path=False)
+
+
+# --------------------------------------------------------------------------- uploads live as long as a run needs them
+
+LM_TEXT = ("The dog was hungry. The cat slept on the mat. A bird sang in the tree. " * 200).encode()
+
+
+@pytest.mark.parametrize("how", ["finished", "stopped"])
+def test_an_upload_is_deleted_when_the_job_that_used_it_ends(data, how):
+    path = tj.save_upload(LM_TEXT, "story.txt")
+    steps = 3 if how == "finished" else tj.MAX_STEPS
+    job = tj.Job(TrainConfig(steps=steps, **{**TINY, "task": "lm", "text": str(path)}), f"story-{how}").start()
+    if how == "stopped":
+        wait_for(lambda: job.snapshot()["step"] >= 1, what="a first step")
+        job.stop()
+    assert job.join(120), job.snapshot()
+    assert job.snapshot()["status"] == ("done" if how == "finished" else "stopped"), job.snapshot()["error"]
+    assert not path.exists()
+    assert list((data / "uploads").iterdir()) == []
+
+
+def test_the_uploads_folder_is_capped_and_old_unused_files_go_first(data, monkeypatch):
+    import os
+    monkeypatch.setattr(tj, "MAX_UPLOADS_BYTES", 3 * len(LM_TEXT))
+    first, second, third = (tj.save_upload(LM_TEXT, f"t{i}.txt") for i in range(3))
+    old = time.time() - tj.UPLOAD_MAX_AGE_S - 60
+    os.utime(first, (old, old))  # an upload whose session never trained on it
+    fourth = tj.save_upload(LM_TEXT, "t3.txt")
+    assert not first.exists() and second.exists() and third.exists() and fourth.exists()
+    fifth = tj.save_upload(LM_TEXT, "t4.txt")  # over the cap: the oldest unused one goes
+    assert not second.exists() and fifth.exists()
+    assert sum(p.stat().st_size for p in (data / "uploads").iterdir()) <= tj.MAX_UPLOADS_BYTES
+
+
+def test_an_upload_a_running_job_needs_is_never_pruned(data, monkeypatch):
+    monkeypatch.setattr(tj, "MAX_UPLOADS_BYTES", len(LM_TEXT))
+    path = tj.save_upload(LM_TEXT, "story.txt")
+    job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **{**TINY, "task": "lm", "text": str(path)}), "story-busy").start()
+    try:
+        wait_for(lambda: job.snapshot()["step"] >= 1, what="a first step")
+        with pytest.raises(ValueError, match="does not fit"):
+            tj.save_upload(LM_TEXT, "another.txt")
+        assert path.exists()
+    finally:
+        job.stop()
+        job.join(120)
+    assert not path.exists()
