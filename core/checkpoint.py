@@ -66,7 +66,8 @@ def _foreign(folder: Path) -> list[str]:
     """What in ``folder`` no Attention Lab checkpoint writes (sub-folders and links included); [] when it is ours."""
     out = []
     for p in sorted(folder.iterdir()):
-        own = p.name in OWN_FILES or (p.name.startswith(".") and p.name.endswith(".tmp") and p.name[1:-4] in OWN_FILES)
+        base = p.name[:-4].removeprefix(".") if p.name.endswith(".tmp") else None  # our write-then-rename names
+        own = p.name in OWN_FILES or base in OWN_FILES
         if not own or p.is_symlink() or not p.is_file():
             out.append(p.name + ("/" if p.is_dir() and not p.is_symlink() else ""))
     return out

@@ -519,6 +519,15 @@ def test_an_empty_folder_or_our_own_checkpoint_is_replaced(tmp_path, tok):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "ours"]
 
 
+def test_a_checkpoint_holding_a_half_written_file_of_ours_is_still_ours(tmp_path, tok):
+    """``write_words`` writes ``.words.json.tmp``, scripts/bundle.py ``config.json.tmp``: a kill leaves them."""
+    dest = checkpoint.save(tmp_path / "c", make_model(tok), tok)
+    (dest / ".words.json.tmp").write_text("{")
+    (dest / "config.json.tmp").write_text("{")
+    checkpoint.save(dest, make_model(tok, seed=1), tok)
+    assert sorted(p.name for p in dest.iterdir()) == sorted([WEIGHTS, CONFIG, TOKENIZER])
+
+
 def test_save_refuses_a_file_that_is_not_a_checkpoint_file(tmp_path, tok):
     with pytest.raises(CheckpointError, match="not a checkpoint file"):
         checkpoint.save(tmp_path / "c", make_model(tok), tok, extra_files={"notes.txt": b"x"})
