@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import coverage_view
+from app.text import md
 from core import coverage
 from core.decoding import beam_search, generate
 from core.runner import coverage_notices, trace_ids
@@ -48,7 +49,7 @@ def decode_panel(view, figures) -> None:
         args, result = _decode(view.name, view.text, method, float(temperature), int(top_k), float(top_p),
                                int(beams), int(seed))
     except ValueError as e:
-        st.info(str(e))
+        st.info(md(e))
         return
     coverage_view.notices(args["notices"])
     key = (view.name, view.text, method, beams, temperature, top_k, top_p, seed)
@@ -96,4 +97,4 @@ def decode_panel(view, figures) -> None:
     if n == total and args["outside"]:
         coverage_view.output("Finished", tok.decode(result.ids), args["outside"])
     elif n == total:
-        st.success(f"Finished: {coverage_view.md_text(tok.decode(result.ids))}")
+        st.success(f"Finished: {md(tok.decode(result.ids))}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from app import coref_view, figures, patch_view
 from app.shell import load_model, traced
+from app.text import md
 from core import coref, lesson
 from core import inspection as ins
 from core.decoding import generate
@@ -74,9 +75,9 @@ def _tok(tokens):
 def tokens_step(c: Context) -> Step:
     r = c.run
     pieces = [{"position": i, "token": t, "id": i_} for i, (t, i_) in enumerate(zip(r.src_tokens, r.src_ids))]
-    words = len(c.text.split())
-    notes = [("md", f"**{words} words → {len(r.src_ids)} tokens** (the last one, `[EOS]`, marks the end).")]
-    notes += [("md", f"⚠️ {n}") for n in r.notices]
+    n_words = len(c.text.split())
+    notes = [("md", f"**{n_words} words → {len(r.src_ids)} tokens** (the last one, `[EOS]`, marks the end).")]
+    notes += [("md", f"⚠️ {md(n)}") for n in r.notices]
     return Step("1 · Text → tokens",
                 "The model never sees letters. A tokenizer cuts the sentence into pieces from a fixed vocabulary "
                 "and replaces each by its number. Sub-word pieces let a small vocabulary spell any word: a rare "
@@ -238,9 +239,9 @@ def output_step(c: Context) -> Step:
                                    title="Step 1: softmax over the whole vocabulary (top 10 shown)",
                                    y_title="probability", highlight=0, **c.style())),
               ("table", rows),
-              ("md", f"**Translation:** {figures.label(tok.decode(res.ids))}" if not r.outside else
-               f"**Output** — **{r.outside_label}** (unknown to {c.name}: "
-               f"{', '.join(r.coverage['unknown_words'][:12])}): {figures.label(tok.decode(res.ids))}")]
+              ("md", f"**Translation:** {md(tok.decode(res.ids))}" if not r.outside else
+               f"**Output** — **{md(r.outside_label)}** (unknown to {md(c.name)}: "
+               f"{md(', '.join(r.coverage['unknown_words'][:12]))}): {md(tok.decode(res.ids))}")]
     demos = [("en-de", ["I am happy."]), ("en-fr", ["The animal didn't cross the street because it was too tired.",
                                                     "The animal didn't cross the street because it was too wide."])]
     for model, sentences in demos:
@@ -248,7 +249,7 @@ def output_step(c: Context) -> Step:
             out = translate_all(load_model(model), sentences)
         except ValueError:
             continue
-        blocks += [("md", f"`{model}`: {figures.label(s)} → **{figures.label(o)}**") for s, o in zip(sentences, out)]
+        blocks += [("md", f"`{model}`: {md(s)} → **{md(o)}**") for s, o in zip(sentences, out)]
     return Step("8 · Output: linear + softmax, one word at a time",
                 "The decoder's last vector is multiplied by the vocabulary matrix and softmax gives a probability "
                 "for every word. Greedy decoding takes the most likely one, appends it to the decoder's input and "
@@ -263,13 +264,13 @@ def patching_blocks(c: Context, pair) -> list:
         return []
     res, sentences = patch_view.pair_effects(c.name, pair[0].text, pair[1].text)
     if sentences is None:
-        return [("md", f"Patching cannot be run on this pair: {res}")]
+        return [("md", f"Patching cannot be run on this pair: {md(res)}")]
     return [("md", "**Which heads carry the decision?** Run sentence A, but take one head's output from sentence B, "
                    "and measure how far the choice between the two pronouns moves — for every head, both ways "
-                   "(activation patching, Vig et al. 2020). " + patch_view.decision_text(res, *sentences)),
+                   "(activation patching, Vig et al. 2020). " + patch_view.decision_text(res, *sentences)),  # md: trusted
             ("fig", patch_view.effect_figure(res, title="Share of the decision each head moves (↻ = flips it alone)",
                                              **c.style())),
-            ("md", patch_view.top_text(res) + " " + patch_view.carry_text(res)),
+            ("md", patch_view.top_text(res) + " " + patch_view.carry_text(res)),  # md: trusted
             ("md", "**What attention weights show for the same pair.** Attention is a clue, not proof:")]
 
 
@@ -281,10 +282,10 @@ def payoff_step(c: Context) -> Step:
     lks = [coref_view.links_for(c.name, it, kind) for it in pair]
     title = "9 · The payoff: what does “it” refer to?"
     source = f"{SOURCES['cse589']}, fig. 9 (“it” → animal / street)"
-    instead = ([("md", f"Your sentence is outside what {c.name} was trained on (unknown to {c.name}: "
-                       f"{', '.join(c.run.coverage['unknown_words'][:12])}), so its heads would say nothing "
-                       f"meaningful about it: this step uses a pair the model knows, “{figures.label(pair[0].text)}” "
-                       f"/ “{figures.label(pair[1].text)}”.")] if c.run.outside else [])
+    instead = ([("md", f"Your sentence is outside what {md(c.name)} was trained on (unknown to {md(c.name)}: "
+                       f"{md(', '.join(c.run.coverage['unknown_words'][:12]))}), so its heads would say nothing "
+                       f"meaningful about it: this step uses a pair the model knows, “{md(pair[0].text)}” "
+                       f"/ “{md(pair[1].text)}”.")] if c.run.outside else [])
     if lks[0] is None or lks[1] is None:
         return Step(title, "This model does not see “it” and both nouns as tokens of these sentences.", source)
     cands = pair[0].candidates
@@ -337,7 +338,10 @@ def build(c: Context, index: int, **kw) -> Step:
 # --------------------------------------------------------------------------- handout
 def _md_html(text: str) -> str:
     """The little markdown the steps use (bold, italics, code) as safe HTML; everything else is escaped."""
-    out = html.escape(html.unescape(text), quote=False)
+    # a backslash-escaped character (app.text.md: text a user or a model produced) becomes a character reference,
+    # so neither the markup below nor the browser reads it as markup
+    parts = re.split(r"(\\.)", text)
+    out = "".join(f"&#{ord(p[1])};" if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))
     out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
     out = re.sub(r"\*(.+?)\*", r"<i>\1</i>", out)
     return re.sub(r"`(.+?)`", r"<code>\1</code>", out)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from app import figures
 from app.shell import load_model
+from app.text import md
 from core import coref, patch
 from core.attribution import decision_attributions
 
@@ -125,14 +126,14 @@ def draw_pair(view, a_text: str, b_text: str, container=st) -> dict | None:
     the pair cannot be patched: the reason is shown)."""
     res, pair = pair_effects(view.name, a_text, b_text)
     if pair is None:
-        container.info(f"Patching needs two sentences whose “it” is translated by different pronouns: {res}")
+        container.info(f"Patching needs two sentences whose “it” is translated by different pronouns: {md(res)}")
         return None
     a, b = pair
-    container.markdown(decision_text(res, a, b))
+    container.markdown(decision_text(res, a, b))  # md: trusted (head labels, the task's pronouns, numbers)
     container.plotly_chart(effect_figure(res, title="Share of the decision each head moves when patched from the other "
                                                     "sentence<br>(mean of A←B and B←A; ↻ = flips the pronoun alone)",
                                          present=view.present, dark=view.dark), key="patch_pair_grid")
-    container.markdown(top_text(res) + " " + carry_text(res))
+    container.markdown(top_text(res) + " " + carry_text(res))  # md: trusted (head labels and numbers)
     if not res["aligned"]:
         container.caption("The two sentences differ in length, so the positions in between have no twin and are "
                           "not patched: all heads together need not reproduce the other sentence.")

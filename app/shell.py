@@ -12,6 +12,7 @@ import streamlit as st
 
 from app import coverage_view
 from app.guard import public
+from app.text import md
 from core import checkpoint, registry
 from core.runner import Run, run
 
@@ -164,7 +165,7 @@ def url_int(key: str, upper: int, default: int = 0, lower: int = 0) -> int:
     # int() refuses past 4,300 digits)
     if URL_INT.fullmatch(raw) and lower <= int(raw) < upper:
         return int(raw)
-    st.warning(f"The link asked for {key} {raw[:20]!r}, which does not exist here ({lower}–{upper - 1}); "
+    st.warning(f"The link asked for {key} {md(repr(raw[:20]))}, which does not exist here ({lower}–{upper - 1}); "
                f"showing {default}.")
     return default
 
@@ -217,7 +218,7 @@ def sidebar() -> View | None:
     names = models()
     _init_from_url(names)
     for msg in st.session_state.pop("_url_errors", []):
-        st.warning(msg)
+        st.warning(md(msg))
     if not names:
         st.error("No models found under assets/models/. Train one with `python -m core.train` (see README).")
         return None
@@ -230,7 +231,7 @@ def sidebar() -> View | None:
         try:
             ck = load_model(name)
         except (ValueError, OSError) as e:
-            st.error(f"Model {name!r} cannot be loaded: {public(str(e))}")  # no server path
+            st.error(f"Model {md(repr(name))} cannot be loaded: {md(public(str(e)))}")  # no server path
             return None
         if ck.model.cfg.kind == "encoder-decoder":
             st.text_input("Target (optional)", key="tgt", max_chars=MAX_TEXT,
@@ -243,7 +244,7 @@ def sidebar() -> View | None:
     present = bool(st.session_state.get("present"))
     if present:
         st.markdown("<style>html, body, [class*='st-'] {font-size: 1.35rem;} h1 {font-size: 3rem !important;}</style>",
-                    unsafe_allow_html=True)
+                    unsafe_allow_html=True)  # md: trusted (our CSS)
     try:
         dark = st.context.theme.type == "dark"
     except Exception:  # older Streamlit: no theme information
@@ -258,7 +259,7 @@ def current_run(view: View, **kw) -> Run | None:
     try:
         result = traced(view.name, view.text, view.tgt, **kw)
     except ValueError as e:
-        st.info(str(e))
+        st.info(md(e))
         return None
     coverage_view.notices(result.notices)  # unknown words named; shown as text
     return result

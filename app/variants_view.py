@@ -1,13 +1,13 @@
 """Cached computations for the "Heads, GQA & speculative decoding" page (pages/variants.py)."""
 from __future__ import annotations
 
-import html
 import time
 
 import streamlit as st
 import torch
 
 from app.shell import load_model
+from app.text import md
 from core import coverage
 from core import heads as H
 from core import speculative as S
@@ -105,7 +105,7 @@ def timing(name: str, text: str, k: int, max_new: int, repeats: int = 3) -> dict
 def step_html(step: dict) -> str:
     """One speculative step: accepted proposals green, rejected red struck through, the target's token bold."""
     def span(tok, style):
-        return f"<span style='{style};padding:1px 4px;border-radius:4px;margin:1px'>{html.escape(tok)}</span>"
+        return f"<span style='{style};padding:1px 4px;border-radius:4px;margin:1px'>{md(tok)}</span>"
     parts = []
     for i, tok in enumerate(step["proposed"]):
         if i < step["accepted"]:

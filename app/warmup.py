@@ -33,7 +33,7 @@ def preload_plotly(needed: bool | None = None):
     import plotly.graph_objects as go
 
     with slot.container(key=KEY):
-        st.markdown(_HIDE, unsafe_allow_html=True)
+        st.markdown(_HIDE, unsafe_allow_html=True)  # md: trusted (our CSS)
         st.plotly_chart(go.Figure(layout={"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}}),
                         config={"staticPlot": True, "displayModeBar": False})
     return slot

@@ -6,6 +6,7 @@ from app import coverage_view
 from app import patch_view as pv
 from app.figures import label, wrap
 from app.shell import note_broken, usable_models
+from app.text import md
 from core import coref, coverage
 
 st.title("Coreference probe")
@@ -46,12 +47,12 @@ if len(kinds) > 1:
                 "English words, or in the **decoder**, where the position about to write *il*/*elle* looks back at "
                 "the English sentence through **cross-attention**. Both are shown.")
 for kind in kinds:
-    st.subheader(f"{cv.KIND_TITLES[kind]} — model {view.name}")
+    st.subheader(f"{cv.KIND_TITLES[kind]} — model {md(view.name)}")
     lks = [cv.links_for(view.name, it, kind) for it in items]
     if lks[0] is None or lks[1] is None:
         what = ("“it” and both candidates as tokens" if kind == "self"
                 else "both candidates, or its translation holds no back-referring pronoun")
-        st.info(f"The model {view.name} does not see {what} in these sentences.")
+        st.info(f"The model {md(view.name)} does not see {md(what)} in these sentences.")
         continue
     resolving = coref.resolving_heads(lks, items)
     zmax = cv.shared_range(lks)  # both panels on one scale: a negligible difference stays pale
@@ -64,7 +65,7 @@ for kind in kinds:
                          key=f"grid_{kind}_{it.text}")
     n_res = sum(map(sum, resolving))
     source = "“it”" if kind == "self" else "the query position"
-    st.caption(f"Blue: {source} attends more to {cands[0]}; red: more to {cands[1]}. ✓ = the head picks the right "
+    st.caption(f"Blue: {md(source)} attends more to {md(cands[0])}; red: more to {md(cands[1])}. ✓ = the head picks the right "
                f"noun in both sentences ({n_res} of {len(resolving) * len(resolving[0])} heads).")
     if kind == "cross":
         lang, either, _ = cv.target_words(view.ck)
@@ -73,7 +74,7 @@ for kind in kinds:
                    "seen the answer. Its attention goes to the English tokens.")
 
 if pv.language_ok(view):
-    st.subheader(f"Patching scoreboard over the probe set — {view.name}")
+    st.subheader(f"Patching scoreboard over the probe set — {md(view.name)}")
     pv.draw_board(view)
 st.subheader("Attention scoreboard over the probe set")
 names = [m for m in usable_models(lambda ck: ck.model.cfg.kind != "decoder-only") if m not in ("copy", "reverse")]
@@ -84,21 +85,21 @@ for col, name in zip(st.columns(max(1, len(compare))), compare):
     for kind, board in boards.items():
         what = "encoder self-attention" if kind == "self" else "cross-attention"
         if board["share"] is None:
-            col.info(f"{name}, {what}: no probe sentence could be read.")
+            col.info(f"{md(name)}, {md(what)}: no probe sentence could be read.")
             continue
         col.plotly_chart(cv.share_figure(board["share"], title=f"{name}, {what}: share of {board['n']} right",
                                          present=view.present, dark=view.dark), key=f"share_{name}_{kind}")
         col.markdown("Best heads: " + ", ".join(f"L{b['layer']}H{b['head']} {b['share']:.0%}" for b in board["best"][:3]))
-        col.markdown("Rollout, per layer: " + ", ".join(f"L{i} {float(s):.0%}" for i, s in enumerate(board["rollout_share"])))
+        col.markdown("Rollout, per layer: " + ", ".join(f"L{i} {float(share):.0%}" for i, share in enumerate(board["rollout_share"])))
     col.caption("Chance is about 50 % (two candidates).")
 
 st.subheader("Evidence: switch the best heads off")
 lang = coref.language(view.ck)
 if view.kind != "encoder-decoder":
-    st.info(f"{view.name} ({view.kind}) writes no translation, so there is no il/elle to flip. "
+    st.info(f"{md(view.name)} ({view.kind}) writes no translation, so there is no il/elle to flip. "
             "Pick a translation model (en-fr) for the ablation test.")
 elif lang is None:
-    st.info(f"{view.name} was not trained to translate English into French or German, so its output has no "
+    st.info(f"{md(view.name)} was not trained to translate English into French or German, so its output has no "
             "pronoun to flip.")
 else:
     boards = cv.scoreboards(view.name)
@@ -125,7 +126,7 @@ else:
     pron = "/".join(coref.TARGET_PRONOUNS[lang])
     flips = [r for r in effect["rows"] if r["pronoun"] != r["pronoun, heads off"]]
     st.markdown(f"In this pair, the pronoun changes in **{len(flips)} of {len(effect['rows'])}** re-translations "
-                f"({pron}; greedy decoding with the heads off). *p(ref pronoun)* is read with the reference "
+                f"({md(pron)}; greedy decoding with the heads off). *p(ref pronoun)* is read with the reference "
                 "translation as decoder input up to the pronoun.")
     if st.button("Count flips over the whole probe set", key="coref_probe_set"):
         total = cv.probe_set_effect(view.name, off)

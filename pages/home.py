@@ -2,6 +2,7 @@
 import streamlit as st
 
 from app.shell import known_summary
+from app.text import md
 
 st.title("Attention Lab")
 st.markdown(
@@ -10,7 +11,7 @@ st.markdown(
 st.caption(known_summary())
 view = st.session_state.get("view")
 if view is not None:
-    st.info(f"Current model: **{view.name}** ({view.kind}). Change it, and the sentence, in the sidebar.")
+    st.info(f"Current model: **{md(view.name)}** ({view.kind}). Change it, and the sentence, in the sidebar.")
 
 st.subheader("Where to find each idea")
 st.markdown("""

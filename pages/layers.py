@@ -4,6 +4,7 @@ import streamlit as st
 from app import coverage_view, figures
 from app.inspect_state import translation_ablated
 from app.shell import current_run
+from app.text import md
 from core import inspection as ins
 
 st.title("Layer outputs")
@@ -50,7 +51,7 @@ idx, peak, cols, top_tok = ins.top_neurons(act, k)
 st.plotly_chart(figures.matrix(cols, [f"n{int(i)}" for i in idx], toks, x_title="neuron", y_title="token",
                                value_name="activation", title=f"Layer {fl}: the {k} neurons with the highest activation "
                                f"(of {act.shape[-1]})", diverging=model.cfg.activation != "relu", **P), key="ffn")
-st.caption("Strongest: " + ", ".join(f"n{int(i)} = {float(v):.2f} on “{figures.label(toks[int(t)])}”"
+st.caption("Strongest: " + ", ".join(f"n{int(i)} = {float(v):.2f} on “{md(toks[int(t)])}”"
                                      for i, v, t in zip(idx[:5], peak[:5], top_tok[:5])))
 
 out_stack = ins.output_stack(model)
@@ -58,9 +59,9 @@ out_toks = res.src_tokens if out_stack == "encoder" else res.tgt_tokens
 trained_head = ins.has_trained_head(view.ck)
 if not trained_head:  # e.g. minilm: never show an untrained output head's guesses as the model's
     st.header("4. Sentence-embedding lens")
-    st.info(f"{view.name} ships without an output (masked-LM) head; the one our code attaches is random, so reading "
+    st.info(f"{md(view.name)} ships without an output (masked-LM) head; the one our code attaches is random, so reading "
             "the stream through it would print noise, not what the model knows. Sections 4 and 5 read what "
-            f"{view.name} was trained for instead: its **sentence embedding** (the mean of the last layer's token "
+            f"{md(view.name)} was trained for instead: its **sentence embedding** (the mean of the last layer's token "
             "vectors), compared by cosine similarity.")
     lens = ins.embedding_lens(res.trace, out_stack)
     st.plotly_chart(figures.lines({"cosine with the sentence embedding": lens["sentence_cos"]}, lens["stages"],

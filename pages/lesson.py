@@ -3,6 +3,7 @@ import streamlit as st
 
 from app import coverage_view, lesson
 from app.shell import models, sync_url, url_int
+from app.text import md
 
 st.title("Lesson: one sentence through the transformer")
 view = st.session_state.get("view")
@@ -13,13 +14,13 @@ if name is None:
     st.info("The lesson follows a translation model; none is available here. Train one on the Training page.")
     st.stop()
 if name != view.name:
-    st.info(f"The lesson follows a translation model, so it uses **{name}** (the sidebar's {view.name} is "
+    st.info(f"The lesson follows a translation model, so it uses **{md(name)}** (the sidebar's {md(view.name)} is "
             f"{view.kind}).")
 ctx = lesson.Context(name, view.text, view.present, view.dark)
 try:
     ctx.run  # noqa: B018 — tokenizes and traces once (cached); bad text gets its message here
 except ValueError as e:
-    st.info(str(e))
+    st.info(md(e))
     st.stop()
 if ctx.run.outside:
     coverage_view.notices([lesson.outside_note(ctx)])
@@ -43,11 +44,11 @@ sync_url(step=i + 1)
 
 step = lesson.build(ctx, i)
 st.header(step.title)
-st.markdown(step.text)
-st.caption(f"Source: {step.source}")
+st.markdown(step.text)  # md: trusted (the lesson's own text; what it quotes goes through md)
+st.caption(f"Source: {step.source}")  # md: trusted (a citation we wrote)
 for k, (kind, value) in enumerate(step.blocks):
     if kind == "md":
-        st.markdown(value)
+        st.markdown(value)  # md: trusted (app.lesson builds it; quoted text through md)
     elif kind == "table":
         st.dataframe(value, hide_index=True)
     else:

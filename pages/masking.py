@@ -5,6 +5,7 @@ import torch
 from app import figures
 from app.inspect_state import as_key, cheat, mask_editor, masked_run, padding, prediction_rows
 from app.shell import current_run
+from app.text import md
 from core import inspection as ins
 from core.masks import causal_mask
 from core.trace import KIND_NAMES
@@ -78,7 +79,7 @@ c2.plotly_chart(figures.matrix(am["weights"], k_tokens, q_tokens, title="softmax
                                value_name="weight", zmin=0, zmax=1, show_values=small, **P), key="p_weights")
 empty = am["empty_rows"]
 if empty:
-    st.error("Every key is masked for query " + ", ".join(f"{i} ({q_tokens[i]})" for i in empty) +
+    st.error("Every key is masked for query " + ", ".join(f"{i} ({md(q_tokens[i])})" for i in empty) +
              ": the softmax of a row of −∞ is 0/0, i.e. undefined (NaN), and the model would output NaN. "
              "Allow at least one key in every row.")
 st.dataframe([{"query": f"{i}: {q}", "keys allowed": int(am["allowed"][i].sum()),
@@ -105,7 +106,7 @@ else:
     in_toks = res.tgt_tokens if res.tgt_tokens else res.src_tokens
     if not ins.has_trained_head(view.ck):  # minilm: its masked-LM head is random; compare what it was trained for
         change = ins.embedding_change(res.trace, out.trace, ins.output_stack(model))
-        st.markdown(f"{view.name} has no trained output head, so instead of predictions: cosine similarity of the "
+        st.markdown(f"{md(view.name)} has no trained output head, so instead of predictions: cosine similarity of the "
                     f"sentence embeddings, normal vs masked run, **{change['sentence_cos']:.4f}**.")
     else:
         st.markdown("**Predictions at every position** (same inputs, teacher-forced):")

@@ -7,6 +7,7 @@ import torch
 from app import coverage_view, figures
 from app import mlm_view as mv
 from app.shell import PRESETS, load_model, note_broken
+from app.text import md
 from core import coverage, mlm
 from core.finetune import LABELS
 from core.runner import coverage_notices
@@ -33,11 +34,11 @@ ck = load_model(name)
 tok, P = ck.tokenizer, dict(present=view.present, dark=view.dark)
 held = ck.meta.get("heldout", {})
 if "masked_accuracy" in held:
-    st.caption(f"Model **{name}**: {ck.model.cfg.n_encoder_layers} layers × {ck.model.cfg.n_heads} heads, "
+    st.caption(f"Model **{md(name)}**: {ck.model.cfg.n_encoder_layers} layers × {ck.model.cfg.n_heads} heads, "
                f"bidirectional encoder. On held-out lines it recovers {held['masked_accuracy']:.1%} of the words "
                f"shown as [MASK] ({held.get('n_targets', '?')} targets; scripts/bundle.py).")
 if view.name not in names:
-    st.caption(f"The sidebar's model {view.name} is not a masked LM, so this page uses {name}.")
+    st.caption(f"The sidebar's model {md(view.name)} is not a masked LM, so this page uses {md(name)}.")
 
 def fill_in_the_blank():
     """Sections 1-3: they need a sentence with a hidden word; the sections after them do not."""
@@ -62,10 +63,10 @@ def fill_in_the_blank():
     try:
         res = mv.fill(name, tuple(ids), tuple(sorted(originals.items())))
     except ValueError as e:
-        st.error(f"{e}. Shorten the sentence.")
+        st.error(f"{md(e)}. Shorten the sentence.")
         return
     tokens = tok.display(ids)
-    st.markdown("**Model input:** " + " ".join(f"`{figures.label(t)}`" for t in tokens))
+    st.markdown("**Model input:** " + " ".join(f"`{md(t)}`" for t in tokens))
     coverage_view.output("Best guess for every mask at once", tok.decode(res.best()),
                          coverage.outside_label(ck) if cov and cov["unknown_words"] else "")
     if len(res.fills) > 8:
@@ -98,7 +99,7 @@ def fill_in_the_blank():
         c3.info("The bundled causal LM (lm) is not installed, so there is no left-to-right comparison.")
     else:
         top5(c3, "Causal LM (lm), reading left to right", gpt[0], gpt[1], "mlm_gpt")
-    st.caption(f"All three read “{figures.label(left)} …” before the mask (earlier masks filled with the best "
+    st.caption(f"All three read “{md(left)} …” before the mask (earlier masks filled with the best "
                "guesses); only the first also reads what follows. Where the right side decides the word, the first "
                "chart differs from the other two.")
 
@@ -200,7 +201,7 @@ st.markdown("BERT's second pre-training task (Devlin et al. 2019, sec. 3.1): rea
             "to every token — 0 for A, 1 for B — and say from the first position's vector whether B is the sentence "
             "that followed A in the text or a random one. It gives the model a reason to relate sentences.")
 if not ck.model.cfg.nsp:
-    st.info(f"The model {name} was trained without next-sentence prediction (it has no next-sentence head).")
+    st.info(f"The model {md(name)} was trained without next-sentence prediction (it has no next-sentence head).")
     st.stop()
 if "next_sentence_accuracy" in held:
     st.caption(f"Held-out: {held['next_sentence_accuracy']:.1%} of {held['n_pairs']} sentence pairs classified "
@@ -216,7 +217,7 @@ for col, b_text in zip(nc, b_texts):
     try:
         pr = mv.pair(name, a_text, b_text)
     except ValueError as e:
-        col.info(f"{str(e)[:1].upper()}{str(e)[1:]}.")
+        col.info(md(f"{str(e)[:1].upper()}{str(e)[1:]}."))
         pairs.append(None)
         continue
     col.metric("p(B follows A)", f"{pr.p_next:.1%}")

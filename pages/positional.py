@@ -4,6 +4,7 @@ import streamlit as st
 from app import figures
 from app.inspect_state import permutation, positional_kinds
 from app.shell import current_run
+from app.text import md
 from core import inspection as ins
 from core.masks import alibi_slopes
 from core.positional import sinusoidal
@@ -56,7 +57,7 @@ with st.expander("The rotation matrix R_k (block-diagonal 2×2 rotations)"):
                                    diverging=True, **P), key="pe_rot")
 
 st.header("4. Other ways to encode position")
-st.caption(f"The current model, {view.name}, uses **{cfg.pos_encoding}** positions.")
+st.caption(f"The current model, {md(view.name)}, uses **{cfg.pos_encoding}** positions.")
 t_learned, t_rope, t_alibi = st.tabs(["Learned", "RoPE", "ALiBi"])
 with t_learned:
     if cfg.pos_encoding == "learned":
@@ -116,7 +117,7 @@ st.header("6. Without positions, attention cannot see order")
 seed = st.number_input("Shuffle seed", 0, 9999, 0)
 pt = permutation(view.name, tuple(res.src_ids), int(seed))
 src_toks = res.src_tokens
-st.markdown("Shuffled sentence: " + " ".join(f"`{figures.label(src_toks[i])}`" for i in pt["perm"]))
+st.markdown("Shuffled sentence: " + " ".join(f"`{md(src_toks[i])}`" for i in pt["perm"]))
 c1, c2 = st.columns(2)
 c1.metric("Without positional terms: max |layer(shuffled) − shuffled(layer)|", f"{pt['without']['max_diff']:.2e}")
 c2.metric("With the model's positional terms", f"{pt['with']['max_diff']:.2e}")

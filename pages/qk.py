@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import figures
 from app.shell import current_run, sync_url, url_int
+from app.text import md
 from core.analysis import attention_row
 from core.trace import KIND_NAMES
 
@@ -29,7 +30,7 @@ sync_url(layer=layer, head=head)
 row = attention_row(res.trace, KIND_NAMES[kind].format(layer), head, qi)
 d_k = row["q"].shape[0]
 
-st.markdown(f"**1. The query** q = x·W_Q for “{figures.label(q_tokens[qi])}” (d_k = {d_k}):")
+st.markdown(f"**1. The query** q = x·W_Q for “{md(q_tokens[qi])}” (d_k = {d_k}):")
 st.plotly_chart(figures.bars(row["q"], [str(i) for i in range(d_k)], title="q, one bar per dimension",
                              present=view.present, dark=view.dark), key="q")
 st.markdown("**The keys** k_j = x_j·W_K and **values** v_j = x_j·W_V of every token this query can look at:")

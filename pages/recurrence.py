@@ -6,6 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import figures
+from app.text import md
 from core import stability, xl
 from core.tokenizer import BOS
 
@@ -86,7 +87,7 @@ if data is None:
         cfg = stability.StabilityConfig(steps=60, layers=2, warmup=30, lr=5e-3, d_model=32, d_ff=64, batch_size=16)
         bar = st.progress(0.0)
         with st.spinner("Training post-LN and pre-LN, with and without warmup…"):
-            live = stability.run(cfg, on_progress=lambda i, n, name: bar.progress(i / n, text=name))
+            live = stability.run(cfg, on_progress=lambda i, n, name: bar.progress(i / n, text=md(name)))
         data = st.session_state["stability_live"] = live | {"command": "quick run in the app"}
 if data is not None:
     curves = data["curves"]
@@ -97,8 +98,8 @@ if data is not None:
     st.dataframe({"run": list(data["final"]), "final loss (last 10 % of steps)": list(data["final"].values()),
                   "exact match": [data["metrics"][k].get("exact_match") for k in data["final"]]}, key="stability_table")
     c = data["config"]
-    st.caption(f"`{data.get('command', '?')}` — {c['layers']}+{c['layers']} layers, d_model {c['d_model']}, "
-               f"batch {c['batch_size']}, warmup {c['warmup']} steps, no gradient clipping; {data['seconds']} s.")
+    st.caption(f"`{md(data.get('command', '?'))}` — {c['layers']}+{c['layers']} layers, d_model {c['d_model']}, "
+               f"batch {c['batch_size']}, warmup {c['warmup']} steps, no gradient clipping; {md(data['seconds'])} s.")
 
 st.header("Recurrence vs attention: accuracy against distance")
 st.markdown("The seeds' core argument. An LSTM encoder-decoder with no attention (Sutskever et al. 2014) must "

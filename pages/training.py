@@ -7,6 +7,7 @@ from app import figures
 from app import training_jobs as tj
 from app.guard import guarded, public
 from app.shell import load_model
+from app.text import md
 from core.config import ACTIVATIONS, POSITIONAL
 from core.tasks import SYNTHETIC, TASKS, TEXT_TASKS
 from core.train import TrainConfig
@@ -94,7 +95,7 @@ with st.expander("Run settings", expanded=not running):
                 text_path = saved.get(up.file_id)
                 if text_path is None:
                     upload_ok = False
-                    st.error(f"This file cannot be used: {st.session_state.get('tr_upload_error', 'invalid text')}")
+                    st.error(f"This file cannot be used: {md(st.session_state.get('tr_upload_error', 'invalid text'))}")
 
     st.markdown("**Model**")
     m = st.columns(5)
@@ -124,7 +125,7 @@ cfg = TrainConfig(task=task, steps=int(steps), batch_size=int(batch), warmup=int
                   dropout=0.0 if task in SYNTHETIC else 0.1)
 errors = tj.check_settings(cfg, name)
 for msg in errors:
-    st.error(msg)
+    st.error(md(msg))
 
 if not errors:
     xs, ys = tj.lr_curve(cfg)
@@ -139,7 +140,7 @@ if st.button("Start training", type="primary", disabled=bool(errors) or running 
         jobs.append(tj.Job(cfg, name).start())
         st.session_state["tr_suggested"] = name  # the name is now taken: the next run offers a fresh one
     except (tj.JobLimitError, ValueError) as e:
-        st.error(str(e))
+        st.error(md(e))
     else:
         finished = [j for j in jobs if j.finished]
         while len(jobs) > 10 and finished:  # keep the session's memory bounded
@@ -163,7 +164,7 @@ def live():
         else:
             b[0].button("Pause", on_click=job.pause, key="tr_pause")
         b[1].button("Stop", on_click=job.stop, key="tr_stop")
-    b[2].markdown(f"**{snap['label']}** — {status}")
+    b[2].markdown(f"**{md(snap['label'])}** — {md(status)}")
     st.progress(snap["step"] / snap["steps"], text=f"step {snap['step']:,} / {snap['steps']:,}")
     last = snap["history"][-1] if snap["history"] else None
     k = st.columns(4)
@@ -174,13 +175,13 @@ def live():
     if status == "running" and not last:
         st.caption("Preparing data and model…")
     if status == "done":
-        st.success(f"Saved as **{snap['saved']}** — pick it in the sidebar.")
-        st.button(f"Open {snap['saved']} in the sidebar", on_click=use_model, args=(snap["saved"], snap["task"]),
+        st.success(f"Saved as **{md(snap['saved'])}** — pick it in the sidebar.")
+        st.button(f"Open {md(snap['saved'])} in the sidebar", on_click=use_model, args=(snap["saved"], snap["task"]),
                   key=f"tr_use_{snap['id']}")
     elif status == "stopped":
-        st.warning((snap["error"] or "Stopped.") + " Nothing was saved.")
+        st.warning(md((snap["error"] or "Stopped.") + " Nothing was saved."))
     elif status == "error":
-        st.error(f"Training failed: {public(snap['error'] or '')}")
+        st.error(f"Training failed: {md(public(snap['error'] or ''))}")
 
     if snap["history"]:
         g1, g2 = st.columns(2)
@@ -206,7 +207,7 @@ def live():
         for i, s in enumerate(snap["snapshots"]):
             col = cols[i % 3]
             if "weights" not in s:
-                col.caption(f"step {s['step']}: no picture ({s['error']})")
+                col.caption(f"step {s['step']}: no picture ({md(s['error'])})")
                 continue
             fig = figures.heatmap(s["weights"], s["q_tokens"], s["k_tokens"], title=f"step {s['step']}",
                                   present=present, dark=dark)

@@ -4,6 +4,7 @@ import streamlit as st
 from app import coverage_view, figures
 from app import variants_view as V
 from app.shell import load_model
+from app.text import md
 
 st.title("Heads, GQA & speculative decoding")
 view = st.session_state.get("view")
@@ -21,7 +22,7 @@ try:
     imp_data = V.importance(view.name)
 except ValueError as e:
     imp_data = None
-    st.info(f"No held-out data for this model, so no importance ranking: {e}")
+    st.info(f"No held-out data for this model, so no importance ranking: {md(e)}")
 if imp_data is not None:
     imp, curve = imp_data["imp"], imp_data["curve"]
     st.caption(f"Evaluation: {imp_data['n']} held-out {imp_data['unit']}; with every head on: margin "
@@ -73,7 +74,7 @@ try:
     gres = V.gqa_run(view.name, g, view.text, view.tgt)
 except ValueError as e:
     gres = None
-    st.info(str(e))
+    st.info(md(e))
 if gres is not None:
     coverage_view.notices(gres.notices)
     kind = "encoder" if "encoder" in gres.trace.kinds() else "decoder"
@@ -99,12 +100,12 @@ st.header("Speculative decoding")
 name = view.name if view.kind == "decoder-only" else "lm"
 st.markdown("A draft proposes k tokens; the target checks all of them in **one** forward pass and keeps the longest "
             "prefix it agrees with, plus its own next token (Leviathan et al. 2023, greedy verification). "
-            f"Target: **{name}**. Draft: the same model cut to its first decoder layer (self-speculative: shared "
+            f"Target: **{md(name)}**. Draft: the same model cut to its first decoder layer (self-speculative: shared "
             "embeddings, first layer, final norm and head; no training).")
 try:
     ck = load_model(name)
 except (ValueError, OSError) as e:
-    st.info(f"Speculative decoding needs a decoder-only model ('lm'): {e}")
+    st.info(f"Speculative decoding needs a decoder-only model ('lm'): {md(e)}")
     st.stop()
 c1, c2 = st.columns(2)
 k = c1.select_slider("Draft tokens per step k", [1, 2, 3, 4, 6, 8], value=4, key="spec_k")
@@ -129,7 +130,7 @@ st.plotly_chart(figures.grouped_bars({"proposed": [len(s["proposed"]) for s in s
                                      title="Per target pass: draft tokens proposed and accepted", y_title="tokens",
                                      **plot), key="spec_bars")
 for i, s in enumerate(spec["steps"]):
-    st.markdown(f"**{i + 1}.** " + V.step_html(s), unsafe_allow_html=True)
+    st.markdown(f"**{i + 1}.** " + V.step_html(s), unsafe_allow_html=True)  # md: trusted (step_html escapes every token with md)
 st.caption("Green: accepted draft tokens; red: rejected; boxed: the target's own token (the correction, "
            "or a bonus token when every proposal was accepted).")
 if st.button("Time greedy vs speculative (A B A B, median of 3)", key="spec_time"):

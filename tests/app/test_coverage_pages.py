@@ -5,7 +5,7 @@ import pytest
 
 from apptest import open_page
 
-from app.coverage_view import md_text
+from app.text import md as md_text
 from core.coverage import OUTSIDE
 
 pytestmark = pytest.mark.usefixtures("one_thread")

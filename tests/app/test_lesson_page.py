@@ -76,7 +76,7 @@ def test_url_opens_a_step_and_a_bad_step_is_refused():
 
 def test_decoding_step_translates_the_seed_sentences_live():
     at = open_lesson(model="en-fr", text=SEED, step="8")
-    text = " ".join(m.value for m in at.markdown)
+    text = re.sub(r"\\(.)", r"\1", " ".join(m.value for m in at.markdown))  # model output is md-escaped (app.text)
     assert "Ich bin froh." in text
     assert "parce qu'il était trop fatigué" in text and "parce qu'elle était trop large" in text
 
@@ -115,7 +115,7 @@ def test_payoff_counts_the_heads_that_resolve_both_sentences(model):
 
 def test_non_translation_model_falls_back_to_en_fr():
     at = open_lesson(model="minilm", step="7")
-    assert any("en-fr" in i.value for i in at.info)
+    assert any("en-fr" in re.sub(r"\\(.)", r"\1", i.value) for i in at.info)  # names are md-escaped
     assert step_number(at) == 7 and not at.error
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from apptest import open_page
 
-from app.coverage_view import md_text
+from app.text import md as md_text
 from core import mlm, registry
 from core.tokenizer import MASK
 

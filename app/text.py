@@ -1,0 +1,20 @@
+"""Text a user or a model produced (a sentence, a token, a decoded output, a model or file name, an error message
+that quotes any of those) is shown as text: neither HTML nor Markdown is interpreted.
+
+``md(text)`` is the one helper for every Streamlit call that renders Markdown (``st.markdown``, ``st.caption``,
+``st.info``/``warning``/``error``/``success``, headers, widget labels): every Markdown and HTML character is
+backslash-escaped, so ``![p](http://host/t.png)`` stays those characters and never becomes an ``<img>`` that
+fetches an outside address. Plotly labels are HTML, not Markdown: ``app.figures.label`` escapes them for that.
+tests/app/test_text_rendering.py parses pages/ and app/ for calls that render such text without ``md``.
+"""
+from __future__ import annotations
+
+import re
+
+# CommonMark's escapable punctuation, plus Streamlit's own syntax (:red[…], :material/…:, $math$, emoji :x:)
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=^\"'%@/;?,])")
+
+
+def md(text) -> str:
+    """``text`` for a Markdown-rendering call, shown literally; lines kept as lines."""
+    return "  \n".join(_MD_SPECIAL.sub(r"\\\1", line) for line in str(text).splitlines() or [""])
