@@ -5,7 +5,10 @@ from core import registry
 from core.evaluate import translate_all
 from core.tasks import heldout_metrics
 
-FLOORS = {"pronoun_accuracy": 0.0, "exact_match": 0.0, "bleu": 0.0, "heldout_noun_pronoun_accuracy": 0.0}  # set below
+# a little under what the shipped en-fr / en-de measured (cards: test pronoun 0.988 / 0.997, exact 0.991 / 0.993,
+# BLEU 99.7 / 99.7, held-out nouns 0.976 / 0.998, hand-written set 0.901 / 0.817)
+FLOORS = {"pronoun_accuracy": 0.98, "exact_match": 0.98, "bleu": 95.0, "heldout_noun_pronoun_accuracy": 0.95,
+          "handwritten_pronoun_accuracy": 0.8}
 EXPECTED = {"copy", "reverse", "en-fr", "en-de", "en-fr-tiny", "en-de-tiny", "lm", "mlm"}
 BROAD = {  # the sentences people try first (issue 16), with the reference translations of core.data.broad
     "en-fr": {"The trophy doesn't fit in the suitcase because it is too big.":
@@ -94,6 +97,7 @@ def test_broad_translators_card_floors(name):
     assert held["pronoun_accuracy"] >= FLOORS["pronoun_accuracy"]
     assert held["exact_match"] >= FLOORS["exact_match"] and held["bleu"] >= FLOORS["bleu"]
     assert held["heldout_noun_pronoun_accuracy"] >= FLOORS["heldout_noun_pronoun_accuracy"]
+    assert held["handwritten_pronoun_accuracy"] >= FLOORS["handwritten_pronoun_accuracy"]
     assert held["handwritten_unknown_rate"] <= 0.05
 
 
