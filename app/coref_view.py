@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
-import streamlit as st
 import torch
 
+from app.cache import bounded
 from app.figures import _style, label, symmetric_range
 from app.shell import load_model
 from core import coref
@@ -54,7 +54,7 @@ def _flat_items(model_name: str | None = None) -> list[coref.ProbeItem]:
     return [it for pair in probe_items(model_name) for it in pair]
 
 
-@st.cache_resource(max_entries=8, show_spinner="Scoring every head on the probe set…")
+@bounded(spinner="Scoring every head on the probe set…")
 def scoreboards(model_name: str) -> dict[str, dict]:
     """Every probe kind the model supports (``self``; ``cross`` too for encoder-decoder models)."""
     return coref.scoreboards(load_model(model_name), _flat_items(model_name))
@@ -102,7 +102,7 @@ def share_figure(share: torch.Tensor, *, title: str, present=False, dark=False) 
     return _style(fig, present, height=180 + 45 * share.shape[0], dark=dark)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@bounded
 def _probe_run(model_name: str, text: str, antecedent: str, candidates: tuple, reference: str | None):
     return coref.probe_run(load_model(model_name), coref.ProbeItem(text, antecedent, candidates, reference=reference))
 
@@ -147,7 +147,7 @@ def _unpack(texts: tuple) -> list[coref.ProbeItem]:
     return [coref.ProbeItem(t, a, c) for t, a, c in texts]
 
 
-@st.cache_resource(max_entries=32, show_spinner="Re-translating with those heads off…")
+@bounded(spinner="Re-translating with those heads off…")
 def _effect(model_name: str, texts: tuple, heads: tuple) -> dict:
     off: dict[str, list[int]] = {}
     for n, h in heads:
@@ -160,7 +160,7 @@ def ablation_effect(model_name: str, items: list[coref.ProbeItem], off: dict) ->
     return _effect(model_name, _pack(items), _key(off))
 
 
-@st.cache_resource(max_entries=32, show_spinner="Switching heads off one at a time…")
+@bounded(spinner="Switching heads off one at a time…")
 def _fewest(model_name: str, texts: tuple, kind: str) -> tuple[int | None, dict]:
     return coref.fewest_heads_to_change(load_model(model_name), _unpack(texts), scoreboard(model_name, kind))
 

@@ -4,19 +4,21 @@ from __future__ import annotations
 import streamlit as st
 
 from app import coverage_view
+from app.cache import bounded
 from app.text import md
 from core import coverage
+from core.budget import max_positions
 from core.decoding import beam_search, generate
 from core.runner import coverage_notices, trace_ids
 from core.tokenizer import BOS, EOS
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@bounded
 def _decode(name, text, method, temperature, top_k, top_p, beams, seed):
     from app.shell import load_model
     ck = load_model(name)
     ids = ck.tokenizer.encode(text)
-    limit = ck.model.cfg.max_len - (1 if ck.model.cfg.kind == "encoder-decoder" else 2)
+    limit = max_positions(ck.model) - (1 if ck.model.cfg.kind == "encoder-decoder" else 2)
     cov, notices = coverage_notices(ck, text, name)
     if len(ids) > limit:
         notices.append(f"The text has {len(ids)} tokens; this model reads at most {limit} here, so it was cut "
@@ -25,7 +27,7 @@ def _decode(name, text, method, temperature, top_k, top_p, beams, seed):
     args = dict(src=src + [EOS]) if ck.model.cfg.kind == "encoder-decoder" else dict(prompt=src)
     args["notices"] = notices
     args["outside"] = coverage.outside_label(ck) if cov and cov["unknown_words"] else ""
-    max_new = 40 if ck.model.cfg.kind == "decoder-only" else ck.model.cfg.max_len
+    max_new = 40 if ck.model.cfg.kind == "decoder-only" else max_positions(ck.model)
     inputs = {k: v for k, v in args.items() if k not in ("notices", "outside")}
     if method == "beam":
         return args, beam_search(ck.model, beams=beams, max_new=max_new, **inputs)
@@ -85,7 +87,7 @@ def decode_panel(view, figures) -> None:
         st.dataframe([{"beam": tok.decode(b.ids) or "∅", "score": b.score, "finished": b.finished}
                       for b in result.beams[n - 1]], hide_index=True)
     prefix = ([BOS] if ck.model.cfg.kind == "encoder-decoder" else [BOS] + args["prompt"]) + chosen_ids[:n - 1]
-    prefix = prefix[: ck.model.cfg.max_len]
+    prefix = prefix[: max_positions(ck.model)]
     trace = trace_ids(ck, args.get("src"), prefix)
     kind = "cross" if ck.model.cfg.kind == "encoder-decoder" else "decoder"
     keys = tok.display(args["src"]) if kind == "cross" else tok.display(prefix)

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from app.cache import bounded
 from core import inspection as ins
 
 
@@ -22,33 +23,33 @@ def positional_kinds() -> dict:
     return ins.positional_kinds()
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@bounded
 def permutation(name: str, ids: tuple, seed: int) -> dict:
     return ins.permutation_test(_model(name).model, list(ids), ins.shuffle_order(len(ids), seed))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@bounded
 def padding(name: str, ids: tuple, short_text: str) -> dict | None:
     ck = _model(name)
-    short = ins.source_ids(ck.tokenizer, ck.model.cfg, short_text)
+    short = ins.source_ids(ck.tokenizer, ck.model, short_text)
     if not short or len(short) > len(ids):
         return None
     return ins.padding_demo(ck.model, list(ids), short)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@bounded
 def masked_run(name: str, src_ids: tuple, tgt_ids: tuple, attn_names: tuple, allowed: tuple):
     """The model re-run with an extra additive mask (from ``allowed``) in the given self-attentions."""
     extra = ins.additive(torch.tensor(allowed, dtype=torch.bool))
     return ins.run_patched(_model(name).model, list(src_ids), list(tgt_ids), masks={n: extra for n in attn_names})
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@bounded
 def cheat(name: str, src_ids: tuple, tgt_ids: tuple) -> dict:
     return ins.cheat_demo(_model(name).model, list(src_ids), list(tgt_ids))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@bounded
 def translation_ablated(name: str, src_ids: tuple, ablate: tuple) -> str:
     ck = _model(name)
     heads = {}

@@ -15,6 +15,7 @@ from app.shell import load_model, traced
 from app.text import md
 from core import coref, lesson
 from core import inspection as ins
+from core.budget import max_positions
 from core.decoding import generate
 from core.evaluate import translate_all
 from core.positional import sinusoidal
@@ -228,7 +229,7 @@ def output_step(c: Context) -> Step:
     r, ck = c.run, c.ck
     tok = ck.tokenizer
     src = r.src_ids
-    res = generate(ck.model, src=src, max_new=ck.model.cfg.max_len - 1)
+    res = generate(ck.model, src=src, max_new=max_positions(ck.model) - 1)
     rows = []
     for n, s in enumerate(res.steps):
         top = ", ".join(f"{tok.display([i])[0]} {p:.2f}" for i, p in s.top[:3])

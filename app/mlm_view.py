@@ -2,9 +2,9 @@
 BERT's 80/10/10 corruption applied to the learner's sentence."""
 from __future__ import annotations
 
-import streamlit as st
 import torch
 
+from app.cache import bounded
 from app.shell import load_model, models, usable_models
 from core import finetune, mlm
 from core.tasks import MLMTask, bert_corrupt
@@ -18,13 +18,13 @@ def masked_lm_names() -> list[str]:
     return usable_models(lambda ck: ck.meta.get("task") == "mlm")  # a broken model is skipped, not fatal
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@bounded
 def fill(name: str, ids: tuple, originals: tuple = (), positions: tuple | None = None) -> mlm.FillResult:
     return mlm.fill(load_model(name), list(ids), dict(originals),
                     positions=None if positions is None else list(positions))
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@bounded
 def left_only(name: str, prefix_text: str) -> tuple[list[str], list[float]] | None:
     """The bundled causal LM's next-token candidates after ``prefix_text`` (None if it is not installed)."""
     if LEFT_ONLY_LM not in models():
@@ -39,7 +39,7 @@ def prefix_text(tok, result: mlm.FillResult, position: int) -> str:
     return tok.decode(result.best()[:position])
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@bounded
 def corruption(name: str, ids: tuple, seed: int) -> dict:
     """One draw of BERT's corruption of ``ids`` and what the model predicts at every chosen position."""
     ck = load_model(name)
@@ -53,7 +53,7 @@ def corruption(name: str, ids: tuple, seed: int) -> dict:
             "p_guess": [f.probs[0] for f in res.fills]}
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@bounded
 def corruption_rates(name: str, ids: tuple, draws: int = 2000) -> dict:
     """Fractions over ``draws`` corruptions of the sentence (seeded): chosen share, and how the chosen changed."""
     ck = load_model(name)
@@ -67,7 +67,7 @@ def corruption_rates(name: str, ids: tuple, draws: int = 2000) -> dict:
             "n": n, "tokens": batch.numel()}
 
 
-@st.cache_resource(max_entries=8, show_spinner="Scoring held-out lines…")
+@bounded(spinner="Scoring held-out lines…")
 def held_out_sides(name: str, n: int = 300) -> dict:
     """core.mlm.both_sides_score on the held-out lines of the generated English corpus, in the model's own
     tokenization (a model trained on a user's text meets words it never saw there)."""
@@ -77,7 +77,7 @@ def held_out_sides(name: str, n: int = 300) -> dict:
     return mlm.both_sides_score(ck, rows, lm=lm)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Fine-tuning the pre-trained and the random model…")
+@bounded(spinner="Fine-tuning the pre-trained and the random model…")
 def finetuned(name: str, n_labelled: int, steps: int, seed: int) -> dict:
     """core.finetune.compare on the model's encoder (a copy: the shared model is left as it is)."""
     ck = load_model(name)
@@ -97,6 +97,6 @@ def majority_share(test: list[str]) -> float:
     return max(places, len(test) - places) / len(test)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@bounded
 def pair(name: str, a: str, b: str) -> mlm.PairResult:
     return mlm.next_sentence(load_model(name), a, b)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import figures
+from app.cache import bounded
 from app.shell import load_model
 from app.text import md
 from core import coref, patch
@@ -20,7 +21,7 @@ def _pct(x: float) -> str:
     return f"{x:+.0%}"
 
 
-@st.cache_resource(max_entries=32, show_spinner="Patching every head from one sentence into the other…")
+@bounded(spinner="Patching every head from one sentence into the other…")
 def _pair(model_name: str, a_text: str, b_text: str):
     ck = load_model(model_name)
     try:
@@ -35,7 +36,7 @@ def pair_effects(model_name: str, a_text: str, b_text: str):
     return _pair(model_name, a_text, b_text)
 
 
-@st.cache_resource(max_entries=32, show_spinner="Reading attention, value-weighted attention, gradient × input…")
+@bounded(spinner="Reading attention, value-weighted attention, gradient × input…")
 def _attributions(model_name: str, a, b, heads: tuple):
     return decision_attributions(load_model(model_name), a, b, list(heads))
 
@@ -45,7 +46,7 @@ def probe_pairs(model_name: str) -> list:
     return patch.probe_set(load_model(model_name))
 
 
-@st.cache_resource(max_entries=8, show_spinner="Patching every head of every probe pair…")
+@bounded(spinner="Patching every head of every probe pair…")
 def _board(model_name: str) -> dict:
     ck = load_model(model_name)
     return patch.saved_scoreboard(ck) or patch.scoreboard(ck, patch.probe_set(ck))

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import coverage_view
+from app.cache import bounded
 from app.guard import public
 from app.text import md
-from core import checkpoint, registry
+from core import budget, checkpoint, registry
 from core.runner import Run, run
 
 _BROAD = ["The animal didn't cross the street because it was too tired.",
@@ -58,11 +59,14 @@ class View:
 
 @st.cache_resource(show_spinner="Loading model…")
 def load_model(name: str) -> checkpoint.Checkpoint:
-    """One copy per model for the whole server; pages only read it."""
-    return registry.load(name, allow_path=False)
+    """One copy per model for the whole server; pages only read it. It reads at most the positions whose largest
+    trace and exports fit the memory budget of one request (core.budget)."""
+    ck = registry.load(name, allow_path=False)
+    budget.limit_positions(ck.model)
+    return ck
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@bounded
 def traced(name: str, text: str, tgt: str | None, ablate: tuple = (), layers: tuple | None = None) -> Run:
     ck = load_model(name)
     heads = {}

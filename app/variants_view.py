@@ -6,11 +6,13 @@ import time
 import streamlit as st
 import torch
 
+from app.cache import bounded
 from app.shell import load_model
 from app.text import md
 from core import coverage
 from core import heads as H
 from core import speculative as S
+from core.budget import max_positions
 from core.checkpoint import Checkpoint
 from core.decoding import generate
 from core.runner import coverage_notices, run
@@ -18,7 +20,7 @@ from core.runner import coverage_notices, run
 EVAL_N = 32  # evaluation sentences / windows: small enough for a page, large enough to rank heads
 
 
-@st.cache_resource(max_entries=8, show_spinner="Switching every head off in turn…")
+@bounded(spinner="Switching every head off in turn…")
 def importance(name: str) -> dict:
     """Importance ranking and least-important-first pruning curve of a model (translation: + exact match)."""
     ck = load_model(name)
@@ -49,7 +51,7 @@ def gqa_table(cfg) -> list[dict]:
     return rows
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@bounded
 def gqa_model(name: str, g: int) -> Checkpoint:
     ck = load_model(name)
     if ck.model.cfg.kv_heads != ck.model.cfg.n_heads or g == ck.model.cfg.n_heads:
@@ -58,7 +60,7 @@ def gqa_model(name: str, g: int) -> Checkpoint:
                       coverage.known_words(ck))  # the converted model read the same training text
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@bounded
 def gqa_run(name: str, g: int, text: str, tgt: str | None):
     return run(gqa_model(name, g), text, tgt)
 
@@ -70,7 +72,7 @@ def gqa_loss(name: str, g: int) -> tuple[float, float]:
     return H.batch_loss(gqa_model(name, g).model, batch)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@bounded
 def draft(name: str, n_layers: int = 1):
     return S.truncated_draft(load_model(name).model, n_layers)
 
@@ -78,7 +80,7 @@ def draft(name: str, n_layers: int = 1):
 @st.cache_data(max_entries=32, show_spinner="Drafting and verifying…")
 def speculative(name: str, text: str, k: int, max_new: int) -> dict:
     ck = load_model(name)
-    prompt = ck.tokenizer.encode(text)[: ck.model.cfg.max_len - 2]
+    prompt = ck.tokenizer.encode(text)[: max_positions(ck.model) - 2]
     res = S.speculative_generate(ck.model, draft(name), prompt=prompt, k=k, max_new=max_new)
     greedy = generate(ck.model, prompt=prompt, max_new=max_new).ids
     cov, notices = coverage_notices(ck, text, name)
@@ -94,7 +96,7 @@ def speculative(name: str, text: str, k: int, max_new: int) -> dict:
 
 def timing(name: str, text: str, k: int, max_new: int, repeats: int = 3) -> dict:
     ck = load_model(name)
-    prompt = ck.tokenizer.encode(text)[: ck.model.cfg.max_len - 2]
+    prompt = ck.tokenizer.encode(text)[: max_positions(ck.model) - 2]
     t = time.perf_counter()
     out = S.compare_timing(ck.model, draft(name), [prompt], k=k, max_new=max_new, repeats=repeats)
     out["total_s"] = time.perf_counter() - t

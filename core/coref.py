@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from .analysis import rollout
+from .budget import max_positions
 from .checkpoint import Checkpoint
 from .runner import Run, run
 from .tokenizer import BOS, EOS
@@ -312,7 +313,7 @@ def pronoun_probabilities(ck: Checkpoint, src: str, tgt: str, choices: tuple[str
     if pos is None:
         return {}
     device = model.embed.tokens.weight.device
-    src_ids = tok.encode(src)[: model.cfg.max_len - 1] + [EOS]
+    src_ids = tok.encode(src)[: max_positions(model) - 1] + [EOS]
     dec = torch.tensor([[BOS] + tgt_ids[:pos]], device=device)
     probs = model(torch.tensor([src_ids], device=device), dec, ablate=ablate).logits[0, -1].float().softmax(-1)
     out = {}
@@ -326,7 +327,7 @@ def translated_pronoun(ck: Checkpoint, src: str, heads: dict | None = None) -> t
     """Greedy translation of ``src`` with ``heads`` switched off, and the back-referring pronoun in it."""
     from .inspection import translate_ablated
     model, tok = ck.model, ck.tokenizer
-    src_ids = tok.encode(src)[: model.cfg.max_len - 1] + [EOS]
+    src_ids = tok.encode(src)[: max_positions(model) - 1] + [EOS]
     out = tok.decode(translate_ablated(model, src_ids, heads or {}))
     lang = language(ck)
     return out, (corpus(ck).pronoun_of(out, lang) if lang else None)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .budget import max_positions
 from .model import Transformer
 from .tokenizer import BOS, EOS, MASK, PAD
 
@@ -84,7 +85,7 @@ class Incremental:
 
 
 def _budget(model, prefix_len: int, max_new: int) -> int:
-    return max(0, min(max_new, model.cfg.max_len - prefix_len))
+    return max(0, min(max_new, max_positions(model) - prefix_len))
 
 
 def _prefix(model, src, prompt):
@@ -148,7 +149,7 @@ def generate(model: Transformer, src: list[int] | None = None, prompt: list[int]
         if nxt == EOS:
             break
         ids.append(nxt)
-        if use_cache and len(ids) < model.cfg.max_len:
+        if use_cache and len(ids) < max_positions(model):
             logits = inc.next_logits(torch.tensor([[nxt]], device=device))[0]
     return DecodeResult(ids[len(prefix):], steps)
 
@@ -196,7 +197,7 @@ def beam_search(model: Transformer, src: list[int] | None = None, prompt: list[i
         if not nxt_live or len(done) >= beams and best_done >= max(norm(b) for b in nxt_live):
             break
         live = nxt_live
-        if len(live[0].ids) >= model.cfg.max_len:
+        if len(live[0].ids) >= max_positions(model):
             break
         inc.reorder(torch.tensor(keep, device=device))
         logp = inc.next_logits(torch.tensor([[b.ids[-1]] for b in live], device=device)).log_softmax(-1)
@@ -225,7 +226,7 @@ def greedy_batch(model: Transformer, src: torch.Tensor | None = None, prompt: to
         nxt = torch.where(finished, torch.full_like(nxt, EOS), nxt)
         out = torch.cat((out, nxt[:, None]), 1)
         finished |= nxt.eq(EOS)
-        if bool(finished.all()) or start.shape[1] + out.shape[1] >= model.cfg.max_len:
+        if bool(finished.all()) or start.shape[1] + out.shape[1] >= max_positions(model):
             break
         logits = inc.next_logits(nxt[:, None])
     result = []

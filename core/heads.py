@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from .budget import max_positions
 from .config import ModelConfig
 from .model import Transformer
 from .tasks import Batch, pad_rows, seq2seq_batch
@@ -169,7 +170,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, ablate=None, max_new: i
     caches, b = model.new_caches(), src.shape[0]
     nxt = torch.full((b, 1), BOS, dtype=torch.long, device=dev)
     out, done = [], torch.zeros(b, dtype=torch.bool, device=dev)
-    budget = min(max_new or model.cfg.max_len, model.cfg.max_len - 1)
+    budget = min(max_new or max_positions(model), max_positions(model) - 1)
     for pos in range(budget):
         h = model.decode(nxt, memory, pad, start=pos, caches=caches, ablate=masks)
         tok = forbid(model.project(h[:, -1]).float()).argmax(-1)
@@ -317,4 +318,5 @@ def to_gqa(model: Transformer, n_kv_heads: int) -> Transformer:
             pool = lambda z: z.reshape(g, h // g, dh, *z.shape[1:]).mean(1).reshape(g * dh, *z.shape[1:])  # noqa: E731
             state[key] = torch.cat((q, pool(k), pool(v)), 0)
     new.load_state_dict(state)
+    new.position_limit = getattr(model, "position_limit", None)  # reads no more than the model (core.budget)
     return new.to(model.embed.tokens.weight.device).eval()

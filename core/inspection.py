@@ -21,6 +21,7 @@ from contextlib import contextmanager
 import torch
 
 from . import registry
+from .budget import max_positions
 from .checkpoint import CheckpointError, read_config
 from .decoding import greedy_batch
 from .hooks import scale_heads
@@ -232,15 +233,18 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor, bias: torch.Tensor | No
             "empty_rows": empty.nonzero().flatten().tolist(), "allowed": allowed}
 
 
-def source_ids(tokenizer, cfg, text: str) -> list[int]:
-    """Token ids of a sentence exactly as :func:`core.runner.run` feeds the first stack."""
+def source_ids(tokenizer, model, text: str) -> list[int]:
+    """Token ids of a sentence exactly as :func:`core.runner.run` feeds the first stack (``model``: the model, or
+    its config)."""
     ids = tokenizer.encode(text)
+    cfg = getattr(model, "cfg", model)
+    n = max_positions(model) if hasattr(model, "cfg") else cfg.max_len
     if cfg.kind == "encoder-decoder":
-        return ids[: cfg.max_len - 1] + [EOS]
+        return ids[: n - 1] + [EOS]
     if cfg.kind == "decoder-only":
-        return [BOS] + ids[: cfg.max_len - 1]
+        return [BOS] + ids[: n - 1]
     frame = getattr(tokenizer, "frame", list)  # BERT: [CLS] ids [SEP]; ours: the ids unchanged
-    return frame(ids[: cfg.max_len - len(frame([]))])
+    return frame(ids[: n - len(frame([]))])
 
 
 @torch.no_grad()
@@ -396,7 +400,7 @@ def translate_ablated(model: Transformer, src_ids: list[int], heads_off: dict) -
     """Greedy translation of ``src_ids`` with heads switched off everywhere (encoder, decoder and cross)."""
     device = model.embed.tokens.weight.device
     with patched(model, heads_off=heads_off):
-        return greedy_batch(model, torch.tensor([src_ids], device=device), max_new=model.cfg.max_len - 1)[0]
+        return greedy_batch(model, torch.tensor([src_ids], device=device), max_new=max_positions(model) - 1)[0]
 
 
 def window(t: int, size: int, causal: bool) -> torch.Tensor:

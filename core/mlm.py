@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .budget import max_positions
 from .checkpoint import Checkpoint
 from .tokenizer import BOS, MASK
 from .trace import Trace
@@ -72,8 +73,8 @@ def fill(ck: Checkpoint, ids: list[int], originals: dict[int, int] | None = None
         raise ValueError("filling masks needs an encoder-only (BERT-style) model")
     if not ids:
         raise ValueError("the sentence is empty")
-    if len(ids) > model.cfg.max_len:
-        raise ValueError(f"the sentence has {len(ids)} tokens; this model reads at most {model.cfg.max_len}")
+    if len(ids) > max_positions(model):
+        raise ValueError(f"the sentence has {len(ids)} tokens; this model reads at most {max_positions(model)}")
     model.eval()
     device = model.embed.tokens.weight.device
     out = model(torch.tensor([ids], device=device), trace=True)
@@ -100,7 +101,7 @@ def left_only(lm: Checkpoint, prefix_ids: list[int], top_k: int = 10) -> tuple[l
     if lm.model.cfg.kind != "decoder-only":
         raise ValueError("the left-only comparison needs a decoder-only (GPT-style) model")
     lm.model.eval()
-    ids = [BOS] + list(prefix_ids)[-(lm.model.cfg.max_len - 1):]
+    ids = [BOS] + list(prefix_ids)[-(max_positions(lm.model) - 1):]
     device = lm.model.embed.tokens.weight.device
     probs = lm.model(torch.tensor([ids], device=device)).logits[0, -1].float().softmax(-1).cpu()
     top = probs.topk(min(top_k, probs.shape[-1]))
@@ -162,7 +163,7 @@ def next_sentence(ck: Checkpoint, a: str, b: str) -> PairResult:
     ta, tb = encode_masked(ck.tokenizer, a), encode_masked(ck.tokenizer, b)
     if not ta or not tb:
         raise ValueError("both sentences need at least one word")
-    ids, types = pair_row(ta, tb, model.cfg.max_len)
+    ids, types = pair_row(ta, tb, max_positions(model))
     model.eval()
     device = model.embed.tokens.weight.device
     out = model(torch.tensor([ids], device=device), token_types=torch.tensor([types], device=device), trace=True)

@@ -229,6 +229,13 @@ class Transformer(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    @property
+    def max_positions(self) -> int:
+        """Positions this model reads: ``cfg.max_len``, or fewer where the app bounds the work of one request
+        (``position_limit``, set by :func:`core.budget.limit_positions`)."""
+        limit = getattr(self, "position_limit", None)
+        return self.cfg.max_len if limit is None else min(limit, self.cfg.max_len)
+
     def _check(self, ids, what, start=0):
         if ids is None:
             raise ValueError(f"{what} is required for a {self.cfg.kind} model")
@@ -236,8 +243,9 @@ class Transformer(nn.Module):
             raise ValueError(f"{what} must be a [batch, length] tensor of token ids, got shape {tuple(ids.shape)}")
         if ids.shape[1] == 0:
             raise ValueError(f"{what} is empty: give at least one token")
-        if start + ids.shape[1] > self.cfg.max_len:
-            raise ValueError(f"{what} has {start + ids.shape[1]} positions; this model's maximum is {self.cfg.max_len}")
+        if start + ids.shape[1] > self.max_positions:
+            raise ValueError(f"{what} has {start + ids.shape[1]} positions; this model's maximum is {self.max_positions}"
+                             + ("" if self.max_positions == self.cfg.max_len else " here (the memory budget per request)"))
         if not self.training and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
             raise ValueError(f"{what} holds token ids outside the vocabulary (size {self.cfg.vocab_size})")
 

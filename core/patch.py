@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .budget import max_positions
 from .checkpoint import Checkpoint
 from .tokenizer import BOS, EOS
 
@@ -129,10 +130,10 @@ def prepare(ck: Checkpoint, a: Sentence, b: Sentence) -> Setup:
     if a.tgt_pronoun.lower() == b.tgt_pronoun.lower():
         raise ValueError(f"both sentences translate “it” as {a.tgt_pronoun!r}: there is no decision between "
                          "two pronouns to patch; pick two sentences whose antecedents differ in gender")
-    limit = model.cfg.max_len - 1
+    limit = max_positions(model) - 1
     src_a, src_b = tok.encode(a.src)[:limit] + [EOS], tok.encode(b.src)[:limit] + [EOS]
     ids_a, ids_b, ja, jb = _decision(tok, a.tgt, b.tgt, a.tgt_pronoun, b.tgt_pronoun)
-    if max(ja, jb) + 1 > model.cfg.max_len:
+    if max(ja, jb) + 1 > max_positions(model):
         raise ValueError("the pronoun comes after this model's maximum length")
     dec_a, dec_b = [BOS] + ids_a[:ja], [BOS] + ids_b[:jb]
     tok_a, tok_b = ids_a[ja], ids_b[jb]
@@ -469,8 +470,8 @@ def sentence_for(ck: Checkpoint, text: str) -> Sentence:
     except (ValueError, KeyError):
         pass
     model, tok = ck.model, ck.tokenizer
-    src = torch.tensor([tok.encode(text)[: model.cfg.max_len - 1] + [EOS]], device=_device(model))
-    out = tok.decode(greedy_batch(model, src, max_new=model.cfg.max_len - 1)[0])
+    src = torch.tensor([tok.encode(text)[: max_positions(model) - 1] + [EOS]], device=_device(model))
+    out = tok.decode(greedy_batch(model, src, max_new=max_positions(model) - 1)[0])
     pron = corpus.pronoun_of(out, lang)
     if pron is None:
         raise ValueError(f"the model's translation of {text!r} ({out!r}) holds no pronoun that refers back")

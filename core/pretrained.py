@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from tokenizers import Tokenizer as HFTokenizer
 
+from .budget import max_positions
 from .checkpoint import Checkpoint, check_finite
 from .config import ModelConfig
 from .model import Transformer
@@ -265,7 +266,7 @@ def sentence_embedding(ck: Checkpoint, texts, batch_size: int = 32) -> torch.Ten
     device = model.embed.tokens.weight.device
     if ck.meta.get("pooling", "mean") != "mean":
         raise ValueError(f"this model pools with {ck.meta['pooling']!r}, not mean pooling")
-    limit = min(cfg.max_len, int(ck.meta.get("max_seq_length", cfg.max_len))) - len(tok.frame([]))
+    limit = min(max_positions(model), int(ck.meta.get("max_seq_length", cfg.max_len))) - len(tok.frame([]))
     model.eval()
     out = []
     for start in range(0, len(texts), batch_size):

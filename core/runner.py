@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import coverage, mlm
+from .budget import max_positions
 from .checkpoint import Checkpoint
 from .decoding import greedy_batch
 from .tokenizer import BOS, EOS, normalize_text
@@ -76,25 +77,25 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
     cov, notices = coverage_notices(ck, src)
     trace = Trace(layers)
     if cfg.kind == "encoder-decoder":
-        src_ids = _clip(tok.encode(src), cfg.max_len - 1, "sentence", notices) + [EOS]
+        src_ids = _clip(tok.encode(src), max_positions(model) - 1, "sentence", notices) + [EOS]
         s = torch.tensor([src_ids], device=device)
         if tgt and normalize_text(tgt):
-            out_ids = _clip(tok.encode(tgt), cfg.max_len - 1, "target", notices)
+            out_ids = _clip(tok.encode(tgt), max_positions(model) - 1, "target", notices)
         else:
-            out_ids = greedy_batch(model, s, max_new=cfg.max_len - 1)[0]
+            out_ids = greedy_batch(model, s, max_new=max_positions(model) - 1)[0]
         tgt_ids = [BOS] + out_ids
         out = model(s, torch.tensor([tgt_ids], device=device), trace=trace, ablate=ablate)
         probs = out.logits[0, -1].float().softmax(-1)
         output = tok.decode(out_ids)
     elif cfg.kind == "decoder-only":
-        src_ids = [BOS] + _clip(tok.encode(src), cfg.max_len - 1, "text", notices)
+        src_ids = [BOS] + _clip(tok.encode(src), max_positions(model) - 1, "text", notices)
         tgt_ids = src_ids
         out = model(torch.tensor([src_ids], device=device), trace=trace, ablate=ablate)
         probs = out.logits[0, -1].float().softmax(-1)
         output = tok.decode([int(probs.argmax())])
     else:
         ids = mlm.encode_masked(tok, src) if ck.meta.get("task") == "mlm" else tok.encode(src)  # typed [MASK]s
-        src_ids = tok.frame(_clip(ids, cfg.max_len - (len(tok.frame([])) or 0), "sentence", notices))
+        src_ids = tok.frame(_clip(ids, max_positions(model) - (len(tok.frame([])) or 0), "sentence", notices))
         tgt_ids = []
         out = model(torch.tensor([src_ids], device=device), trace=trace, ablate=ablate)
         probs = None

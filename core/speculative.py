@@ -33,6 +33,7 @@ def truncated_draft(model: Transformer, n_layers: int = 1) -> Transformer:
     state = {k: v for k, v in model.state_dict().items()
              if not k.startswith("decoder.layers.") or int(k.split(".")[2]) < n_layers}
     draft.load_state_dict(state)
+    draft.position_limit = getattr(model, "position_limit", None)  # reads no more than the model (core.budget)
     return draft.to(model.embed.tokens.weight.device).eval()
 
 

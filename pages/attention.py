@@ -62,7 +62,13 @@ with st.expander("Overview: all layers × heads", expanded=False):
                                  dark=view.dark), key="grid")
 
 st.subheader("Export")
-e1, e2 = st.columns(2)
-e1.download_button("Attention as JSON", export.attention_json(res), "attention.json", "application/json")
-e2.download_button("Attention as CSV", export.attention_csv(res), "attention.csv", "text/csv")
+too_large = export.too_large(res)  # the files are built on click (core.budget bounds their size)
+if too_large:
+    st.info(too_large)
+else:
+    e1, e2 = st.columns(2)
+    e1.download_button("Attention as JSON", lambda: export.attention_json(res), "attention.json", "application/json",
+                       on_click="ignore")
+    e2.download_button("Attention as CSV", lambda: export.attention_csv(res), "attention.csv", "text/csv",
+                       on_click="ignore")
 st.caption("The camera icon on each figure saves it as PNG (works offline).")

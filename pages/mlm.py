@@ -9,6 +9,7 @@ from app import mlm_view as mv
 from app.shell import PRESETS, load_model, note_broken
 from app.text import md
 from core import coverage, mlm
+from core.budget import max_positions
 from core.finetune import LABELS
 from core.runner import coverage_notices
 from core.tokenizer import MASK
@@ -222,7 +223,7 @@ for col, b_text in zip(nc, b_texts):
         continue
     col.metric("p(B follows A)", f"{pr.p_next:.1%}")
     if pr.cut:
-        col.caption(f"The pair was cut to the {ck.model.cfg.max_len} tokens this model reads.")
+        col.caption(f"The pair was cut to the {max_positions(ck.model)} tokens this model reads.")
     pairs.append(pr)
 first = next((p for p in pairs if p is not None), None)
 if first is not None:
