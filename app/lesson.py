@@ -243,8 +243,9 @@ def output_step(c: Context) -> Step:
               ("md", f"**Translation:** {md(tok.decode(res.ids))}" if not r.outside else
                f"**Output** — **{md(r.outside_label)}** (unknown to {md(c.name)}: "
                f"{md(', '.join(r.coverage['unknown_words'][:12]))}): {md(tok.decode(res.ids))}")]
-    demos = [("en-de", ["I am happy."]), ("en-fr", ["The animal didn't cross the street because it was too tired.",
-                                                    "The animal didn't cross the street because it was too wide."])]
+    demos = [("en-de", ["The trophy doesn't fit in the suitcase because it is too big."]),
+             ("en-fr", ["The animal didn't cross the street because it was too tired.",
+                        "The animal didn't cross the street because it was too wide."])]
     for model, sentences in demos:
         try:
             out = translate_all(load_model(model), sentences)

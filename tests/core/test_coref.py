@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def enfr():
-    return registry.load("en-fr")
+    return registry.load("en-fr-tiny")
 
 
 def hand_count(ck, kind: str) -> torch.Tensor:

@@ -456,7 +456,7 @@ def test_dropout_active_only_in_training():
     (dict(d_model=30, n_heads=4), r"d_model \(30\) must be divisible by n_heads \(4\)"),
     (dict(pos_encoding="spiral"), r"unknown positional encoding 'spiral'.*sinusoidal"),
     (dict(n_heads=4, n_kv_heads=3), r"n_kv_heads \(3\) must divide n_heads \(4\)"),
-    (dict(n_kv_heads=0), "n_kv_heads must be positive"),
+    (dict(n_kv_heads=0), "n_kv_heads must be between 1 and"),
     (dict(kind="encoder-ish"), "unknown model kind"),
     (dict(norm="middle"), "unknown norm placement"),
     (dict(activation="tanh"), "unknown activation"),
@@ -464,7 +464,7 @@ def test_dropout_active_only_in_training():
     (dict(dropout=1.0), "dropout must be in"),
     (dict(n_heads=0), "n_heads must be a positive integer"),
     (dict(pad_id=99), "pad_id 99 outside the vocabulary"),
-    (dict(window=0), "window must be >= 1"),
+    (dict(window=0), "window must be between 1 and"),
 ])
 def test_bad_config_raises(kw, match):
     with pytest.raises(ValueError, match=match):

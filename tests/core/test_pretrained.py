@@ -27,6 +27,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def ours():
+    pretrained.clear_cache()  # a fresh copy: the app's load_model sets a position budget on the cached one
     return registry.load("minilm")
 
 

@@ -114,7 +114,7 @@ REDUCED = ["--steps", "300", "--seed", "0", "--layers", "2", "--d-model", "64", 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", ["en-fr", "en-de"])
+@pytest.mark.parametrize("task", ["en-fr-tiny", "en-de-tiny"])  # the broad corpus: tests/core/test_bundled.py
 def test_reduced_translation_run_learns_the_pronouns(task, tmp_path):
     r = run_cli("--task", task, "--out", tmp_path / "run", *REDUCED)
     assert r.returncode == 0, r.stderr[-3000:]
