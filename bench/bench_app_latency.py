@@ -1,6 +1,6 @@
 """Time from submitting a sentence to all its heatmaps visible in Chromium, and the traced forward alone.
 
-    python bench/bench_app_latency.py [--model en-fr] [--n 20]
+    python bench/bench_app_latency.py [--model en-fr] [--n 20] [--forward-only]
 
 Prints a table, then one JSON line: median/p95 seconds to render (Chromium), and per bundled model
 the median traced-forward milliseconds (the model's own work for one sentence).
@@ -97,11 +97,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="en-fr")
     ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--forward-only", action="store_true", help="time the traced forwards only (no Chromium)")
     args = ap.parse_args()
     torch.set_num_threads(2)
     forward = {name: round(traced_forward_ms(name), 2) for name in registry.available()}
     twenty = {name: round(traced_forward_ms(name, text=TWENTY_WORDS), 2) for name in registry.available()
               if name.startswith(("en-fr", "en-de"))}
+    if args.forward_only:
+        print(json.dumps({"traced_forward_ms": forward, "traced_forward_20_words_ms": twenty}))
+        return
     lat = browser_latency(args.model, args.n)
     lat_sorted = sorted(lat)
     out = {"model": args.model, "n": len(lat), "render_median_s": round(statistics.median(lat), 3),

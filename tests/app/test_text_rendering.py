@@ -160,7 +160,9 @@ def test_a_shared_link_with_markdown_in_the_text_makes_no_image_or_link(page, mo
 def markdown_vocabulary(monkeypatch):
     """A model whose vocabulary tokens (and decoded output) are Markdown images, as a user-trained model's can be
     (its tokenizer learned them from its training text)."""
+    from app import cache
     from core.tokenizer import Tokenizer
+    cache.clear()  # a run cached by an earlier test was decoded without the payload
     display, decode = Tokenizer.display, Tokenizer.decode
     monkeypatch.setattr(Tokenizer, "display", lambda self, ids, *a, **k: [
         f"![{t}](http://198.51.100.7/{i}.png)" for i, t in enumerate(display(self, ids, *a, **k))])
