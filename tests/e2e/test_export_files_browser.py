@@ -80,7 +80,9 @@ def assert_inert(page, log, what):
     assert not [e for e in log.errors if "pwned" in e], (what, log.errors)
 
 
-@pytest.mark.usefixtures("payload_tokens")
+# These tests take the shared browser through `visit`, as the app tests of this folder do: asked for alone, after the
+# whole suite, the session browser's setup once met a running event loop (seen in the full run, not in this folder's)
+@pytest.mark.usefixtures("visit", "payload_tokens")
 def test_every_export_file_with_payload_tokens_runs_no_script(browser, tmp_path):
     files = export_files(tmp_path)
     for name, path in files.items():
@@ -100,6 +102,7 @@ def test_every_export_file_with_payload_tokens_runs_no_script(browser, tmp_path)
     assert rows[1][4].startswith(PAYLOADS[0])
 
 
+@pytest.mark.usefixtures("visit")
 def test_the_harness_catches_a_file_that_runs_script(browser, tmp_path):
     """The check above can fail: an export that wrote a payload token raw would be caught."""
     raw = tmp_path / "raw.html"
