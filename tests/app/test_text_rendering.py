@@ -168,6 +168,8 @@ def markdown_vocabulary(monkeypatch):
         f"![{t}](http://198.51.100.7/{i}.png)" for i, t in enumerate(display(self, ids, *a, **k))])
     monkeypatch.setattr(Tokenizer, "decode", lambda self, ids, *a, **k:
                         "[out](http://198.51.100.7/o) " + decode(self, ids, *a, **k))
+    yield
+    cache.clear()  # this test's payload runs must not reach a later test
 
 
 @pytest.mark.usefixtures("one_thread", "markdown_vocabulary")

@@ -31,11 +31,15 @@ TEXT = "The animal didn't cross the street because it was too tired."
 @pytest.fixture
 def payload_tokens(monkeypatch):
     """Every token of every model is a payload (as a user-trained model's vocabulary can be), and so is its output."""
+    from app import cache
     from core.tokenizer import Tokenizer
+    cache.clear()  # runs cached by earlier tests were decoded by another (or no) payload tokenizer
     display, decode = Tokenizer.display, Tokenizer.decode
     monkeypatch.setattr(Tokenizer, "display", lambda self, ids, *a, **k: [
         f"{PAYLOADS[i % len(PAYLOADS)]}{t}" for i, t in enumerate(display(self, ids, *a, **k))])
     monkeypatch.setattr(Tokenizer, "decode", lambda self, ids, *a, **k: PAYLOADS[0] + decode(self, ids, *a, **k))
+    yield
+    cache.clear()  # nor may this test's payload runs reach a later test
 
 
 def export_files(folder) -> dict:
