@@ -15,7 +15,7 @@ from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
 SPECIALS = ["[PAD]", "[UNK]", "[BOS]", "[EOS]", "[MASK]"]
 PAD, UNK, BOS, EOS, MASK = range(5)
-KINDS = ("bpe", "wordpiece", "word")
+KINDS = ("bpe", "wordpiece", "word", "bytebpe")  # bytebpe: byte-level BPE (GPT-2's scheme), never [UNK]
 
 
 def normalize_text(text: str) -> str:
@@ -35,6 +35,7 @@ class Tokenizer:
 
     def __init__(self, hf: HFTokenizer):
         self.hf = hf
+        self.byte_level = isinstance(hf.pre_tokenizer, pre_tokenizers.ByteLevel)
         for i, tok in enumerate(SPECIALS):
             if hf.token_to_id(tok) != i:
                 raise ValueError(f"tokenizer must map {tok} to id {i}, found {hf.token_to_id(tok)}")
@@ -42,12 +43,24 @@ class Tokenizer:
     # ------------------------------------------------------------ building
     @classmethod
     def train(cls, texts, kind: str = "bpe", vocab_size: int = 1000, min_frequency: int = 1) -> "Tokenizer":
-        """Train a BPE, WordPiece or word-level tokenizer on an iterable of strings."""
+        """Train a BPE, WordPiece, word-level or byte-level BPE tokenizer on an iterable of strings.
+
+        ``bytebpe`` (Radford et al. 2019, sec. 2.2): BPE over the 256 byte values, so every text encodes without
+        ``[UNK]``; a word's first piece carries the space before it (shown ``Ġ`` in the raw vocabulary)."""
         if kind not in KINDS:
             raise ValueError(f"unknown tokenizer kind {kind!r}; choose one of {', '.join(KINDS)}")
         texts = [normalize_text(t) for t in texts]
         if not any(texts):
             raise ValueError("cannot train a tokenizer on an empty corpus")
+        if kind == "bytebpe":
+            hf = HFTokenizer(models.BPE())
+            hf.normalizer = normalizers.NFC()
+            hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+            hf.decoder = decoders.ByteLevel()
+            hf.train_from_iterator(texts, trainers.BpeTrainer(
+                vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIALS,
+                initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+            return cls(hf)
         if kind == "bpe":
             model = models.BPE(unk_token="[UNK]")
             trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIALS)
@@ -130,6 +143,9 @@ class Tokenizer:
         out = []
         for i in ids:
             tok = self.id_to_token(i)
+            if self.byte_level and int(i) >= len(SPECIALS):  # bytes mapped to printable characters: show the text
+                out.append(self.hf.decode([int(i)], skip_special_tokens=False).strip() or tok)
+                continue
             out.append(tok if int(i) < len(SPECIALS) else (tok[1:] if tok.startswith("▁") and len(tok) > 1 else tok))
         return out
 

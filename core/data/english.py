@@ -1,0 +1,238 @@
+"""Real English prose for the bundled language model, read from two Debian documentation packages.
+
+Sources (both installed with ``apt-get install python3.11-doc debian-handbook``; nothing is downloaded):
+
+* **The Python 3.11 documentation** (package ``python3.11-doc``): the reStructuredText sources of the
+  tutorial, library and language reference, HOWTOs and "What's New" under
+  ``/usr/share/doc/python3.11/html/_sources``. Licence: the PSF License Agreement (Python 3.11
+  documentation, © Python Software Foundation), which permits use, modification and redistribution of
+  derived works.
+* **The Debian Administrator's Handbook** (package ``debian-handbook``, English edition): the HTML
+  chapters under ``/usr/share/doc/debian-handbook/html/en-US``. Licence: GPL-2.0+ or CC-BY-SA-3.0
+  (Raphaël Hertzog and Roland Mas).
+
+Only prose is kept: paragraphs of running text. Code blocks, interactive sessions, tables, directives,
+headings, indexes and link targets are dropped; inline markup (``:func:`len```, ````x````, ``<code>``)
+is replaced by its text. A paragraph becomes one line. The split is **by document**, so no page of the
+validation or test split shares a paragraph with training: each source file goes to ``train`` / ``valid``
+/ ``test`` by a stable hash of its path (90 / 5 / 5 %).
+
+:func:`lines` returns a split's paragraphs; :func:`describe` the corpus's size per source, for a model card.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from functools import lru_cache
+from html.parser import HTMLParser
+from pathlib import Path
+
+PYTHON_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
+HANDBOOK = Path("/usr/share/doc/debian-handbook/html/en-US")
+PACKAGES = "python3.11-doc debian-handbook"
+SOURCES = {
+    "python-docs": "The Python 3.11 documentation (Debian package python3.11-doc), PSF License Agreement",
+    "debian-handbook": "The Debian Administrator's Handbook, English (Debian package debian-handbook), "
+                       "GPL-2.0+ or CC-BY-SA-3.0",
+}
+SPLITS = ("train", "valid", "test")
+MIN_WORDS = 8
+MAX_CHARS = 2000
+
+_ROLE = re.compile(r":[\w:+.-]+:`([^`]*)`")          # :func:`~os.path.join` / :ref:`text <target>`
+_LINK = re.compile(r"`([^`<]*?)\s*<[^>]*>`_{1,2}")  # `text <https://…>`_
+_REF = re.compile(r"`([^`]+)`_{1,2}")               # `Name`_
+_LITERAL = re.compile(r"``([^`]*)``")
+_EMPH = re.compile(r"\*{1,2}([^*]+)\*{1,2}")
+_FOOTNOTE = re.compile(r"\s*\[(#\w*|\d+|\*)\]_")
+_SUBST = re.compile(r"\|(\w[\w -]*)\|")
+
+
+def _role_text(m: re.Match) -> str:
+    body = m.group(1)
+    if "<" in body and body.endswith(">"):  # explicit title: :ref:`the tutorial <tut-intro>`
+        body = body[:body.index("<")].strip()
+    body = body.lstrip("~!")
+    if "." in body and " " not in body:  # ~os.path.join → join (as Sphinx renders the ~ form)
+        body = body.rsplit(".", 1)[-1] if m.group(0).find("~") >= 0 else body
+    return body
+
+
+def inline_rst(text: str) -> str:
+    """Inline reStructuredText markup replaced by the text a reader sees."""
+    text = _ROLE.sub(_role_text, text)
+    text = _LINK.sub(r"\1", text)
+    text = _REF.sub(r"\1", text)
+    text = _LITERAL.sub(r"\1", text)
+    text = _EMPH.sub(r"\1", text)
+    text = _FOOTNOTE.sub("", text)
+    text = _SUBST.sub(r"\1", text)
+    return re.sub(r"\s+", " ", text.replace("\\ ", "")).strip()
+
+
+def _is_prose(par: str) -> bool:
+    """Running English text, not a code line, table row or list of names."""
+    words = par.split()
+    if len(words) < MIN_WORDS or len(par) > MAX_CHARS:
+        return False
+    letters = sum(ch.isalpha() or ch.isspace() for ch in par)
+    if letters / len(par) < 0.85:
+        return False
+    if not par[0].isupper() or par[-1] not in ".:!?)\"'":
+        return False
+    plain = sum(w.strip(".,;:()\"'").isalpha() for w in words)
+    return plain / len(words) >= 0.8
+
+
+CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "doctest", "testcode", "testoutput", "testsetup",
+                   "testcleanup", "productionlist", "literalinclude", "highlight", "index", "toctree", "table",
+                   "csv-table", "list-table", "image", "figure", "raw", "only", "include", "grammar-snippet",
+                   "audit-event-table", "c:macro", "c:var", "opcode", "cmdoption", "option", "envvar", "program",
+                   "moduleauthor", "sectionauthor", "module", "currentmodule", "impl-detail", "availability"}
+
+
+def rst_paragraphs(text: str) -> list[str]:
+    """The prose paragraphs of one reStructuredText file, each joined into a line.
+
+    Kept: running text at any depth, including the bodies of descriptive directives (``.. function::``,
+    ``.. note::``, ``.. versionchanged::`` …), whose text is documentation prose. Dropped: literal blocks (the
+    indented block after a paragraph ending in ``::``), code and table directives with their bodies, directive
+    and option lines, headings (a line followed by an underline of ``=-~*^"#``), and list markers."""
+    out, block = [], []
+
+    def flush():
+        if block:
+            par = inline_rst(" ".join(block))
+            if par.endswith("::"):  # "For example::" introduces a code block; the sentence ends with ":"
+                par = par[:-1]
+            if _is_prose(par):
+                out.append(par)
+            block.clear()
+
+    lines = text.expandtabs().splitlines()
+    skip_deeper_than = None  # inside a dropped block: skip lines indented more than this
+    rule = re.compile(r"\s*([=\-~*^\"#+`'])\1{2,}\s*")
+    for i, raw in enumerate(lines):
+        indent = len(raw) - len(raw.lstrip())
+        line = raw.strip()
+        if skip_deeper_than is not None:
+            if not line or indent > skip_deeper_than:
+                continue
+            skip_deeper_than = None
+        if not line:
+            flush()
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if rule.fullmatch(raw) or rule.fullmatch(nxt):
+            flush()  # a heading or its over/underline
+            continue
+        directive = re.match(r"\.\.\s+([\w:-]+)::", line)
+        if line.startswith(".."):
+            flush()
+            name = directive.group(1) if directive else ""
+            if not directive or name in CODE_DIRECTIVES:  # comment, target or code: drop its body too
+                skip_deeper_than = indent
+            continue
+        if re.match(r":[\w -]+:( |$)", line) or line.startswith(("|", "+", ">>>", "...", "$ ", "#")):
+            flush()  # a field/option line, a line block, a table, an interactive session
+            continue
+        item = re.match(r"(?:[*\-+]|\d+\.|#\.|\(\w\))\s+", line)
+        if item:
+            flush()
+            line = line[item.end():]
+        block.append(line)
+        if line.endswith("::"):  # the indented block that follows is literal (code)
+            flush()
+            skip_deeper_than = indent
+    flush()
+    return out
+
+
+class _HandbookParser(HTMLParser):
+    """Collects the text of ``<p>`` elements (outside the navigation bar), inline tags flattened."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.paragraphs: list[str] = []
+        self._depth = 0
+        self._buf: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "p" and dict(attrs).get("id") != "title":
+            self._depth += 1
+        elif tag in ("pre", "script", "style", "table") and self._depth:
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("pre", "script", "style", "table") and self._skip:
+            self._skip -= 1
+        elif tag == "p" and self._depth:
+            self._depth -= 1
+            if not self._depth:
+                self.paragraphs.append(re.sub(r"\s+", " ", "".join(self._buf)).strip())
+                self._buf = []
+
+    def handle_data(self, data):
+        if self._depth and not self._skip:
+            self._buf.append(data)
+
+
+def html_paragraphs(text: str) -> list[str]:
+    """The prose paragraphs of one Handbook HTML page."""
+    parser = _HandbookParser()
+    parser.feed(text)
+    return [p for p in (html.unescape(p) for p in parser.paragraphs) if _is_prose(p)]
+
+
+def split_of(name: str) -> str:
+    """A source file's split, from a stable hash of its relative path: 90 % train, 5 % valid, 5 % test."""
+    h = int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % 100
+    return "valid" if h < 5 else "test" if h < 10 else "train"
+
+
+def _documents() -> list[tuple[str, str, list[str]]]:
+    """Every source document as ``(source, relative path, paragraphs)``, in a fixed order."""
+    if not PYTHON_DOCS.is_dir() or not HANDBOOK.is_dir():
+        raise FileNotFoundError(f"the English corpus reads installed documentation: apt-get install {PACKAGES} "
+                                f"(missing {PYTHON_DOCS if not PYTHON_DOCS.is_dir() else HANDBOOK})")
+    docs = []
+    for path in sorted(PYTHON_DOCS.rglob("*.rst.txt")):
+        rel = str(path.relative_to(PYTHON_DOCS))
+        docs.append(("python-docs", rel, rst_paragraphs(path.read_text(encoding="utf-8", errors="replace"))))
+    for path in sorted(HANDBOOK.glob("*.html")):
+        rel = path.name
+        docs.append(("debian-handbook", rel, html_paragraphs(path.read_text(encoding="utf-8", errors="replace"))))
+    return docs
+
+
+@lru_cache(maxsize=1)
+def _split_lines() -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {s: [] for s in SPLITS}
+    seen: set[str] = set()
+    for source, rel, pars in _documents():
+        split = split_of(f"{source}/{rel}")
+        for p in pars:
+            if p not in seen:  # a paragraph repeated across pages (boilerplate) is kept once, where first met
+                seen.add(p)
+                out[split].append(p)
+    return {s: tuple(v) for s, v in out.items()}
+
+
+def lines(split: str = "train") -> list[str]:
+    """The paragraphs of one split (``train``, ``valid`` or ``test``), one per line."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    return list(_split_lines()[split])
+
+
+def describe() -> dict:
+    """Size of the corpus per split and source (paragraphs, characters, words), for a model card."""
+    out = {"sources": SOURCES, "packages": PACKAGES, "splits": {}}
+    for s in SPLITS:
+        ls = _split_lines()[s]
+        out["splits"][s] = {"paragraphs": len(ls), "chars": sum(len(x) for x in ls),
+                            "words": sum(len(x.split()) for x in ls)}
+    return out
