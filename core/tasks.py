@@ -24,7 +24,8 @@ from .tokenizer import BOS, EOS, MASK, PAD, SPECIALS, Tokenizer
 SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"))]
 SYNTHETIC = ("copy", "reverse", "sort")
 TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")  # broad corpus; the 98-word grammar
-TASKS = SYNTHETIC + TRANSLATION + ("lm", "mlm")
+LM_TASKS = ("lm", "lm-tiny")  # real English prose (core.data.english); the generated stories (core.data.lm)
+TASKS = SYNTHETIC + TRANSLATION + LM_TASKS + ("mlm",)
 TEXT_TASKS = ("lm", "mlm")  # can train on a user's text file
 SIMPLE_REPEAT = 12
 BROAD_MAX_LEN, BROAD_DECODE_LEN = 128, 64  # broad translators: positions, and the longest translation evaluated
@@ -35,7 +36,7 @@ def model_kind(task: str) -> str:
     encoder-decoder, ``lm`` a decoder-only (GPT) model, ``mlm`` an encoder-only (BERT) model."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
-    return {"lm": LMTask, "mlm": MLMTask}.get(task, Task).model_kind
+    return {"lm": LMTask, "lm-tiny": LMTask, "mlm": MLMTask}.get(task, Task).model_kind
 
 
 @dataclass
@@ -296,37 +297,66 @@ def broad_heldout_metrics(task: "TranslationTask", model, known_words=None) -> d
 
 
 class LMTask(Task):
-    """Next-token prediction on one long token stream (``BOS line EOS`` per line), in random windows of ``seq_len``."""
+    """Next-token prediction on one long token stream (``BOS line EOS`` per line), in random windows of ``seq_len``.
+
+    ``lm`` reads real English prose (:mod:`core.data.english`: its train split to learn, valid to choose, test for
+    the card) with a byte-level BPE of 8,192; ``lm-tiny`` the generated stories of :mod:`core.data.lm` (its last
+    5 % held out); a user's text file likewise (its last 5 %)."""
 
     model_kind = "decoder-only"
+    ENGLISH_VOCAB = 8192
 
     def __init__(self, text: str | None = None, seq_len: int = 64, tokenizer: Tokenizer | None = None,
-                 vocab_size: int = 1500):
-        from .data import lm
-        self.name = "lm"
-        source = "a user text file" if text is not None else "the generated English corpus (core.data.lm, 4000 sentences)"
-        text = text if text is not None else lm.generate_corpus(4000, seed=0)
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        if not lines:
-            raise ValueError("the training text is empty")
-        self.tokenizer = tokenizer or Tokenizer.train(lines, "bpe", vocab_size)
-        # Each line is one text, BOS … EOS: generation starts as a line does and ends where a line ends. (With
-        # BOS alone between lines, decoding — which never emits BOS — had no way to end a text and ran on.)
-        stream, starts = [], []
-        for ln in lines:
-            starts.append(len(stream))
-            stream += [BOS] + self.tokenizer.encode(ln) + [EOS]
-        cut = int(len(stream) * 0.95)
-        self.train_lines = [ln for ln, s in zip(lines, starts) if s < cut]  # lines (partly) in the training stream
-        self.train_stream = torch.tensor(stream[:cut])
-        self.valid_stream = torch.tensor(stream[cut:])
+                 vocab_size: int = 1500, name: str = "lm-tiny"):
+        self.name = name if text is None else "lm"
         self.seq_len = seq_len
-        if len(self.train_stream) < seq_len + 2 or len(self.valid_stream) < seq_len + 2:
-            raise ValueError(f"the training text is too short: {len(stream)} tokens; need at least "
-                             f"{int(2 * (seq_len + 2) / 0.05)} for windows of {seq_len}")
+        if text is None and name == "lm":
+            from .data import english
+            lines, valid = english.lines("train"), english.lines("valid")
+            self.tokenizer = tokenizer or Tokenizer.train(lines, "bytebpe", self.ENGLISH_VOCAB, min_frequency=2)
+            source = ("real English prose (core.data.english: the Python 3.11 documentation and the Debian "
+                      "Administrator's Handbook, split by document)")
+            self.train_lines = lines
+            self.train_stream = self._stream(lines)
+            self.valid_stream = self._stream(valid)
+            n_tokens = len(self.train_stream) + len(self.valid_stream)
+        else:
+            from .data import lm
+            source = "a user text file" if text is not None else "the generated English corpus (core.data.lm, 4000 sentences)"
+            text = text if text is not None else lm.generate_corpus(4000, seed=0)
+            lines = [ln for ln in text.splitlines() if ln.strip()]
+            if not lines:
+                raise ValueError("the training text is empty")
+            self.tokenizer = tokenizer or Tokenizer.train(lines, "bpe", vocab_size)
+            # Each line is one text, BOS … EOS: generation starts as a line does and ends where a line ends. (With
+            # BOS alone between lines, decoding — which never emits BOS — had no way to end a text and ran on.)
+            stream, starts = [], []
+            for ln in lines:
+                starts.append(len(stream))
+                stream += [BOS] + self.tokenizer.encode(ln) + [EOS]
+            cut = int(len(stream) * 0.95)
+            self.train_lines = [ln for ln, s in zip(lines, starts) if s < cut]  # lines (partly) in the training stream
+            self.train_stream = torch.tensor(stream[:cut])
+            self.valid_stream = torch.tensor(stream[cut:])
+            n_tokens = len(stream)
+            if len(self.train_stream) < seq_len + 2 or len(self.valid_stream) < seq_len + 2:
+                raise ValueError(f"the training text is too short: {len(stream)} tokens; need at least "
+                                 f"{int(2 * (seq_len + 2) / 0.05)} for windows of {seq_len}")
         self.max_len = max(seq_len, 128)
         self.description = (f"{source}: "
-                            f"{len(stream)} tokens, BPE vocabulary of {self.tokenizer.vocab_size}, windows of {seq_len}")
+                            f"{n_tokens} tokens, BPE vocabulary of {self.tokenizer.vocab_size}, windows of {seq_len}")
+
+    def _stream(self, lines: list[str]) -> torch.Tensor:
+        """``BOS line EOS`` for every line, concatenated."""
+        out = []
+        for ids in self.tokenizer.encode_batch(lines):
+            out += [BOS] + ids + [EOS]
+        return torch.tensor(out)
+
+    def test_stream(self) -> torch.Tensor:
+        """The English corpus's test split as a stream (read once, for the card)."""
+        from .data import english
+        return self._stream(english.lines("test"))
 
     def source_words(self) -> set[str]:
         """The words of the training text (the lines of the training stream), lower-cased."""
@@ -344,14 +374,49 @@ class LMTask(Task):
         return self._windows(self.train_stream, starts)
 
     @torch.no_grad()
-    def evaluate(self, model, n=64):
+    def evaluate(self, model, n=64, stream: torch.Tensor | None = None, batch: int = 32):
+        """Mean next-token loss and perplexity over ``n`` non-overlapping windows of the valid stream (``n=None``:
+        all of them; ``stream``: another stream, e.g. :meth:`test_stream`)."""
         model.eval()
         device = model.embed.tokens.weight.device
-        starts = list(range(0, len(self.valid_stream) - self.seq_len - 1, self.seq_len))[:n]
-        b = self._windows(self.valid_stream, starts).to(device)
-        logits = model(b.tgt_in).logits
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), b.tgt_out.flatten())
-        return {"valid_loss": float(loss), "perplexity": math.exp(min(float(loss), 50.0))}
+        stream = self.valid_stream if stream is None else stream
+        starts = list(range(0, len(stream) - self.seq_len - 1, self.seq_len))[:n]
+        total, count = 0.0, 0
+        for i in range(0, len(starts), batch):
+            b = self._windows(stream, starts[i:i + batch]).to(device)
+            logits = model(b.tgt_in).logits
+            total += float(torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), b.tgt_out.flatten(),
+                                                             reduction="sum"))
+            count += b.tgt_out.numel()
+        loss = total / count
+        return {"valid_loss": loss, "perplexity": math.exp(min(loss, 50.0))}
+
+
+def ngram_perplexities(train: torch.Tensor, valid: torch.Tensor, test: torch.Tensor, vocab_size: int) -> dict:
+    """Unigram and bigram baselines for a language model's card, on the same tokens the model is scored on.
+
+    Unigram: add-one counts of the training stream. Bigram: the maximum-likelihood bigram interpolated with that
+    unigram, ``p(b|a) = λ·c(a,b)/c(a) + (1-λ)·p(b)`` (Jelinek & Mercer 1980), λ chosen on ``valid``. Both predict
+    every token of ``test`` after its first, as the model does inside its windows."""
+    uni = torch.bincount(train, minlength=vocab_size).double() + 1.0
+    p_uni = uni / uni.sum()
+    pair = train[:-1] * vocab_size + train[1:]
+    keys, counts = torch.unique(pair, return_counts=True)
+    table = dict(zip(keys.tolist(), counts.double().tolist()))
+    ctx = torch.bincount(train[:-1], minlength=vocab_size).double()
+
+    def nll(stream, lam):
+        a, b = stream[:-1], stream[1:]
+        c_ab = torch.tensor([table.get(k, 0.0) for k in (a * vocab_size + b).tolist()], dtype=torch.double)
+        c_a = ctx[a]
+        p_bi = torch.where(c_a > 0, c_ab / c_a.clamp(min=1), torch.zeros_like(c_ab))
+        p = lam * p_bi + (1 - lam) * p_uni[b]
+        return float(-p.log().mean())
+
+    lam = min((x / 20 for x in range(1, 20)), key=lambda x: nll(valid, x))
+    uni_nll = float(-p_uni[test[1:]].log().mean())
+    return {"unigram_perplexity": math.exp(uni_nll), "bigram_perplexity": math.exp(nll(test, lam)),
+            "bigram_lambda": lam}
 
 
 def bert_corrupt(ids: torch.Tensor, gen: torch.Generator, vocab_size: int, rate: float = 0.15,
@@ -523,8 +588,8 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
         task = TranslationTask(name, tokenizer=tokenizer)
         task.batch_tokens = batch_tokens
         return task
-    if name == "lm":
-        return LMTask(text, seq_len=seq_len or 64, tokenizer=tokenizer)
+    if name in LM_TASKS:
+        return LMTask(text, seq_len=seq_len or 64, tokenizer=tokenizer, name=name)
     if name == "mlm":
         return MLMTask(text, tokenizer=tokenizer)
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
@@ -546,8 +611,16 @@ def heldout_metrics(ck) -> dict:
     if task_name in SYNTHETIC:
         cfg_len = ck.model.cfg.max_len - 2
         return SyntheticTask(task_name, max_len=cfg_len, tokenizer=ck.tokenizer).evaluate(ck.model, n=1000)
-    if task_name == "lm":
+    if task_name == "lm-tiny":
         return LMTask(tokenizer=ck.tokenizer, seq_len=64).evaluate(ck.model)
+    if task_name == "lm":
+        task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name="lm")
+        test = task.test_stream()
+        out = task.evaluate(ck.model, n=None, stream=test)
+        out = {"test_loss": out["valid_loss"], "perplexity": out["perplexity"], "test_tokens": len(test)}
+        out.update(ngram_perplexities(task.train_stream, task.valid_stream, test, ck.tokenizer.vocab_size))
+        out["perplexity_vs_bigram"] = out["perplexity"] / out["bigram_perplexity"]
+        return out
     if task_name == "mlm":
         return MLMTask(tokenizer=ck.tokenizer).evaluate(ck.model)
     raise ValueError(f"no held-out evaluation for task {task_name!r}")
