@@ -4,7 +4,7 @@
 ≈256 MB, so 64 of them could exceed the machine. Every cached result of ``@bounded`` counts its real size
 (:func:`nbytes`: tensors, traces, strings, containers) against one budget for the whole server
 (:data:`CACHE_BYTES`); the least recently used results go first, and a result larger than a quarter of the budget is
-returned but not kept. With the per-request bounds of core.budget this bounds the server's memory above idle,
+returned but not kept. With the per-request bounds of core.io.budget this bounds the server's memory above idle,
 whatever the input, URL or sequence of requests.
 """
 from __future__ import annotations

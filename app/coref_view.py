@@ -7,7 +7,7 @@ import torch
 from app.cache import bounded
 from app.figures import _style, label, symmetric_range
 from app.shell import load_model
-from core import coref
+from core.probes import coref
 from core.data import translation
 
 # the language a translation model writes, and the pronouns that can translate "it" into it
@@ -156,7 +156,7 @@ def _effect(model_name: str, texts: tuple, heads: tuple) -> dict:
 
 
 def ablation_effect(model_name: str, items: list[coref.ProbeItem], off: dict) -> dict:
-    """Cached :func:`core.coref.ablation_effect` (re-translations and pronoun probabilities, heads off)."""
+    """Cached :func:`core.probes.coref.ablation_effect` (re-translations and pronoun probabilities, heads off)."""
     return _effect(model_name, _pack(items), _key(off))
 
 
@@ -166,7 +166,7 @@ def _fewest(model_name: str, texts: tuple, kind: str) -> tuple[int | None, dict]
 
 
 def fewest_heads_to_change(model_name: str, items: list[coref.ProbeItem], kind: str) -> tuple[int | None, dict]:
-    """Cached :func:`core.coref.fewest_heads_to_change` against the model's ``kind`` scoreboard."""
+    """Cached :func:`core.probes.coref.fewest_heads_to_change` against the model's ``kind`` scoreboard."""
     return _fewest(model_name, _pack(items), kind)
 
 

@@ -1,5 +1,5 @@
 """How pages show honest coverage: the words a model never saw are named, and an output computed from a sentence
-outside its training text is marked as such (core.coverage), never presented as a translation.
+outside its training text is marked as such (core.inference.coverage), never presented as a translation.
 
 Everything a user typed (and what a model made of it) is shown as text: Markdown and HTML are escaped (app.text.md).
 """

@@ -6,11 +6,11 @@ import streamlit as st
 from app import coverage_view
 from app.cache import bounded
 from app.text import md
-from core import coverage
-from core.budget import max_positions
-from core.decoding import beam_search, generate
-from core.runner import coverage_notices, trace_ids
-from core.tokenizer import BOS, EOS
+from core.inference import coverage
+from core.io.budget import max_positions
+from core.inference.decoding import beam_search, generate
+from core.inference.runner import coverage_notices, trace_ids
+from core.io.tokenizer import BOS, EOS
 
 
 @bounded

@@ -1,16 +1,16 @@
 """Raw attention of a run as JSON (``[layer][head][query][key]`` per kind) or long-format CSV.
 
 Built only when a learner asks (the Attention page passes these functions to ``st.download_button``, which calls
-them on click), as UTF-8 bytes, and only when :func:`estimate` says the file fits ``core.budget.EXPORT_BYTES``:
-the token limit (core.budget) keeps a run with ordinary tokens within it, and this check covers long tokens.
+them on click), as UTF-8 bytes, and only when :func:`estimate` says the file fits ``core.io.budget.EXPORT_BYTES``:
+the token limit (core.io.budget) keeps a run with ordinary tokens within it, and this check covers long tokens.
 """
 from __future__ import annotations
 
 import csv
 import io
 
-from core import budget, jsonio
-from core.runner import Run
+from core.io import budget, jsonio
+from core.inference.runner import Run
 
 
 def _weights(res: Run) -> int:

@@ -1,4 +1,4 @@
-"""Cached calls into :mod:`core.inspection` and small widgets for the Positional, Masking and Layers pages.
+"""Cached calls into :mod:`core.probes.inspection` and small widgets for the Positional, Masking and Layers pages.
 
 Results are cached per model and token ids (or text), so moving a slider does not re-run a model.
 Masks travel as tuples of tuples of booleans, which are hashable cache keys.
@@ -10,7 +10,7 @@ import streamlit as st
 import torch
 
 from app.cache import bounded
-from core import inspection as ins
+from core.probes import inspection as ins
 
 
 def _model(name: str):

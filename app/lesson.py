@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from app import coref_view, figures, patch_view
 from app.shell import load_model, traced
 from app.text import md
-from core import coref, lesson
-from core import inspection as ins
-from core.budget import max_positions
-from core.decoding import generate
+from core.probes import coref, lesson
+from core.probes import inspection as ins
+from core.io.budget import max_positions
+from core.inference.decoding import generate
 from core.evaluate import translate_all
 from core.positional import sinusoidal
-from core.tokenizer import EOS
+from core.io.tokenizer import EOS
 
 SOURCES = {
     "starke": "Stärk, *Transformers* survey (seed 000)",

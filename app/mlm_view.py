@@ -6,11 +6,12 @@ import torch
 
 from app.cache import bounded
 from app.shell import load_model, models, usable_models
-from core import finetune, mlm
-from core.tasks import MLMTask, bert_corrupt
-from core.tokenizer import MASK
+from core.training import finetune
+from core.inference import mlm
+from core.training.tasks import MLMTask, bert_corrupt
+from core.io.tokenizer import MASK
 
-LEFT_ONLY_LM = "lm"  # the bundled causal LM, trained on the same English corpus
+LEFT_ONLY_LM = "lm-tiny"  # the bundled causal LM trained on the same generated English corpus as mlm
 
 
 def masked_lm_names() -> list[str]:
@@ -69,7 +70,7 @@ def corruption_rates(name: str, ids: tuple, draws: int = 2000) -> dict:
 
 @bounded(spinner="Scoring held-out lines…")
 def held_out_sides(name: str, n: int = 300) -> dict:
-    """core.mlm.both_sides_score on the held-out lines of the generated English corpus, in the model's own
+    """core.inference.mlm.both_sides_score on the held-out lines of the generated English corpus, in the model's own
     tokenization (a model trained on a user's text meets words it never saw there)."""
     ck = load_model(name)
     rows = MLMTask(tokenizer=ck.tokenizer).valid_rows[:n]
@@ -79,7 +80,7 @@ def held_out_sides(name: str, n: int = 300) -> dict:
 
 @bounded(spinner="Fine-tuning the pre-trained and the random model…")
 def finetuned(name: str, n_labelled: int, steps: int, seed: int) -> dict:
-    """core.finetune.compare on the model's encoder (a copy: the shared model is left as it is)."""
+    """core.training.finetune.compare on the model's encoder (a copy: the shared model is left as it is)."""
     ck = load_model(name)
     return finetune.compare(ck.model, ck.tokenizer, n_labelled=n_labelled, steps=steps, seed=seed)
 

@@ -1,4 +1,4 @@
-"""Activation patching in the app: cached results of :mod:`core.patch`, their figures and their sentences.
+"""Activation patching in the app: cached results of :mod:`core.probes.patch`, their figures and their sentences.
 
 Used by the Coreference page (a pair the user picks or types, and the probe-set scoreboard) and by the
 Lesson's payoff step. Every figure of effects uses one symmetric colour scale.
@@ -11,8 +11,8 @@ from app import figures
 from app.cache import bounded
 from app.shell import load_model
 from app.text import md
-from core import coref, patch
-from core.attribution import decision_attributions
+from core.probes import coref, patch
+from core.probes.attribution import decision_attributions
 
 TOP = 3  # heads named and drawn side by side
 
@@ -42,7 +42,7 @@ def _attributions(model_name: str, a, b, heads: tuple):
 
 
 def probe_pairs(model_name: str) -> list:
-    """The model's probe minimal pairs (``core.patch.Sentence`` pairs from its corpus's test split)."""
+    """The model's probe minimal pairs (``core.probes.patch.Sentence`` pairs from its corpus's test split)."""
     return patch.probe_set(load_model(model_name))
 
 
@@ -53,12 +53,12 @@ def _board(model_name: str) -> dict:
 
 
 def saved_board(model_name: str) -> dict | None:
-    """The scoreboard shipped beside the weights (``python -m core.patch --probe-set --save``), if any."""
+    """The scoreboard shipped beside the weights (``python -m core.probes.patch --probe-set --save``), if any."""
     return patch.saved_scoreboard(load_model(model_name))
 
 
 def probe_board(model_name: str) -> dict:
-    """:func:`core.patch.scoreboard` over the model's probe set (the saved one when it matches the weights)."""
+    """:func:`core.probes.patch.scoreboard` over the model's probe set (the saved one when it matches the weights)."""
     return _board(model_name)
 
 

@@ -14,8 +14,8 @@ from app import coverage_view
 from app.cache import bounded
 from app.guard import public
 from app.text import md
-from core import budget, checkpoint, registry
-from core.runner import Run, run
+from core.io import budget, checkpoint, registry
+from core.inference.runner import Run, run
 
 _BROAD = ["The animal didn't cross the street because it was too tired.",
           "The animal didn't cross the street because it was too wide.",
@@ -30,7 +30,9 @@ PRESETS = {
                    "I am happy.", "The dog is tired."],
     "en-de-tiny": ["I am happy.", "The animal didn't cross the street because it was too tired.",
                    "The animal didn't cross the street because it was too wide."],
-    "lm": ["The dog was hungry.", "The animal didn't cross the street because it", "The cat"],
+    "lm": ["The function returns a list of the values", "The animal didn't cross the street because it",
+           "Python is a programming language that"],
+    "lm-tiny": ["The dog was hungry.", "The animal didn't cross the street because it", "The cat"],
     "mlm": ["The [MASK] was muddy. A dog came to the garden.",
             "The animal didn't cross the street because [MASK] was too wide.",
             "A bird and a horse met next to the wall. The [MASK] was ready, but the horse was sad."],
@@ -60,7 +62,7 @@ class View:
 @st.cache_resource(show_spinner="Loading model…")
 def load_model(name: str) -> checkpoint.Checkpoint:
     """One copy per model for the whole server; pages only read it. It reads at most the positions whose largest
-    trace and exports fit the memory budget of one request (core.budget)."""
+    trace and exports fit the memory budget of one request (core.io.budget)."""
     ck = registry.load(name, allow_path=False)
     budget.limit_positions(ck.model)
     return ck
@@ -117,7 +119,7 @@ def note_broken() -> None:
         st.text("Not offered here, cannot be loaded: " + "; ".join(f"{n} ({why[:160]})" for n, why in broken))
 
 
-ORDER = ["en-fr", "en-de", "lm", "mlm", "minilm", "en-fr-tiny", "en-de-tiny", "reverse", "copy"]
+ORDER = ["en-fr", "en-de", "lm", "mlm", "minilm", "en-fr-tiny", "en-de-tiny", "lm-tiny", "reverse", "copy"]
 
 
 def models() -> list[str]:

@@ -1,4 +1,4 @@
-"""Training jobs for the Training page: ``core.train.train`` in a background thread, read through snapshots.
+"""Training jobs for the Training page: ``core.training.trainer.train`` in a background thread, read through snapshots.
 
 The worker thread never touches Streamlit. It writes its progress (loss history, held-out metrics,
 attention snapshots, status) into the :class:`Job` under a lock, and the page only reads copies of it
@@ -23,11 +23,11 @@ from pathlib import Path
 
 import torch
 
-from core import checkpoint, registry
+from core.io import checkpoint, registry
 from core.config import ModelConfig
-from core.tasks import SYNTHETIC, TASKS, TRANSLATION, model_kind
-from core.tokenizer import BOS, EOS
-from core.train import TrainConfig, learning_rate, pick_device, train
+from core.training.tasks import SYNTHETIC, TASKS, TRANSLATION, model_kind
+from core.io.tokenizer import BOS, EOS
+from core.training.trainer import TrainConfig, learning_rate, pick_device, train
 
 MAX_JOBS = 2  # concurrent training jobs on the whole server
 MAX_STEPS = 5000

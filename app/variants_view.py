@@ -9,13 +9,13 @@ import torch
 from app.cache import bounded
 from app.shell import load_model
 from app.text import md
-from core import coverage
-from core import heads as H
-from core import speculative as S
-from core.budget import max_positions
-from core.checkpoint import Checkpoint
-from core.decoding import generate
-from core.runner import coverage_notices, run
+from core.inference import coverage
+from core.probes import heads as H
+from core.variants import speculative as S
+from core.io.budget import max_positions
+from core.io.checkpoint import Checkpoint
+from core.inference.decoding import generate
+from core.inference.runner import coverage_notices, run
 
 EVAL_N = 32  # evaluation sentences / windows: small enough for a page, large enough to rank heads
 

@@ -21,8 +21,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import torch  # noqa: E402
 
-from core import registry  # noqa: E402
-from core.runner import run  # noqa: E402
+from core.io import registry  # noqa: E402
+from core.inference.runner import run  # noqa: E402
 
 SENTENCES = [f"The {a} didn't cross the {p} because it was too {j}." for a, p, j in [
     ("dog", "road", "tired"), ("cat", "river", "wide"), ("horse", "bridge", "scared"), ("bird", "field", "muddy"),

@@ -4,8 +4,8 @@ Time and memory of one attention call (no grad, fp32, CPU) as the sequence lengt
 
 - ``explicit``  softmax(QKᵀ/√d)V with the T×T scores and weights materialised (what tracing does)
 - ``sdpa``      torch.nn.functional.scaled_dot_product_attention (fused kernel)
-- ``window``    Longformer sliding window (one-sided radius w, chunked, O(T·w)), core.efficient
-- ``linear``    linear attention with elu+1 features (Katharopoulos et al.), O(T), core.efficient
+- ``window``    Longformer sliding window (one-sided radius w, chunked, O(T·w)), core.variants.efficient
+- ``linear``    linear attention with elu+1 features (Katharopoulos et al.), O(T), core.variants.efficient
 
 time: median of up to --reps calls after one warm-up (fewer for slow sizes, never under 2), on
 --threads torch threads (1 by default: see --help).
@@ -35,7 +35,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.efficient import METHODS, measure_cost  # noqa: E402
+from core.variants.efficient import METHODS, measure_cost  # noqa: E402
 
 FULL = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 QUICK = (64, 128, 256, 512)

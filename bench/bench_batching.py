@@ -6,7 +6,7 @@ Same model (``core.train``'s default shape, that of the 1 M en-fr: encoder-decod
 d_ff 512, dropout 0.1, post-norm, sinusoidal), same data (the task's training pairs, ``make_task(task).train_ids``;
 by default the 98-word en-fr corpus, ``en-fr-tiny``, called ``en-fr`` before the broad corpus), same initial
 weights, AdamW as in ``core.train``. Arm A: ``TranslationTask.batch`` with ``--batch-size`` pairs
-(the shipped recipe's). Arm B: the same task with ``batch_tokens`` set (``core.batching.token_batches``), the
+(the shipped recipe's). Arm B: the same task with ``batch_tokens`` set (``core.training.batching.token_batches``), the
 token budget calibrated so that B's batches have the same *mean padded size* as A's over one epoch (padded
 size = source slots + target slots, ``B × Ts + B × Tt``). Each step's clock covers building the batch, forward,
 backward, clipping and the optimizer step. The two arms alternate ``--chunk`` steps at a time (A B A B …) after
@@ -29,10 +29,10 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from core.batching import token_batches  # noqa: E402
+from core.training.batching import token_batches  # noqa: E402
 from core.model import Transformer  # noqa: E402
-from core.tasks import TASKS, make_task  # noqa: E402
-from core.train import TrainConfig, loss_fn, model_config  # noqa: E402
+from core.training.tasks import TASKS, make_task  # noqa: E402
+from core.training.trainer import TrainConfig, loss_fn, model_config  # noqa: E402
 
 DEFAULT_TASK = "en-fr-tiny" if "en-fr-tiny" in TASKS else "en-fr"
 

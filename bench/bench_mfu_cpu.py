@@ -2,7 +2,7 @@
 
 Peak: the measured fp32 throughput of a square matmul (default 2048³, ``torch.mm`` into a
 preallocated output) at the same thread count. Achieved: model FLOPs of one training step
-(forward + backward + gradient clipping + AdamW, as in ``core/train.py``) divided by its time,
+(forward + backward + gradient clipping + AdamW, as in ``core/training/trainer.py``) divided by its time,
 with nanoGPT's estimate
 
     flops/token = 6·N + 12·L·H·Q·T          (L layers, H heads, Q head dim, T sequence length)
@@ -18,7 +18,7 @@ One step per model is then profiled with torch.profiler: the share of time in GE
 of operator calls, the top operators. Also measured: matmul throughput at the shapes the models
 actually use, as a fraction of the square peak measured just before (the "small matmul" effect),
 and the same step with AdamW's per-parameter for-loop instead of ``fused=True`` (which
-``core/train.py`` uses on CPU and CUDA), plus ``opt.step()`` alone both ways. With ``--threads 2 1`` (the default) the whole
+``core/training/trainer.py`` uses on CPU and CUDA), plus ``opt.step()`` alone both ways. With ``--threads 2 1`` (the default) the whole
 measurement is also made at 1 thread, interleaved with the 2-thread rounds, as a diagnostic of
 threading overhead on many small operators; the headline is the first thread count.
 
@@ -50,7 +50,7 @@ GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linea
 
 
 def build(name, dropout, fused_adamw=True):
-    """Model, batch and one training step as ``core/train.py`` runs it on CPU (``fused_adamw=True``)."""
+    """Model, batch and one training step as ``core/training/trainer.py`` runs it on CPU (``fused_adamw=True``)."""
     d, h, layers, d_ff, vocab, batch, t = MODELS[name]
     cfg = ModelConfig(kind="decoder-only", vocab_size=vocab, d_model=d, n_heads=h, n_decoder_layers=layers,
                       d_ff=d_ff, dropout=dropout, norm="pre", activation="gelu", pos_encoding="learned",
@@ -88,7 +88,7 @@ def shapes_of(info):
 
 
 def optimizer_step_ms(name, rounds=7):
-    """opt.step() alone on random gradients: AdamW for-loop vs fused=True (core/train.py)."""
+    """opt.step() alone on random gradients: AdamW for-loop vs fused=True (core/training/trainer.py)."""
     opts = {}
     for kind in ("default", "fused"):
         torch.manual_seed(0)
@@ -195,7 +195,7 @@ def main(argv=None):
     result = {"torch": torch.__version__, "threads": th0, "peak_matmul": f"{n}x{n}x{n} fp32",
               "peak_gflops_median": statistics.median(peaks[th0]), "peak_gflops_min": min(peaks[th0]),
               "peak_gflops_max": max(peaks[th0]), "dropout": args.dropout,
-              "optimizer": "AdamW(fused=True), as core/train.py builds it on CPU",
+              "optimizer": "AdamW(fused=True), as core/training/trainer.py builds it on CPU",
               "other_threads": {th: {"peak_gflops_median": statistics.median(peaks[th]),
                                      "models": {name: summary((name, "fused"), th) for name in args.models}}
                                 for th in threads[1:]},

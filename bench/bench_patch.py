@@ -1,4 +1,4 @@
-"""Cost of activation patching (core.patch) against one forward pass, on CPU.
+"""Cost of activation patching (core.probes.patch) against one forward pass, on CPU.
 
 For each model: one plain forward of the pair's sentence A (batch 1, no grad, the fused path) against
 (1) the head sweep — every head patched alone from B into A and from A into B, two batched passes of one
@@ -26,7 +26,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core import ModelConfig, Transformer, patch, registry  # noqa: E402
+from core import ModelConfig, Transformer  # noqa: E402
+from core.probes import patch  # noqa: E402
+from core.io import registry  # noqa: E402
 
 
 def _timed(fn) -> float:

@@ -45,8 +45,8 @@ t0 = time.perf_counter(); import torch
 t1 = time.perf_counter(); import streamlit
 t2 = time.perf_counter(); import app.shell
 t3 = time.perf_counter()
-from core import registry
-from core.runner import run
+from core.io import registry
+from core.inference.runner import run
 torch.set_num_threads(2)
 t4 = time.perf_counter(); ck = registry.load({model!r})
 t5 = time.perf_counter(); run(ck, {text!r})

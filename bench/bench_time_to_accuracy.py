@@ -22,9 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import registry  # noqa: E402
-from core.tasks import make_task  # noqa: E402
-from core.train import parse_args, train  # noqa: E402
+from core.io import registry  # noqa: E402
+from core.training.tasks import make_task  # noqa: E402
+from core.training.trainer import train  # noqa: E402
+from core.train import parse_args  # noqa: E402
 
 
 def shipped_recipe(name: str, every: int, threads: int, device: str):

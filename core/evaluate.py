@@ -4,7 +4,7 @@ FILE.tsv holds ``source<TAB>reference`` lines. Prints one line per sentence, the
 with ``n``, ``bleu`` (sacrebleu), ``exact_match``, ``pronoun_accuracy`` and an attention-based
 coreference score: per (layer, head) the share of sentences whose strongest link goes to the
 correct antecedent — ``coreference`` from "it" through encoder self-attention, ``coreference_cross``
-from the decoder position that predicts the target pronoun through cross-attention (see core.coref).
+from the decoder position that predicts the target pronoun through cross-attention (see core.probes.coref).
 """
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import sys
 
 import torch
 
-from . import checkpoint, jsonio, registry
-from .coref import ProbeItem, scoreboards
 from .data import translation
-from .decoding import greedy_batch
-from .tasks import pad_rows, translation_metrics
-from .tokenizer import EOS
+from .inference.decoding import greedy_batch
+from .io import checkpoint, jsonio, registry
+from .io.tokenizer import EOS
+from .probes.coref import ProbeItem, scoreboards
+from .training.tasks import pad_rows, translation_metrics
 
 
 def read_pairs(path) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ the forward pass. A hook is a function ``fn(tensor, name) -> tensor | None`` reg
 it may look at the tensor (return None) or replace it (return a tensor of the same shape), and the
 run continues with what it returned. The Trace is the hook that keeps a copy of each; head
 ablation (``model(..., ablate={"encoder.0.self_attn": [1]})``) is a hook on ``….heads`` that
-multiplies a head by 0; activation patching (:mod:`core.patch`) is a hook that writes another
+multiplies a head by 0; activation patching (:mod:`core.probes.patch`) is a hook that writes another
 run's values into chosen heads or positions. Names are checked against :func:`hook_names`.
 
 Three ways to pass hooks (TransformerLens's ``run_with_hooks`` / ``hooks`` context)::

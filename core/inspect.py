@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checkpoint, jsonio, registry
-from .runner import run
+from .inference.runner import run
+from .io import checkpoint, jsonio, registry
 
 
 def trace_json(ck, src: str, tgt: str | None = None) -> dict:

@@ -8,7 +8,7 @@
 ``model(src, tgt)`` runs the fused path and keeps nothing; ``model(src, tgt, trace=True)``
 returns every intermediate tensor in ``Output.trace`` (attention maps computed when first read).
 Every traced tensor is also a hook point (:mod:`core.hooks`): ``model(src, tgt, hooks={name: fn})``
-reads or replaces it; the Trace, head ablation (``ablate=``) and patching (:mod:`core.patch`) all
+reads or replaces it; the Trace, head ablation (``ablate=``) and patching (:mod:`core.probes.patch`) all
 go through those points.
 """
 from __future__ import annotations
@@ -232,7 +232,7 @@ class Transformer(nn.Module):
     @property
     def max_positions(self) -> int:
         """Positions this model reads: ``cfg.max_len``, or fewer where the app bounds the work of one request
-        (``position_limit``, set by :func:`core.budget.limit_positions`)."""
+        (``position_limit``, set by :func:`core.io.budget.limit_positions`)."""
         limit = getattr(self, "position_limit", None)
         return self.cfg.max_len if limit is None else min(limit, self.cfg.max_len)
 

@@ -3,8 +3,8 @@ import streamlit as st
 
 from app import coverage_view, export, figures
 from app.shell import current_run, sync_url, url_int
-from core.analysis import rollout, top_k_only
-from core.attribution import stacked_value_weighted
+from core.probes.analysis import rollout, top_k_only
+from core.probes.attribution import stacked_value_weighted
 
 st.title("Attention")
 view = st.session_state.get("view")
@@ -62,7 +62,7 @@ with st.expander("Overview: all layers × heads", expanded=False):
                                  dark=view.dark), key="grid")
 
 st.subheader("Export")
-too_large = export.too_large(res)  # the files are built on click (core.budget bounds their size)
+too_large = export.too_large(res)  # the files are built on click (core.io.budget bounds their size)
 if too_large:
     st.info(too_large)
 else:

@@ -7,7 +7,8 @@ from app import patch_view as pv
 from app.figures import label, wrap
 from app.shell import note_broken, usable_models
 from app.text import md
-from core import coref, coverage
+from core.probes import coref
+from core.inference import coverage
 
 st.title("Coreference probe")
 st.markdown("“The animal didn't cross the street because **it** was too *tired*” — *it* is the animal. "

@@ -10,7 +10,7 @@ import torch
 from app import figures
 from app.shell import current_run
 from app.text import md
-from core import efficient as E
+from core.variants import efficient as E
 
 COST_JSON = Path(os.environ.get("ATTENTION_COST_JSON", Path(__file__).resolve().parents[1] / "docs" / "attention_cost.json"))
 FEATURES = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]

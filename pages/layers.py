@@ -5,7 +5,7 @@ from app import coverage_view, figures
 from app.inspect_state import translation_ablated
 from app.shell import current_run
 from app.text import md
-from core import inspection as ins
+from core.probes import inspection as ins
 
 st.title("Layer outputs")
 st.markdown("Each sublayer *adds* to a running vector per token, the **residual stream**: "

@@ -6,7 +6,7 @@ from app import figures
 from app.inspect_state import as_key, cheat, mask_editor, masked_run, padding, prediction_rows
 from app.shell import current_run
 from app.text import md
-from core import inspection as ins
+from core.probes import inspection as ins
 from core.masks import causal_mask
 from core.trace import KIND_NAMES
 

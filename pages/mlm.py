@@ -8,11 +8,11 @@ from app import coverage_view, figures
 from app import mlm_view as mv
 from app.shell import PRESETS, load_model, note_broken
 from app.text import md
-from core import coverage, mlm
-from core.budget import max_positions
-from core.finetune import LABELS
-from core.runner import coverage_notices
-from core.tokenizer import MASK
+from core.inference import coverage, mlm
+from core.io.budget import max_positions
+from core.training.finetune import LABELS
+from core.inference.runner import coverage_notices
+from core.io.tokenizer import MASK
 
 st.title("Masked language model (BERT)")
 st.markdown("BERT is pre-trained by hiding words and asking the encoder to predict them. Its attention has no "
@@ -122,7 +122,7 @@ def fill_in_the_blank():
                 "chosen token becomes [MASK] 80 % of the time, a random token 10 %, and stays as it is 10 % — so the "
                 "model cannot assume that only [MASK] positions matter and must keep a good representation of every "
                 "word. The loss is taken at the chosen positions only. Below: the same recipe the bundled model was "
-                "trained with (core.tasks.bert_corrupt), on your sentence with its masks filled in.")
+                "trained with (core.training.tasks.bert_corrupt), on your sentence with its masks filled in.")
     clean = res.best()
     seed = st.number_input("Draw", 0, 1_000_000, 0, key="mlm_seed", help="another seed, another corruption")
     draw = mv.corruption(name, tuple(clean), int(seed))
@@ -159,7 +159,7 @@ if st.button("Measure on 300 held-out lines", key="mlm_measure") or st.session_s
     m[3].metric("Gain from the right side", f"{score['gain']:.2f} nats",
                 help="mean of log p(hidden word | whole line) − log p(hidden word | line cut after the mask)")
     st.caption(f"{score['n']} lines (6 tokens or more), one hidden word each, never the first word or the last three; "
-               "core.mlm.both_sides_score.")
+               "core.inference.mlm.both_sides_score.")
 
 st.header("5. Pre-train, then fine-tune")
 st.markdown("BERT's second step: take the pre-trained encoder, add a small output layer, and train everything "

@@ -5,7 +5,7 @@ from app import figures
 from app.inspect_state import permutation, positional_kinds
 from app.shell import current_run
 from app.text import md
-from core import inspection as ins
+from core.probes import inspection as ins
 from core.masks import alibi_slopes
 from core.positional import sinusoidal
 

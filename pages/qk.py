@@ -6,7 +6,7 @@ import streamlit as st
 from app import figures
 from app.shell import current_run, sync_url, url_int
 from app.text import md
-from core.analysis import attention_row
+from core.probes.analysis import attention_row
 from core.trace import KIND_NAMES
 
 st.title("Q·K walkthrough")

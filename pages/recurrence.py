@@ -7,8 +7,9 @@ import streamlit as st
 
 from app import figures
 from app.text import md
-from core import stability, xl
-from core.tokenizer import BOS
+from core.training import stability
+from core.variants import xl
+from core.io.tokenizer import BOS
 
 ROOT = Path(__file__).resolve().parents[1]
 XL_DIR = Path(os.environ.get("ATTENTION_XL_MODEL", ROOT / "assets" / "models" / "xl"))
@@ -31,7 +32,7 @@ st.markdown("Dai et al. (2019): a language model reads a long text in segments. 
             "it — and positions are *relative* (here a learned per-head bias on the distance i − j, started "
             "as ALiBi), so the cached states stay valid at new offsets.")
 if not (XL_DIR / "xl_config.json").exists():
-    st.info(f"No Transformer-XL model at {XL_DIR}. Train one with `python -m core.xl --out assets/models/xl`.")
+    st.info(f"No Transformer-XL model at {XL_DIR}. Train one with `python -m core.variants.xl --out assets/models/xl`.")
 else:
     model, tok, meta = load_xl(str(XL_DIR))
     text = (view.text if view else "") or FALLBACK
@@ -81,7 +82,7 @@ st.markdown("Post-LN (the original paper) normalises after the residual sum, `LN
             "peak learning rate, the same data and seed.")
 data = json.loads(CURVES.read_text(encoding="utf-8")) if CURVES.exists() else st.session_state.get("stability_live")
 if data is None:
-    st.info(f"No precomputed curves at {CURVES}. Run `python -m core.stability --out assets/stability/curves.json`, "
+    st.info(f"No precomputed curves at {CURVES}. Run `python -m core.training.stability --out assets/stability/curves.json`, "
             "or a quick small run here (2 layers, 60 steps).")
     if st.button("Run the four quick trainings", key="stability_run"):
         cfg = stability.StabilityConfig(steps=60, layers=2, warmup=30, lr=5e-3, d_model=32, d_ff=64, batch_size=16)
@@ -109,7 +110,7 @@ st.markdown("The seeds' core argument. An LSTM encoder-decoder with no attention
             "n recurrent steps separate each input token from its output, so length = distance.")
 REC = Path(os.environ.get("ATTENTION_RECURRENCE_JSON", ROOT / "assets" / "recurrence" / "results.json"))
 if not REC.exists():
-    st.info(f"No precomputed results at {REC}. Run `python -m core.recurrence --out assets/recurrence/results.json`.")
+    st.info(f"No precomputed results at {REC}. Run `python -m core.variants.recurrence --out assets/recurrence/results.json`.")
 else:
     rec = json.loads(REC.read_text(encoding="utf-8"))
     for metric, label in (("token_accuracy", "token accuracy (teacher forced)"), ("exact_match", "exact match (greedy)")):

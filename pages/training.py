@@ -9,13 +9,15 @@ from app.guard import guarded, public
 from app.shell import load_model
 from app.text import md
 from core.config import ACTIVATIONS, POSITIONAL
-from core.tasks import SYNTHETIC, TASKS, TEXT_TASKS
-from core.train import TrainConfig
+from core.training.tasks import SYNTHETIC, TASKS, TEXT_TASKS
+from core.training.trainer import TrainConfig
 
 TASK_HELP = {"copy": "copy a random symbol sequence", "reverse": "reverse it (watch the anti-diagonal form)",
              "sort": "sort it", "en-fr-tiny": "translate English → French (the 98-word grammar)",
              "en-de-tiny": "translate English → German (the 98-word grammar)",
-             "lm": "predict the next token of English text (bundled corpus or your own file)",
+             "lm-tiny": "predict the next token of English text (the generated stories)",
+             "lm": "predict the next token of real English prose (the Python docs and the Debian Handbook, "
+                   "or your own file)",
              "mlm": "BERT pre-training: predict hidden words from both sides, and whether sentence B follows A "
                     "(bundled corpus or your own file)"}
 # The broad en-fr / en-de corpus (300,000 pairs, ~2 GB while it is built) and its 9 M-parameter translators take

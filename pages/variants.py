@@ -60,8 +60,8 @@ st.markdown(r"GQA (Ainslie et al. 2023) lets $h/g$ query heads share one key/val
             r"$g = 1$. Per attention module $W_{QKV}$ shrinks from $3hd_h$ to $(h+2g)d_h$ columns, and the KV cache "
             r"per generated token is $L_{dec}\cdot 2\cdot g\cdot d_h$ numbers instead of $L_{dec}\cdot 2d$.")
 st.dataframe(V.gqa_table(cfg), key="gqa_table")
-st.caption("Formulas in core.heads.kv_savings; tested against Transformer(cfg).num_parameters() and the real "
-           "core.decoding.Incremental caches. Cross-attention keys/values are cached once per source token.")
+st.caption("Formulas in core.probes.heads.kv_savings; tested against Transformer(cfg).num_parameters() and the real "
+           "core.inference.decoding.Incremental caches. Cross-attention keys/values are cached once per source token.")
 if cfg.kv_heads == cfg.n_heads and cfg.n_heads > 1:
     options = [g for g in dict.fromkeys([max(1, cfg.n_heads // 2), 1]) if cfg.n_heads % g == 0]
     g = st.radio("Convert this model to n_kv_heads =", options, horizontal=True, key="gqa_g",

@@ -1,4 +1,4 @@
-"""Write ``words.json`` (the words of the training source text, see core/coverage.py) into existing checkpoints.
+"""Write ``words.json`` (the words of the training source text, see core/inference/coverage.py) into existing checkpoints.
 
     python scripts/add_words.py assets/models/copy assets/models/en-fr ...  [--force]
 
@@ -16,9 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core import checkpoint  # noqa: E402
-from core.tasks import make_task  # noqa: E402
-from core.tokenizer import Tokenizer  # noqa: E402
+from core.io import checkpoint  # noqa: E402
+from core.training.tasks import make_task  # noqa: E402
+from core.io.tokenizer import Tokenizer  # noqa: E402
 
 
 def add_words(folder: Path, force: bool = False) -> str:

@@ -13,14 +13,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import checkpoint, jsonio  # noqa: E402
-from core.tasks import heldout_metrics  # noqa: E402
-from core.train import STATE_JSON, STATE_WEIGHTS  # noqa: E402
+from core.io import checkpoint, jsonio  # noqa: E402
+from core.training.tasks import heldout_metrics  # noqa: E402
+from core.training.trainer import STATE_JSON, STATE_WEIGHTS  # noqa: E402
 
 
 def limits(ck) -> str:
     """What a broad translator does not know, in the card's words (computed from its own training vocabulary)."""
     task = ck.meta.get("task", "")
+    if task == "lm":
+        return lm_limits()
     if task not in ("en-fr", "en-de"):
         return ""
     from core.data import broad
@@ -35,6 +37,24 @@ def limits(ck) -> str:
             "and future) are outside what it learned even when every word is known; it then often produces a "
             "fluent but wrong sentence. Its French and German are the generator's fixed choices (passé composé / "
             "Präteritum for the past, même si / obwohl for although).")
+
+
+def lm_limits() -> str:
+    """The English lm's corpus, its sources and licences, and what it has not read."""
+    from core.data import english
+    d = english.describe()
+    size = sum(x["chars"] for x in d["splits"].values())
+    rows = "\n".join(f"| {s} | {x['paragraphs']:,} | {x['words']:,} | {x['chars']:,} |" for s, x in d["splits"].items())
+    srcs = "\n".join(f"- {v}" for v in d["sources"].values())
+    return (f"\n\n## Corpus\n\n{size / 1e6:.1f} MB of English prose after cleaning (`core/data/english.py` rebuilds it "
+            f"from the installed packages: `apt-get install {d['packages']}`):\n\n{srcs}\n\nOnly running text is "
+            "kept (code, tables, directives and headings are dropped); each source document goes whole to one split."
+            "\n\n| split | paragraphs | words | characters |\n|---|---|---|---|\n" + rows +
+            "\n\n## What it does not know\n\nIt has read technical documentation only: software, operating "
+            "systems, programming. Stories, conversation, news and most everyday words are rare or absent in its "
+            "training text, so on such prompts it drifts back to documentation prose. Its byte-level tokenizer never "
+            "maps a word to [UNK], but words it never read are cut into many small pieces; every page names the "
+            "words of your text that its training text does not contain (`words.json`).")
 
 
 def main(folder: str) -> None:

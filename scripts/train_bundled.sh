@@ -23,7 +23,7 @@ big="--layers 4 --d-model 256 --heads 8 --d-ff 1024 --dropout 0.1 --label-smooth
 python -m core.train --task en-fr --out assets/models/en-fr $big &
 python -m core.train --task en-de --out assets/models/en-de $big &
 wait
-python -m core.train --task lm      --out assets/models/lm      --seed 0 --layers 2 --d-model 128 --heads 4 --d-ff 512 \
+python -m core.train --task lm-tiny --out assets/models/lm-tiny --seed 0 --layers 2 --d-model 128 --heads 4 --d-ff 512 \
   --dropout 0.1 --schedule cosine --lr 0.002 --warmup 100 --steps 2000 --seq-len 64 --pos-encoding learned --norm pre --activation gelu \
   --eval-every 500 --ckpt-every 500
 # BERT pre-training (masked LM + next-sentence prediction): an encoder-only model on the same English corpus,
@@ -32,8 +32,8 @@ python -m core.train --task mlm     --out assets/models/mlm     --seed 0 --layer
   --dropout 0.1 --label-smoothing 0.0 --schedule cosine --lr 0.001 --warmup 100 --steps 6000 --batch-size 64 \
   --pos-encoding learned --norm post --activation gelu --eval-every 2000 --ckpt-every 2000
 python scripts/bundle.py assets/models/copy assets/models/reverse assets/models/en-fr-tiny assets/models/en-de-tiny \
-  assets/models/en-fr assets/models/en-de assets/models/lm \
+  assets/models/en-fr assets/models/en-de assets/models/lm-tiny assets/models/lm \
   assets/models/mlm
 # Transformer-XL (its own trainer and card, assets/models/xl/README.md); the lm corpus stream changes it too
-python -m core.xl --out assets/models/xl --steps 300 --seg-len 16 --mem-len 16 --d-model 64 --layers 2 --batch-size 16 \
+python -m core.variants.xl --out assets/models/xl --steps 300 --seg-len 16 --mem-len 16 --d-model 64 --layers 2 --batch-size 16 \
   --lr 0.003 --seed 0

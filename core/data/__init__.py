@@ -9,6 +9,8 @@
 
 Both translation corpora expose the same functions (``generate``, ``probe_pairs``,
 ``pronoun_of``, ``translate``, ``pair_for``, ``words``); :func:`corpus_for` picks the one a task uses.
+
+Pure Python: imports nothing else of :mod:`core` (and no torch), so every other package may import it.
 """
 
 TINY_SUFFIX = "-tiny"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import registry
+from core.io import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "en-fr" if "en-fr" in registry.bundled() else "reverse"

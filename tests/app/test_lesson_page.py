@@ -94,8 +94,9 @@ def test_payoff_switches_heads_off_until_the_pronoun_changes():
 
 @pytest.mark.parametrize("model", ["en-fr", "en-de"])
 def test_payoff_counts_the_heads_that_resolve_both_sentences(model):
-    # recounted here from core.coref: a head counts when its strongest link is the right noun in both sentences
-    from core import coref, registry
+    # recounted here from core.probes.coref: a head counts when its strongest link is the right noun in both sentences
+    from core.probes import coref
+    from core.io import registry
     from core.data import translation
     ck = registry.load(model)
     pair = [coref.ProbeItem(p.src, p.antecedent, p.candidates) for p in translation.probe_pairs("fr")[0]]

@@ -1,7 +1,7 @@
 """Issue 21 defect 3: bounded work per request. One URL (/attention?model=minilm&text= + 499 × "cat ") took ≈7 CPU
 minutes and drove the server from 3.8 to 10.8 GB: the attention exports were built on every render, each cached run
 held ≈256 MB and the cache kept 64 of them. Now a model reads at most the tokens whose largest trace and exports fit
-a stated budget (core.budget), exports are built on click, and cached results are bounded in bytes (app.cache)."""
+a stated budget (core.io.budget), exports are built on click, and cached results are bounded in bytes (app.cache)."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from app import cache, export
-from core import budget, registry
-from core.runner import run
+from core.io import budget, registry
+from core.inference.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -34,7 +34,7 @@ LONG = "The cat sat on the mat, and the dog didn't cross the street because it w
 
 @pytest.mark.parametrize("name", MODELS)
 def test_the_budget_measures_the_trace_exactly(name):
-    """core.budget's polynomial (fitted on three short runs) is the trace's real size at the token limit."""
+    """core.io.budget's polynomial (fitted on three short runs) is the trace's real size at the token limit."""
     model = registry.load(name).model
     limit = budget.token_limit(model)
     measured, weights = budget._measure(model, limit)
@@ -128,7 +128,8 @@ def test_the_attention_page_builds_its_exports_only_on_click(monkeypatch):
 
 def test_models_derived_from_a_limited_model_keep_its_limit():
     """The GQA conversion and the speculative draft read no more positions than the model they come from."""
-    from core import heads, speculative
+    from core.probes import heads
+    from core.variants import speculative
     lm = registry.load("lm").model
     lm.position_limit = 20
     assert heads.to_gqa(lm, 1).max_positions == 20

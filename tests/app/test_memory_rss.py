@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core import registry
+from core.io import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = "The cat sat on the mat, and the dog didn't cross the street because it was too tired. " * 24  # ≈2,000 characters

@@ -1,5 +1,5 @@
 """AppTest: the Masked LM page fills masks with the bundled BERT-style model (numbers recomputed from
-core.mlm), compares with the left-only views, shows BERT's corruption on the sentence, and answers bad input."""
+core.inference.mlm), compares with the left-only views, shows BERT's corruption on the sentence, and answers bad input."""
 import json
 
 import pytest
@@ -7,8 +7,9 @@ import pytest
 from apptest import open_page
 
 from app.text import md as md_text
-from core import mlm, registry
-from core.tokenizer import MASK
+from core.inference import mlm
+from core.io import registry
+from core.io.tokenizer import MASK
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -93,8 +94,8 @@ def test_the_held_out_measurement_reports_core_numbers(ck):
     assert not [m for m in at.metric if m.label == "Whole line (this model)"]  # only on request
     at.button(key="mlm_measure").click().run(timeout=300)
     assert not at.exception and not at.error
-    from core.tasks import MLMTask
-    score = mlm.both_sides_score(ck, MLMTask(tokenizer=ck.tokenizer).valid_rows[:300], lm=registry.load("lm"))
+    from core.training.tasks import MLMTask
+    score = mlm.both_sides_score(ck, MLMTask(tokenizer=ck.tokenizer).valid_rows[:300], lm=registry.load("lm-tiny"))
     shown = {m.label: m.value for m in at.metric}
     assert shown["Whole line (this model)"] == f"{score['full']:.1%}"
     assert shown["Cut after the mask"] == f"{score['cut']:.1%}"
@@ -105,7 +106,7 @@ def test_the_held_out_measurement_reports_core_numbers(ck):
 
 
 def test_fine_tuning_runs_on_request_and_reports_core_finetune(ck):
-    from core import finetune
+    from core.training import finetune
 
     at = open_page("mlm.py", "mlm")
     assert not [t for t in charts(at) if t.startswith("Accuracy on")]  # nothing trains on page load

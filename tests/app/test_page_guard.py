@@ -97,7 +97,7 @@ def test_the_server_never_sends_error_details_outside_the_guard():
 def test_a_model_that_cannot_be_loaded_is_named_without_a_server_path(tmp_path, monkeypatch):
     """An OSError's message names the full path of the file (here: weights that are a folder)."""
     import shutil
-    from core import registry
+    from core.io import registry
     monkeypatch.setenv("ATTENTION_LAB_DATA", str(tmp_path))
     folder = tmp_path / "models" / "odd-weights"
     shutil.copytree(registry.BUNDLED / "reverse", folder)

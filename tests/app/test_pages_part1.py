@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import registry
+from core.io import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["home.py", "attention.py", "qk.py", "bertviz_views.py", "decode.py"]

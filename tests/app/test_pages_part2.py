@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import checkpoint, registry
+from core.io import checkpoint, registry
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = registry.bundled()

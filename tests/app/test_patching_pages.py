@@ -11,8 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 from apptest import ROOT, open_page
 
-from core import patch, registry
-from core.runner import run
+from core.probes import patch
+from core.io import registry
+from core.inference.runner import run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

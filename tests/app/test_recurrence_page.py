@@ -34,7 +34,7 @@ FAKE = {"config": {"task": "reverse", "lr": 0.002, "layers": 4, "d_model": 64, "
         "final": {"post-LN, warmup": 2.0, "post-LN, no warmup": 2.9, "pre-LN, warmup": 2.1, "pre-LN, no warmup": 1.9},
         "metrics": {k: {"exact_match": 0.5} for k in ("post-LN, warmup", "post-LN, no warmup", "pre-LN, warmup",
                                                     "pre-LN, no warmup")},
-        "seconds": 1.0, "command": "python -m core.stability --out x.json"}
+        "seconds": 1.0, "command": "python -m core.training.stability --out x.json"}
 
 
 def test_page_shows_memory_attention_losses_and_stability_curves(tmp_path, monkeypatch):
@@ -54,7 +54,7 @@ def test_page_shows_memory_attention_losses_and_stability_curves(tmp_path, monke
     after = next(f for t, f in charts(at).items() if t.startswith("Last layer"))["data"][0]["z"]
     assert after != before
     assert len(at.dataframe[0].value) == 4
-    assert any("core.stability" in c.value.replace("\\", "") for c in at.caption)
+    assert any("core.training.stability" in c.value.replace("\\", "") for c in at.caption)
 
 
 def test_without_curves_the_page_offers_a_quick_run(tmp_path, monkeypatch):
@@ -71,7 +71,7 @@ def test_missing_xl_model_is_explained(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_XL_MODEL", str(tmp_path / "none"))
     monkeypatch.setenv("ATTENTION_STABILITY_JSON", str(tmp_path / "missing.json"))
     at = page("lm")
-    assert any("python -m core.xl" in i.value for i in at.info)
+    assert any("python -m core.variants.xl" in i.value for i in at.info)
 
 
 def test_bundled_model_and_precomputed_curves_render():
@@ -84,4 +84,4 @@ def test_bundled_model_and_precomputed_curves_render():
     if (ROOT / "assets" / "recurrence" / "results.json").exists():  # recurrence vs attention section
         rec = [f for t, f in charts(at).items() if " vs distance, " in t]
         assert len(rec) == 2 and all(len(f["data"]) == 2 for f in rec)
-        assert any("core.recurrence" in c.value and "parameters" in c.value for c in at.caption)
+        assert any("core.variants.recurrence" in c.value and "parameters" in c.value for c in at.caption)

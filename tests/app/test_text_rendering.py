@@ -161,7 +161,7 @@ def markdown_vocabulary(monkeypatch):
     """A model whose vocabulary tokens (and decoded output) are Markdown images, as a user-trained model's can be
     (its tokenizer learned them from its training text)."""
     from app import cache
-    from core.tokenizer import Tokenizer
+    from core.io.tokenizer import Tokenizer
     cache.clear()  # a run cached by an earlier test was decoded without the payload
     display, decode = Tokenizer.display, Tokenizer.decode
     monkeypatch.setattr(Tokenizer, "display", lambda self, ids, *a, **k: [

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from app import training_jobs as tj
-from core import registry
-from core.train import TrainConfig
+from core.io import registry
+from core.training.trainer import TrainConfig
 
 TINY = dict(task="copy", d_model=16, layers=1, heads=2, d_ff=32, batch_size=8, warmup=5, dropout=0.0)
 
@@ -242,7 +242,7 @@ def test_sidebar_device_is_where_the_parameters_are():
 def test_check_settings_rejects_every_built_in_name(data, monkeypatch, name):
     """A user model called minilm trained, saved, and could never be opened (the pretrained model won); the same for
     any built-in name, installed or not, in any letter case."""
-    from core import pretrained
+    from core.io import pretrained
     monkeypatch.setattr(pretrained, "installed", lambda n: False)  # reserved even where the package is missing
     errors = tj.check_settings(TrainConfig(steps=20, **TINY), name)
     assert any("name of a built-in model" in e for e in errors), errors
@@ -252,7 +252,7 @@ def test_check_settings_rejects_every_built_in_name(data, monkeypatch, name):
 
 
 def test_a_user_model_folder_with_a_built_in_name_is_never_listed_or_opened_as_the_user_model(data):
-    from core import checkpoint
+    from core.io import checkpoint
     from core.model import Transformer
     ck = registry.load("copy")
     for name in ("minilm", "Copy"):

@@ -6,7 +6,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest import open_page
 
-from core import registry
+from core.io import registry
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,4 +1,4 @@
-"""Batches by length, sized in tokens (``core.batching.token_batches``) and their use by ``TranslationTask``:
+"""Batches by length, sized in tokens (``core.training.batching.token_batches``) and their use by ``TranslationTask``:
 every pair once per epoch, seeded, new order each epoch, within the token budget, disjoint DDP shards; and a
 ``python -m core.train --batch-tokens`` run whose loss falls (also under two gloo processes)."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.batching import epoch_size, padded_size, token_batches
-from core.tasks import TASKS, TranslationTask
-from core.tokenizer import PAD, SPECIALS
+from core.training.batching import epoch_size, padded_size, token_batches
+from core.training.tasks import TASKS, TranslationTask
+from core.io.tokenizer import PAD, SPECIALS
 
 ROOT = Path(__file__).resolve().parents[2]
 SAFETY_TIMEOUT = 300  # seconds; only to turn a hang into a failure
@@ -29,7 +29,7 @@ def flat(batches):
     return [i for b in batches for i in b]
 
 
-# ------------------------------------------------------------------ core.batching.token_batches
+# ------------------------------------------------------------------ core.training.batching.token_batches
 @pytest.mark.parametrize("max_tokens", [40, 300, 2000])
 def test_every_index_exactly_once_per_epoch(max_tokens):
     lens = lengths()

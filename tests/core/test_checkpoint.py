@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from core import ModelConfig, Transformer
-from core import checkpoint
-from core.checkpoint import CONFIG, TOKENIZER, WEIGHTS, CheckpointError, recover, write_dir_atomically
-from core.tokenizer import Tokenizer
+from core.io import checkpoint
+from core.io.checkpoint import CONFIG, TOKENIZER, WEIGHTS, CheckpointError, recover, write_dir_atomically
+from core.io.tokenizer import Tokenizer
 
 SYMBOLS = [str(d) for d in range(10)] + list("abcdefghij")
 
@@ -535,7 +535,7 @@ def test_save_refuses_a_file_that_is_not_a_checkpoint_file(tmp_path, tok):
 
 
 def test_patch_scoreboard_is_one_of_our_files():
-    from core import patch
+    from core.probes import patch
     assert patch.SAVED in checkpoint.OWN_FILES
 
 
@@ -560,7 +560,7 @@ def test_a_non_finite_metric_is_written_as_null_never_as_nan(tmp_path, tok):
 
 def test_every_json_we_print_or_write_is_strict():
     """The class: json.dump/json.dumps default to allow_nan=True and print NaN / Infinity (not JSON). Every call in
-    core/, app/, pages/ and scripts/ passes allow_nan=False, or goes through core.jsonio.dumps (which does)."""
+    core/, app/, pages/ and scripts/ passes allow_nan=False, or goes through core.io.jsonio.dumps (which does)."""
     import ast
     from pathlib import Path
     root = Path(__file__).resolve().parents[2]
@@ -574,6 +574,6 @@ def test_every_json_we_print_or_write_is_strict():
                         and not any(k.arg == "allow_nan" and isinstance(k.value, ast.Constant) and k.value.value is False
                                     for k in node.keywords)):
                     loose.append(f"{f.relative_to(root)}:{node.lineno}")
-    assert loose == [], f"json.dumps without allow_nan=False (use core.jsonio.dumps): {loose}"
-    from core import jsonio
+    assert loose == [], f"json.dumps without allow_nan=False (use core.io.jsonio.dumps): {loose}"
+    from core.io import jsonio
     assert jsonio.dumps({"a": [float("nan"), 1.5, float("-inf")]}) == '{"a": [null, 1.5, null]}'

@@ -3,9 +3,10 @@
 import pytest
 import torch
 
-from core import coref, pretrained, registry
+from core.probes import coref
+from core.io import pretrained, registry
 from core.data import translation
-from core.runner import run
+from core.inference.runner import run
 
 # Two minimal pairs of the built-in probe set: 4 sentences, both referents, il and elle, two frames.
 SET = [p for pair in translation.probe_pairs("fr")[:2] for p in pair]

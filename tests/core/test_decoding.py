@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from core import ModelConfig, Transformer
-from core.decoding import Incremental, beam_search, filter_logits, generate, greedy_batch
-from core.tokenizer import BOS, EOS, MASK, PAD
+from core.inference.decoding import Incremental, beam_search, filter_logits, generate, greedy_batch
+from core.io.tokenizer import BOS, EOS, MASK, PAD
 
 ATOL = 1e-5
 VOCAB = 19

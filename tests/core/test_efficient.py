@@ -1,4 +1,4 @@
-"""Efficient attention (core.efficient): Performer, linear, LSH and sliding-window attention against exact softmax."""
+"""Efficient attention (core.variants.efficient): Performer, linear, LSH and sliding-window attention against exact softmax."""
 import json
 import math
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from core import efficient as E
+from core.variants import efficient as E
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -212,8 +212,8 @@ def test_tiled_attention_rejects_bad_arguments():
 
 
 def test_head_qkv_matches_the_traced_weights():
-    from core import registry
-    from core.runner import run
+    from core.io import registry
+    from core.inference.runner import run
     res = run(registry.load("en-fr"), "The animal didn't cross the street because it was too tired.")
     q, k, v = E.head_qkv(res.trace, "encoder", 1, 2)
     weights, _ = E.softmax_attention(q, k, v)

@@ -1,11 +1,11 @@
-"""Pre-train, then fine-tune (core.finetune): the split keeps the test adjectives unseen, the classifier reads the
+"""Pre-train, then fine-tune (core.training.finetune): the split keeps the test adjectives unseen, the classifier reads the
 vector for "it", the shared model is never changed, runs repeat exactly, and the pre-trained encoder transfers
 to adjectives it was never given a label for while a random start does not."""
 import pytest
 import torch
 
-from core import finetune as ft
-from core import registry
+from core.training import finetune as ft
+from core.io import registry
 from core.data.translation import ADJECTIVES
 
 

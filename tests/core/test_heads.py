@@ -4,13 +4,13 @@ import dataclasses
 import pytest
 import torch
 
-from core import heads as H
-from core import registry
+from core.probes import heads as H
+from core.io import registry
 from core.config import ModelConfig
-from core.decoding import Incremental
+from core.inference.decoding import Incremental
 from core.model import Transformer
-from core.tasks import Batch
-from core.tokenizer import MASK
+from core.training.tasks import Batch
+from core.io.tokenizer import MASK
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -53,7 +53,7 @@ def test_the_head_that_carries_the_signal_ranks_first_and_silent_heads_change_no
 
 
 def test_importance_ranking_and_curve_on_the_bundled_lm_are_deterministic():
-    ck = registry.load("lm")
+    ck = registry.load("lm-tiny")
     batch, _ = H.eval_batch(ck, n=8)
     a, b = H.head_importance(ck.model, batch, "loss"), H.head_importance(ck.model, batch, "loss")
     assert a.ranking == b.ranking

@@ -100,7 +100,7 @@ def test_context_manager_reaches_cached_decoding_and_only_this_thread():
     model = tiny()
     src = ids(6, 9)
     calls = []
-    from core.decoding import greedy_batch
+    from core.inference.decoding import greedy_batch
     with torch.no_grad():
         plain = greedy_batch(model, src, max_new=4)
         with model.hooks({"decoder.0.cross_attn.heads": lambda t, _n: calls.append(threading.get_ident()) or t * 0}):

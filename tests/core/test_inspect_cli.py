@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from core import pretrained, registry
-from core.runner import run
+from core.io import pretrained, registry
+from core.inference.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "The animal didn't cross the street because it was too tired."

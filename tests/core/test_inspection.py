@@ -1,4 +1,4 @@
-"""core.inspection: exact checks behind the Positional encoding, Masking and Layer outputs pages."""
+"""core.probes.inspection: exact checks behind the Positional encoding, Masking and Layer outputs pages."""
 from __future__ import annotations
 
 import threading
@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from core import ModelConfig, Transformer
-from core import inspection as ins
-from core import registry
-from core.decoding import Incremental
+from core.probes import inspection as ins
+from core.io import registry
+from core.inference.decoding import Incremental
 from core.masks import causal_mask, window_mask
 from core.positional import sinusoidal
 
@@ -324,8 +324,8 @@ def test_compare_distributions():
 
 
 def test_source_ids_match_runner():
-    from core import checkpoint
-    from core.runner import run
+    from core.io import checkpoint
+    from core.inference.runner import run
     name = registry.bundled()[0]
     ck = checkpoint.load(registry.resolve(name))
     text = "3 1 4 1 5"

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from core import lesson
+from core.probes import lesson
 from core.config import ModelConfig
 from core.model import Transformer
 

@@ -8,12 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core import mlm, registry
+from core.inference import mlm
+from core.io import registry
 from core.config import ModelConfig
 from core.model import Transformer
-from core.tasks import MLMTask, bert_corrupt, make_task, model_kind, pair_row, sentences_of
-from core.tokenizer import BOS, EOS, MASK, PAD, SPECIALS
-from core.train import loss_fn
+from core.training.tasks import MLMTask, bert_corrupt, make_task, model_kind, pair_row, sentences_of
+from core.io.tokenizer import BOS, EOS, MASK, PAD, SPECIALS
+from core.training.trainer import loss_fn
 
 V = 300
 FIRST = len(SPECIALS)
@@ -217,7 +218,7 @@ def test_right_share_is_the_attention_mass_after_the_position(bundled):
 
 
 def test_left_only_reads_the_causal_lm_and_only_the_left(bundled):
-    lm = registry.load("lm")
+    lm = registry.load("lm-tiny")
     prefix = lm.tokenizer.encode("The dog was too")
     ids, probs = mlm.left_only(lm, prefix, top_k=3)
     with torch.no_grad():
@@ -232,7 +233,7 @@ def test_left_only_reads_the_causal_lm_and_only_the_left(bundled):
 def test_the_bundled_model_uses_the_words_right_of_a_mask(bundled):
     """Mask one word per held-out line: the original word is more probable when the model also reads the rest
     of the line than when the line is cut after the mask. A model blind to the right side would show no gain.
-    Recomputed here with fill(), then compared with core.mlm.both_sides_score (what the page reports)."""
+    Recomputed here with fill(), then compared with core.inference.mlm.both_sides_score (what the page reports)."""
     task = MLMTask(tokenizer=bundled.tokenizer)
     rows = task.valid_rows[:150]
     gen = torch.Generator().manual_seed(0)
@@ -251,7 +252,7 @@ def test_the_bundled_model_uses_the_words_right_of_a_mask(bundled):
     mean = sum(gains) / len(gains)
     sd = (sum((g - mean) ** 2 for g in gains) / (len(gains) - 1)) ** 0.5
     assert mean > 5 * sd / len(gains) ** 0.5 and mean > 0.5, (mean, sd)
-    score = mlm.both_sides_score(bundled, rows, lm=registry.load("lm"))
+    score = mlm.both_sides_score(bundled, rows, lm=registry.load("lm-tiny"))
     assert score["n"] == len(gains) and score["gain"] == pytest.approx(mean, abs=1e-4)
     assert score["full"] == right_full / len(gains) and score["cut"] == right_cut / len(gains)
     assert score["full"] > score["cut"] and 0 < score["left_lm"] < 1
@@ -262,7 +263,7 @@ def _bert_twins(cls_name: str, seed: int, nsp: bool, **conf):
     transformers = pytest.importorskip("transformers")
     import dataclasses
 
-    from core.pretrained import bert_config, bert_state_dict
+    from core.io.pretrained import bert_config, bert_state_dict
 
     config = transformers.BertConfig(hidden_size=32, num_hidden_layers=2, type_vocab_size=2,
                                      attn_implementation="eager", **conf)
@@ -329,8 +330,8 @@ def test_next_sentence_reads_the_head_and_the_segments(bundled):
 
 
 def test_the_runner_reads_typed_masks_for_a_masked_lm(bundled):
-    """Every page's traced run (core.runner) gives a masked LM the same ids as the Masked LM page."""
-    from core.runner import run
+    """Every page's traced run (core.inference.runner) gives a masked LM the same ids as the Masked LM page."""
+    from core.inference.runner import run
 
     text = "The [MASK] was muddy. A dog came to the garden."
     res = run(bundled, text)

@@ -1,4 +1,4 @@
-"""Activation patching (core.patch) and attributions (core.attribution) against independent recomputations:
+"""Activation patching (core.probes.patch) and attributions (core.probes.attribution) against independent recomputations:
 every head from B gives B's decision, the residual stream at the decision position gives B's decision,
 one patched head recomputed by hand from the trace and the weights, value-weighted attention by hand, and
 gradient × input against finite differences. Runs on a bundled translator (the tiny ones when present)."""
@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core import coref, patch, registry
-from core.attribution import gradient_x_input, value_norms, value_weighted
+from core.probes import coref, patch
+from core.io import registry
+from core.probes.attribution import gradient_x_input, value_norms, value_weighted
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -207,7 +208,7 @@ def test_saved_scoreboard_is_tied_to_the_weights(ck, tmp_path):
 
 
 def test_decision_attributions_name_the_heads(ck, pair):
-    from core.attribution import decision_attributions
+    from core.probes.attribution import decision_attributions
     res = patch.head_effects(ck, *pair)
     heads = [(r["name"], r["head"]) for r in res["ranked"][:3]]
     att = decision_attributions(ck, *pair, heads)

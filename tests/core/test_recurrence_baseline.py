@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from core import recurrence
-from core.tokenizer import BOS, EOS, PAD
+from core.variants import recurrence
+from core.io.tokenizer import BOS, EOS, PAD
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,12 +43,12 @@ def test_tiny_run_both_models_learn_short_copies():
         assert c["token_accuracy"][0] > 0.9, (name, c)
         assert res["params"][name] > 0
     assert recurrence.run(cfg)["curves"] == res["curves"]  # deterministic for a seed
-    assert "python -m core.recurrence --out x.json" in recurrence.command(cfg, "x.json")
+    assert "python -m core.variants.recurrence --out x.json" in recurrence.command(cfg, "x.json")
 
 
 def test_precomputed_json_has_both_curves_and_the_command():
     data = json.loads((ROOT / "assets" / "recurrence" / "results.json").read_text(encoding="utf-8"))
-    assert data["command"].startswith("python -m core.recurrence")
+    assert data["command"].startswith("python -m core.variants.recurrence")
     assert set(data["params"]) == set(data["curves"]) and len(data["curves"]) == 2
     for c in data["curves"].values():
         assert len(c["token_accuracy"]) == len(c["exact_match"]) == len(data["lengths"])

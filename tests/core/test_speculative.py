@@ -2,11 +2,11 @@
 import pytest
 import torch
 
-from core import registry
-from core.decoding import generate
+from core.io import registry
+from core.inference.decoding import generate
 from core.model import Transformer
-from core.speculative import speculative_generate, truncated_draft
-from core.tokenizer import EOS
+from core.variants.speculative import speculative_generate, truncated_draft
+from core.io.tokenizer import EOS
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def lm():
-    ck = registry.load("lm")
+    ck = registry.load("lm-tiny")
     torch.manual_seed(0)
     drafts = {"truncated": truncated_draft(ck.model, 1), "random": Transformer(truncated_draft(ck.model, 1).cfg).eval(),
               "target": ck.model}

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from core import stability
-from core.stability import StabilityConfig, run
+from core.training import stability
+from core.training.stability import StabilityConfig, run
 
 
 def test_curves_have_one_loss_per_step_and_are_deterministic():

@@ -7,7 +7,7 @@ import pytest
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import models
 
-from core.tokenizer import BOS, EOS, KINDS, MASK, PAD, SPECIALS, UNK, Tokenizer, normalize_text
+from core.io.tokenizer import BOS, EOS, KINDS, MASK, PAD, SPECIALS, UNK, Tokenizer, normalize_text
 
 SENTENCES = [
     "The cat sat on the mat.",

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from core import checkpoint
-from core.decoding import beam_search, generate
-from core.tasks import SyntheticTask
-from core.tokenizer import EOS
-from core.train import STATE_JSON, TrainConfig, learning_rate
+from core.io import checkpoint
+from core.inference.decoding import beam_search, generate
+from core.training.tasks import SyntheticTask
+from core.io.tokenizer import EOS
+from core.training.trainer import STATE_JSON, TrainConfig, learning_rate
 
 ROOT = Path(__file__).resolve().parents[2]
 SAFETY_TIMEOUT = 300  # seconds; only to turn a hang into a failure, never a performance check

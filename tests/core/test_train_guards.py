@@ -90,8 +90,8 @@ def test_a_run_whose_loss_becomes_nan_stops_and_keeps_its_last_finite_checkpoint
     line = one_error_line(r)
     assert "the loss became nan" in line and "the last finite checkpoint (step" in line, line
     assert r.stdout.strip() == ""  # no summary (and never one with NaN in it)
-    from core import checkpoint
-    from core.train import STATE_JSON
+    from core.io import checkpoint
+    from core.training.trainer import STATE_JSON
     ck = checkpoint.load(out)  # whole, and finite (load refuses non-finite weights)
     kept = json.loads((out / STATE_JSON).read_text())["step"]
     assert f"(step {kept})" in line and ck.meta["step"] == kept
@@ -101,7 +101,7 @@ def test_a_run_whose_loss_becomes_nan_stops_and_keeps_its_last_finite_checkpoint
 
 def _tamper(out: Path, how: str):
     from safetensors.torch import load_file, save_file
-    from core.train import STATE_JSON, STATE_WEIGHTS
+    from core.training.trainer import STATE_JSON, STATE_WEIGHTS
     state, weights = out / STATE_JSON, out / STATE_WEIGHTS
     if how == "empty-object":
         state.write_text("{}")
@@ -140,7 +140,7 @@ def test_resume_from_a_tampered_state_is_one_clear_line(tmp_path, how):
 # ------------------------------------------------------------------ defect 8: after a kill, and resuming a finished run
 KILLED_WRITER = """
 import os, signal, sys
-from core import checkpoint
+from core.io import checkpoint
 def fill(tmp):
     (tmp / "model.safetensors").write_bytes(b"half of the weights")
     os.kill(os.getpid(), signal.SIGKILL)
@@ -183,7 +183,7 @@ def test_resuming_a_finished_run_rewrites_nothing_and_prints_its_summary(tmp_pat
 
 
 def test_a_resumed_runs_card_counts_the_whole_run(tmp_path):
-    from core.train import STATE_JSON
+    from core.training.trainer import STATE_JSON
     out = tmp_path / "run"
     assert train_cli("--out", out, *TINY).returncode == 0
     first = json.loads((out / STATE_JSON).read_text())

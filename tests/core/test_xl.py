@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from core.model import Transformer
-from core.xl import (XLConfig, XLModel, load, position_losses, relative_distance, save, stream_segments,
-                     summarize, train_xl, two_segment_attention)
+from core.variants.xl import (XLConfig, XLModel, load, position_losses, relative_distance, save, stream_segments,
+                              summarize, train_xl, two_segment_attention)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -4,7 +4,7 @@ from urllib.parse import quote
 import pytest
 
 from browser import pwned_anywhere
-from core import registry
+from core.io import registry
 
 pytestmark = pytest.mark.e2e
 MODEL = "en-fr" if "en-fr" in registry.bundled() else "reverse"

@@ -32,7 +32,7 @@ TEXT = "The animal didn't cross the street because it was too tired."
 def payload_tokens(monkeypatch):
     """Every token of every model is a payload (as a user-trained model's vocabulary can be), and so is its output."""
     from app import cache
-    from core.tokenizer import Tokenizer
+    from core.io.tokenizer import Tokenizer
     cache.clear()  # runs cached by earlier tests were decoded by another (or no) payload tokenizer
     display, decode = Tokenizer.display, Tokenizer.decode
     monkeypatch.setattr(Tokenizer, "display", lambda self, ids, *a, **k: [

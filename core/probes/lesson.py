@@ -11,8 +11,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .model import Transformer
-from .trace import Trace
+from ..model import Transformer
+from ..trace import Trace
 
 
 def head_by_hand(trace: Trace, name: str, head: int) -> dict:

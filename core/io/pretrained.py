@@ -21,10 +21,10 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from tokenizers import Tokenizer as HFTokenizer
 
+from ..config import ModelConfig
+from ..model import Transformer
 from .budget import max_positions
 from .checkpoint import Checkpoint, check_finite
-from .config import ModelConfig
-from .model import Transformer
 from .tokenizer import normalize_text, split_words_of, unknown_words_of
 
 # short name -> (importable package, folder inside it, pip name, human description)
@@ -61,7 +61,7 @@ def installed(name: str) -> bool:
 
 # --------------------------------------------------------------------------- tokenizer
 class BertTokenizer:
-    """BERT's WordPiece tokenizer behind the interface of :class:`core.tokenizer.Tokenizer`.
+    """BERT's WordPiece tokenizer behind the interface of :class:`core.io.tokenizer.Tokenizer`.
 
     ``encode`` gives word pieces only; :meth:`frame` adds ``[CLS] … [SEP]`` as BERT reads a sentence.
     Special-token strings typed in the text (``[PAD]``, ``[CLS]``, ``[MASK]`` …) are read as plain

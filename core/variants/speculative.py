@@ -5,7 +5,7 @@ ONE forward pass (its KV cache holds the accepted prefix). The longest prefix of
 equals the target's own greedy choice is accepted, then the target's token at the first
 disagreement (or, if all ``k`` agree, its next token) is appended for free. Every token that is
 kept is the target's argmax given the tokens before it, so the output is exactly
-``core.decoding.generate(target, method="greedy")``'s — only the number of sequential target
+``core.inference.decoding.generate(target, method="greedy")``'s — only the number of sequential target
 passes changes (one per step instead of one per token).
 
 The draft used by the app is *self-speculative*: :func:`truncated_draft` keeps the target's
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .decoding import _budget, _prefix, forbid
-from .model import Transformer
-from .tokenizer import EOS
+from ..inference.decoding import _budget, _prefix, forbid
+from ..io.tokenizer import EOS
+from ..model import Transformer
 
 
 def truncated_draft(model: Transformer, n_layers: int = 1) -> Transformer:
@@ -33,7 +33,7 @@ def truncated_draft(model: Transformer, n_layers: int = 1) -> Transformer:
     state = {k: v for k, v in model.state_dict().items()
              if not k.startswith("decoder.layers.") or int(k.split(".")[2]) < n_layers}
     draft.load_state_dict(state)
-    draft.position_limit = getattr(model, "position_limit", None)  # reads no more than the model (core.budget)
+    draft.position_limit = getattr(model, "position_limit", None)  # reads no more than the model (core.io.budget)
     return draft.to(model.embed.tokens.weight.device).eval()
 
 
@@ -146,7 +146,7 @@ def compare_timing(target: Transformer, draft: Transformer, prompts: list[list[i
     """Wall time of plain greedy (``generate``) vs speculative decoding, alternated A B A B; medians."""
     from statistics import median
 
-    from .decoding import generate
+    from ..inference.decoding import generate
     greedy_t, spec_t = [], []
     for _ in range(repeats):
         t0 = time.perf_counter()

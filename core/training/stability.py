@@ -6,9 +6,9 @@ initialisation the expected gradients of the parameters near the output are larg
 learning rate from step 1 can throw the model into a bad region; the warmup stage is what makes it
 train. Pre-LN (``x + F(LN(x))``) has well-behaved gradients at initialisation and trains without
 warmup. :func:`run` trains the four combinations with the same peak learning rate through
-:func:`core.train.train` and returns their loss curves.
+:func:`core.training.trainer.train` and returns their loss curves.
 
-CLI: ``python -m core.stability --out assets/stability/curves.json`` (the page reads that file).
+CLI: ``python -m core.training.stability --out assets/stability/curves.json`` (the page reads that file).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import math
 import time
 
 from . import experiment
-from .train import TrainConfig, train
+from .trainer import TrainConfig, train
 
 VARIANTS = (("post", True), ("post", False), ("pre", True), ("pre", False))
 
@@ -74,11 +74,11 @@ def run(cfg: StabilityConfig | None = None, variants=VARIANTS, on_progress=None)
 
 
 def command(cfg: StabilityConfig, out: str) -> str:
-    return experiment.command("core.stability", cfg, out)
+    return experiment.command("core.training.stability", cfg, out)
 
 
 def main(argv=None) -> int:
-    return experiment.main("core.stability", "post-LN vs pre-LN × warmup curves", StabilityConfig, run,
+    return experiment.main("core.training.stability", "post-LN vs pre-LN × warmup curves", StabilityConfig, run,
                            ("final", "metrics", "seconds"), argv)
 
 

@@ -27,12 +27,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import jsonio
-from .attention import MultiHeadAttention
-from .config import ModelConfig
-from .masks import alibi_slopes
-from .model import Embeddings, FeedForward, Residual
-from .trace import Trace
+from ..attention import MultiHeadAttention
+from ..config import ModelConfig
+from ..io import jsonio
+from ..masks import alibi_slopes
+from ..model import Embeddings, FeedForward, Residual
+from ..trace import Trace
 
 
 @dataclass
@@ -164,8 +164,8 @@ def stream_segments(stream: torch.Tensor, batch_size: int, seg_len: int):
 
 def lm_data(seg_len: int = 16):
     """The lab's generated English LM corpus: ``(task, train_stream, valid_stream)``."""
-    from .tasks import make_task
-    task = make_task("lm", seq_len=seg_len)
+    from ..training.tasks import make_task
+    task = make_task("lm-tiny", seq_len=seg_len)
     return task, task.train_stream, task.valid_stream
 
 
@@ -273,7 +273,7 @@ def memory_share(weights: torch.Tensor, n_mem: int) -> list[float]:
 # ----------------------------------------------------------------------------- files
 def save(model: XLModel, folder, *, meta: dict, tokenizer=None, card: str | None = None) -> None:
     """safetensors weights + ``xl_config.json`` (+ tokenizer.json, README.md); no pickle. The config is not
-    named ``config.json`` on purpose: that name marks a folder as a lab checkpoint for core.registry."""
+    named ``config.json`` on purpose: that name marks a folder as a lab checkpoint for core.io.registry."""
     import json
     from pathlib import Path
 
@@ -296,7 +296,7 @@ def load(folder):
 
     from safetensors.torch import load_file
 
-    from .tokenizer import Tokenizer
+    from ..io.tokenizer import Tokenizer
     folder = Path(folder)
     meta = json.loads((folder / "xl_config.json").read_text())
     model = XLModel(XLConfig(**meta.pop("config")))
@@ -309,10 +309,10 @@ def load(folder):
 
 
 def main(argv=None) -> int:
-    """``python -m core.xl --out assets/models/xl [--steps 300]``: train, measure, save with a card."""
+    """``python -m core.variants.xl --out assets/models/xl [--steps 300]``: train, measure, save with a card."""
     import argparse
     import json
-    p = argparse.ArgumentParser(prog="python -m core.xl", description="Train the small Transformer-XL LM")
+    p = argparse.ArgumentParser(prog="python -m core.variants.xl", description="Train the small Transformer-XL LM")
     p.add_argument("--out", required=True)
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--seg-len", type=int, default=16)
@@ -331,7 +331,8 @@ def main(argv=None) -> int:
     secs = time.perf_counter() - t0
     losses = position_losses(model, valid_stream)
     metrics = summarize(losses)
-    command = (f"python -m core.xl --out {a.out} --steps {a.steps} --seg-len {a.seg_len} --mem-len {a.mem_len} "
+    command = (f"python -m core.variants.xl --out {a.out} --steps {a.steps} --seg-len {a.seg_len} "
+               f"--mem-len {a.mem_len} "
                f"--d-model {a.d_model} --layers {a.layers} --batch-size {a.batch_size} --lr {a.lr} --seed {a.seed}")
     meta = {"command": command, "steps": len(history), "train_seconds": round(secs, 1),
             "final_train_loss": history[-1][1], "metrics": metrics, "position_losses": losses,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import torch
 from torch.utils.data import DistributedSampler
 
+from ..io.tokenizer import BOS, EOS, MASK, PAD, SPECIALS, Tokenizer
 from .batching import epoch_size, token_batches
-from .tokenizer import BOS, EOS, MASK, PAD, SPECIALS, Tokenizer
 
 SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"))]
 SYNTHETIC = ("copy", "reverse", "sort")
@@ -88,7 +88,8 @@ class Task:
         raise NotImplementedError
 
     def source_words(self) -> set[str]:
-        """The lower-cased words of the training source text (``core.coverage``: a checkpoint's ``words.json``)."""
+        """The lower-cased words of the training source text (``core.inference.coverage``: a checkpoint's
+        ``words.json``)."""
         raise NotImplementedError
 
 
@@ -109,7 +110,7 @@ class SyntheticTask(Task):
 
     def source_words(self) -> set[str]:
         """The words a model of this task can read: its letter symbols (digits are not words)."""
-        from .coverage import words_of
+        from ..inference.coverage import words_of
         return words_of(SYMBOLS)
 
     def target(self, seq: list[int]) -> list[int]:
@@ -127,7 +128,7 @@ class SyntheticTask(Task):
         return seq2seq_batch(self.sample(step_generator(seed, step, rank), batch_size))
 
     def evaluate(self, model, n=200):
-        from .decoding import greedy_batch
+        from ..inference.decoding import greedy_batch
         pairs = self.sample(torch.Generator().manual_seed(123_456), n)  # held out: a seed training never uses
         device = model.embed.tokens.weight.device
         b = seq2seq_batch(pairs)
@@ -144,7 +145,7 @@ class TranslationTask(Task):
     def __init__(self, name: str, tokenizer: Tokenizer | None = None, vocab_size: int | None = None,
                  train: bool = True):
         """``train=False`` (with a tokenizer): only evaluate, without building the training split (broad corpus)."""
-        from .data import corpus_for, lang_of
+        from ..data import corpus_for, lang_of
         self.name, self.lang, self.data = name, lang_of(name), corpus_for(name)
         lang, tiny = self.lang, name.endswith("-tiny")
         if not train and not tiny and tokenizer is not None:
@@ -226,7 +227,7 @@ class TranslationTask(Task):
         return epoch, step - (ends[epoch - 1] if epoch else 0)
 
     def _token_indices(self, step, seed, rank, world):
-        """The step-th batch of :func:`core.batching.token_batches` over the epochs: a pure function of
+        """The step-th batch of :func:`core.training.batching.token_batches` over the epochs: a pure function of
         (seed, step, rank, world, batch_tokens)."""
         epoch, b = self._token_epoch(step, seed, world)
         key = (epoch, seed, rank, world, self.batch_tokens, len(self.train_ids))
@@ -243,7 +244,7 @@ class TranslationTask(Task):
         return translation_metrics(pairs, self.translate(model, [p.src for p in pairs]), self.lang, self.data)
 
     def translate(self, model, sources: list[str]) -> list[str]:
-        from .decoding import greedy_batch
+        from ..inference.decoding import greedy_batch
         device = model.embed.tokens.weight.device
         hyps = []
         for i in range(0, len(sources), 100):
@@ -255,10 +256,10 @@ class TranslationTask(Task):
         """The words of the training SOURCE (English) sentences, lower-cased: what the model learned to read. Words
         seen only in the target language do not count. Reads ``train_pairs_text`` ((source, target) strings or
         pairs with ``.src``) when the task keeps it, else regenerates the training split."""
-        from .coverage import words_of
+        from ..inference.coverage import words_of
         pairs = getattr(self, "train_pairs_text", None)
         if pairs is None:
-            from .data import corpus_for
+            from ..data import corpus_for
             data = getattr(self, "data", None) or corpus_for(self.name)
             pairs = data.generate(self.lang, "train")
         return words_of(p[0] if isinstance(p, (tuple, list)) else p.src for p in pairs)
@@ -288,9 +289,9 @@ def broad_heldout_metrics(task: "TranslationTask", model, known_words=None) -> d
     m = translation_metrics(held, task.translate(model, [p.src for p in held]), task.lang, task.data)
     out.update(heldout_noun_pronoun_accuracy=m["pronoun_accuracy"], heldout_noun_exact_match=m["exact_match"],
                heldout_noun_n=m["n"])
-    path = Path(__file__).resolve().parent.parent / "tests" / "data" / "winograd.tsv"
+    path = Path(__file__).resolve().parents[2] / "tests" / "data" / "winograd.tsv"
     if path.exists():
-        from .data.winograd import load, score
+        from ..data.winograd import load, score
         out.update(score(load(path), task.lang, task.translate(model, [r.en for r in load(path)]), task.data,
                          known_words))
     return out
@@ -311,7 +312,7 @@ class LMTask(Task):
         self.name = name if text is None else "lm"
         self.seq_len = seq_len
         if text is None and name == "lm":
-            from .data import english
+            from ..data import english
             lines, valid = english.lines("train"), english.lines("valid")
             self.tokenizer = tokenizer or Tokenizer.train(lines, "bytebpe", self.ENGLISH_VOCAB, min_frequency=2)
             source = ("real English prose (core.data.english: the Python 3.11 documentation and the Debian "
@@ -321,7 +322,7 @@ class LMTask(Task):
             self.valid_stream = self._stream(valid)
             n_tokens = len(self.train_stream) + len(self.valid_stream)
         else:
-            from .data import lm
+            from ..data import lm
             source = "a user text file" if text is not None else "the generated English corpus (core.data.lm, 4000 sentences)"
             text = text if text is not None else lm.generate_corpus(4000, seed=0)
             lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -355,12 +356,12 @@ class LMTask(Task):
 
     def test_stream(self) -> torch.Tensor:
         """The English corpus's test split as a stream (read once, for the card)."""
-        from .data import english
+        from ..data import english
         return self._stream(english.lines("test"))
 
     def source_words(self) -> set[str]:
         """The words of the training text (the lines of the training stream), lower-cased."""
-        from .coverage import words_of
+        from ..inference.coverage import words_of
         return words_of(self.train_lines)
 
     def _windows(self, stream, starts):
@@ -477,7 +478,7 @@ class MLMTask(Task):
 
     def __init__(self, text: str | None = None, tokenizer: Tokenizer | None = None, vocab_size: int = 1500,
                  n_valid: int = 300):
-        from .data import lm
+        from ..data import lm
         self.name = "mlm"
         if text is None:
             lines = [ln for ln in lm.generate_corpus(4000, seed=0).splitlines() if ln.strip()]
@@ -509,7 +510,7 @@ class MLMTask(Task):
 
     def source_words(self) -> set[str]:
         """The words of the training lines, lower-cased (the held-out lines do not count)."""
-        from .coverage import words_of
+        from ..inference.coverage import words_of
         return words_of(self.train_lines)
 
     def _pairs(self, lines, across_lines: bool) -> tuple[list[tuple[list[int], list[int]]], list[list[int]]]:
@@ -577,7 +578,7 @@ class MLMTask(Task):
 
 def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
               tokenizer: Tokenizer | None = None, batch_tokens: int | None = None) -> Task:
-    """``batch_tokens``: a translation task's batches by length, sized in padded tokens (``core.batching``)."""
+    """``batch_tokens``: a translation task's batches by length, sized in padded tokens (``core.training.batching``)."""
     if batch_tokens is not None and name not in TRANSLATION:
         raise ValueError(f"--batch-tokens needs a translation task ({', '.join(TRANSLATION)}), not {name!r}")
     if batch_tokens is not None and batch_tokens < 1:

@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .model import Transformer
+from ..model import Transformer
 from .tasks import pad_rows
 
 LABELS = ("the animal", "the place")
@@ -33,14 +33,14 @@ def adjective(sentence: str) -> str:
 @lru_cache(maxsize=1)
 def sentences() -> tuple[str, ...]:
     """Every "didn't … because it was too …" sentence of the translation grammar (without "next to")."""
-    from .data.translation import english_sentences
+    from ..data.translation import english_sentences
     return tuple(s for s in english_sentences()
                  if " didn't " in s and " because it was too " in s and " next to " not in s)
 
 
 def label(sentence: str) -> int:
     """0 when the adjective describes a being (*it* = the animal), 1 when it describes a place."""
-    from .data.translation import ADJECTIVES
+    from ..data.translation import ADJECTIVES
     return int(ADJECTIVES[adjective(sentence)].kind == "place")
 
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .budget import max_positions
-from .model import Transformer
-from .tokenizer import BOS, EOS, MASK, PAD
+from ..io.budget import max_positions
+from ..io.tokenizer import BOS, EOS, MASK, PAD
+from ..model import Transformer
 
 NEVER_GENERATED = (PAD, BOS, MASK)  # a decoder's output is never padding, a start marker or a mask
 

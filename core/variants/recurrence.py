@@ -5,14 +5,14 @@ Sutskever et al. (2014)-style encoder-decoder: the encoder LSTM reads ``x … EO
 that one state vector. The Transformer's decoder instead reads any source position directly through
 cross-attention.
 
-The task is the lab's synthetic ``copy`` (or ``reverse``) from :mod:`core.tasks`, with the same
-token interface (``PAD``/``BOS``/``EOS`` from :mod:`core.tokenizer`, batches from
-:func:`core.tasks.seq2seq_batch`). For ``copy`` of a length-``n`` sequence, every symbol is read at
+The task is the lab's synthetic ``copy`` (or ``reverse``) from :mod:`core.training.tasks`, with the same
+token interface (``PAD``/``BOS``/``EOS`` from :mod:`core.io.tokenizer`, batches from
+:func:`core.training.tasks.seq2seq_batch`). For ``copy`` of a length-``n`` sequence, every symbol is read at
 encoder step ``i`` and written at decoder step ``i``, so ``n`` recurrent steps separate where a token is
 read from where it is needed — the distance is exactly the length. :func:`run` trains both models on
 the same batches for the same steps from the same seed and returns accuracy per length.
 
-CLI: ``python -m core.recurrence --out assets/recurrence/results.json`` (the page reads that file).
+CLI: ``python -m core.variants.recurrence --out assets/recurrence/results.json`` (the page reads that file).
 """
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import experiment
-from .config import ModelConfig
-from .model import Transformer
-from .tasks import SyntheticTask, seq2seq_batch
-from .tokenizer import BOS, EOS, PAD
+from ..config import ModelConfig
+from ..io.tokenizer import BOS, EOS, PAD
+from ..model import Transformer
+from ..training import experiment
+from ..training.tasks import SyntheticTask, seq2seq_batch
 
 
 class LSTMSeq2Seq(nn.Module):
@@ -131,7 +131,7 @@ def train_model(model, task: SyntheticTask, cfg: RecurrenceConfig) -> list[float
 @torch.no_grad()
 def accuracy_by_length(model, task: SyntheticTask, lengths, n: int = 100, seed: int = 123_456) -> dict:
     """Per length: teacher-forced token accuracy (symbols + EOS) and greedy exact match, on held-out data."""
-    from .decoding import greedy_batch
+    from ..inference.decoding import greedy_batch
     model.eval()
     token, exact = [], []
     for length in lengths:
@@ -178,11 +178,11 @@ def run(cfg: RecurrenceConfig | None = None, on_progress=None) -> dict:
 
 
 def command(cfg: RecurrenceConfig, out: str) -> str:
-    return experiment.command("core.recurrence", cfg, out)
+    return experiment.command("core.variants.recurrence", cfg, out)
 
 
 def main(argv=None) -> int:
-    return experiment.main("core.recurrence", "LSTM seq2seq vs Transformer by length", RecurrenceConfig, run,
+    return experiment.main("core.variants.recurrence", "LSTM seq2seq vs Transformer by length", RecurrenceConfig, run,
                            ("params", "lengths", "curves", "seconds"), argv)
 
 

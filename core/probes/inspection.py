@@ -20,16 +20,16 @@ from contextlib import contextmanager
 
 import torch
 
-from . import registry
-from .budget import max_positions
-from .checkpoint import CheckpointError, read_config
-from .decoding import greedy_batch
-from .hooks import scale_heads
-from .masks import NEG_INF, alibi_bias, causal_mask, combine, padding_mask, window_mask
-from .model import Transformer, _Run
-from .positional import apply_rope, rope_cache, shift_matrix, sinusoidal
-from .tokenizer import BOS, EOS
-from .trace import Trace
+from ..hooks import scale_heads
+from ..inference.decoding import greedy_batch
+from ..io import registry
+from ..io.budget import max_positions
+from ..io.checkpoint import CheckpointError, read_config
+from ..io.tokenizer import BOS, EOS
+from ..masks import NEG_INF, alibi_bias, causal_mask, combine, padding_mask, window_mask
+from ..model import Transformer, _Run
+from ..positional import apply_rope, rope_cache, shift_matrix, sinusoidal
+from ..trace import Trace
 
 
 # ======================================================================= positions
@@ -234,7 +234,7 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor, bias: torch.Tensor | No
 
 
 def source_ids(tokenizer, model, text: str) -> list[int]:
-    """Token ids of a sentence exactly as :func:`core.runner.run` feeds the first stack (``model``: the model, or
+    """Token ids of a sentence exactly as :func:`core.inference.runner.run` feeds the first stack (``model``: the model, or
     its config)."""
     ids = tokenizer.encode(text)
     cfg = getattr(model, "cfg", model)
@@ -343,7 +343,8 @@ def patched(model: Transformer, masks: dict | None = None, uncausal=(), heads_of
 
 @torch.no_grad()
 def forward_ids(model: Transformer, src_ids: list[int], tgt_ids: list[int] | None = None):
-    """Traced forward pass on explicit ids, like :func:`core.runner.run` (decoder-only / encoder-only: src only)."""
+    """Traced forward pass on explicit ids, like :func:`core.inference.runner.run`
+    (decoder-only / encoder-only: src only)."""
     device = model.embed.tokens.weight.device
     src = torch.tensor([src_ids], device=device)
     if model.cfg.kind == "encoder-decoder":
@@ -544,7 +545,7 @@ def _pooled(x: torch.Tensor) -> torch.Tensor:
 def embedding_lens(trace: Trace, stack: str = "encoder") -> dict:
     """What the sentence-embedding model makes of each stage of its stream, read the way it was trained to be
     read: ``sentence_cos`` ``[S]``, the mean-pooled stage vector's cosine with the final sentence embedding (the
-    last stage's, = what :func:`core.pretrained.sentence_embedding` returns), and ``token_cos`` ``[S, T]``, each
+    last stage's, = what :func:`core.io.pretrained.sentence_embedding` returns), and ``token_cos`` ``[S, T]``, each
     token's cosine with its own final vector; ``stages`` names the S stages."""
     stages = residual_stages(trace, stack)
     final = stages[-1][1].float()

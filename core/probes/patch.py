@@ -21,7 +21,7 @@ head), through the model's hook points (:mod:`core.hooks`). :func:`stream_effect
 stream (embedding and after each layer) one (layer, position) at a time, :func:`scoreboard` runs the
 head sweep over a probe set.
 
-CLI: ``python -m core.patch --model en-fr --a "…too tired." --b "…too wide."`` (strict JSON last).
+CLI: ``python -m core.probes.patch --model en-fr --a "…too tired." --b "…too wide."`` (strict JSON last).
 """
 from __future__ import annotations
 
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .budget import max_positions
-from .checkpoint import Checkpoint
-from .tokenizer import BOS, EOS
+from ..io.budget import max_positions
+from ..io.checkpoint import Checkpoint
+from ..io.tokenizer import BOS, EOS
 
 KIND_OF = {"self_attn": "encoder", "cross_attn": "cross"}
 
@@ -458,7 +458,7 @@ def sentence_for(ck: Checkpoint, text: str) -> Sentence:
     """A :class:`Sentence` for typed English: the corpus's reference translation and pronoun when its grammar
     covers the text, else the model's own greedy translation and the pronoun found in it."""
     from . import coref
-    from .decoding import greedy_batch
+    from ..inference.decoding import greedy_batch
     corpus, lang = coref.corpus(ck), coref.language(ck)
     if corpus is None or lang is None:
         raise ValueError("patching the pronoun decision needs a model trained to translate English into French "
@@ -553,7 +553,7 @@ def _jsonable(x):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m core.patch", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m core.probes.patch", description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="a translation model (en-fr, en-de, …)")
     ap.add_argument("--a", help="sentence A")
     ap.add_argument("--b", help="sentence B (its “it” needs the other pronoun)")
@@ -562,7 +562,7 @@ def main(argv=None) -> int:
                     help="with --probe-set: keep the scoreboard in the model's folder (patching.json) for the app")
     ap.add_argument("--top", type=int, default=5, help="heads to list")
     args = ap.parse_args(argv)
-    from . import registry
+    from ..io import registry
     try:
         ck = registry.load(args.model)
         if args.probe_set:

@@ -1,6 +1,6 @@
 """Checkpoints: one folder = ``model.safetensors`` + ``config.json`` + ``tokenizer.json`` (+ ``card.md``)
 (+ ``words.json``: the lower-cased words of the training source text, ``{"source": ..., "words": [sorted]}``,
-which :mod:`core.coverage` checks a user's sentence against).
+which :mod:`core.inference.coverage` checks a user's sentence against).
 
 Nothing is ever unpickled. A folder is written next to its destination and swapped in by
 renames, so a kill at any moment leaves either the old or the new checkpoint, whole.
@@ -18,16 +18,16 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from ..config import ModelConfig
+from ..model import Transformer
 from . import jsonio
-from .config import ModelConfig
-from .model import Transformer
 from .tokenizer import Tokenizer
 
 FORMAT = "attention-lab/1"
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.md"
 WORDS = "words.json"
-PATCHING = "patching.json"  # core.patch's scoreboard, kept beside the weights
-STATE_WEIGHTS, STATE_JSON = "train_state.safetensors", "train_state.json"  # core.train's resume state
+PATCHING = "patching.json"  # core.probes.patch's scoreboard, kept beside the weights
+STATE_WEIGHTS, STATE_JSON = "train_state.safetensors", "train_state.json"  # core.training.trainer's resume state
 # Every file a checkpoint folder may hold. A folder holding anything else is not ours: nothing here renames,
 # replaces or deletes it (see :func:`check_replaceable`).
 OWN_FILES = frozenset({WEIGHTS, CONFIG, TOKENIZER, CARD, WORDS, PATCHING, STATE_WEIGHTS, STATE_JSON})

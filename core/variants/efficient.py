@@ -70,7 +70,7 @@ def mass_kept(full_weights: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor
 
 def head_qkv(trace, kind: str, layer: int, head: int, batch: int = 0):
     """``q [Tq, d]``, ``k [Tk, d]``, ``v [Tk, d]`` of one head of a traced attention (GQA: the head's kv group)."""
-    from .trace import KIND_NAMES
+    from ..trace import KIND_NAMES
     name = KIND_NAMES[kind].format(layer)
     q, k, v = trace[f"{name}.q"], trace[f"{name}.k"], trace[f"{name}.v"]
     g = head // (q.shape[1] // k.shape[1])

@@ -6,13 +6,13 @@
   token whose transformed value is tiny moves little.
 * **Gradient × input** (Shrikumar et al. 2017; Denil et al. 2014): ``Σ_d ∂f/∂e_jd · e_jd`` for each
   source token's embedding ``e_j`` (the encoder's ``embed.out`` hook point) and a scalar ``f``, here the
-  pronoun decision of :mod:`core.patch` (log p(A's pronoun) − log p(B's pronoun)).
+  pronoun decision of :mod:`core.probes.patch` (log p(A's pronoun) − log p(B's pronoun)).
 """
 from __future__ import annotations
 
 import torch
 
-from .trace import KIND_NAMES, Trace
+from ..trace import KIND_NAMES, Trace
 
 
 def _module(model, name: str):
@@ -71,7 +71,7 @@ def _traced(model, src, dec) -> Trace:
 
 
 def decision_attributions(ck, a, b, heads: list[tuple[str, int]]) -> dict:
-    """For sentence A of a pair (:class:`core.patch.Sentence`) and each named head ``(attention name, head)``:
+    """For sentence A of a pair (:class:`core.probes.patch.Sentence`) and each named head ``(attention name, head)``:
     where it looks from its query (cross and decoder self-attention: the decision position, whose next token
     is the pronoun; encoder self-attention: the English pronoun), as attention weights and as value-weighted
     attention, both as shares of their row; and gradient × input of the decision per source token.

@@ -7,7 +7,7 @@ import dataclasses
 from datetime import datetime
 from pathlib import Path
 
-from . import jsonio
+from ..io import jsonio
 
 
 def command(module: str, cfg, out: str) -> str:

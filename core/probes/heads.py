@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .budget import max_positions
-from .config import ModelConfig
-from .model import Transformer
-from .tasks import Batch, pad_rows, seq2seq_batch
-from .tokenizer import BOS, EOS, PAD
+from ..config import ModelConfig
+from ..io.budget import max_positions
+from ..io.tokenizer import BOS, EOS, PAD
+from ..model import Transformer
+from ..training.tasks import Batch, pad_rows, seq2seq_batch
 
 Head = tuple[str, int]  # (attention name, head index), e.g. ("decoder.1.cross_attn", 2)
 
@@ -36,12 +36,12 @@ def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Ba
     """A fixed evaluation batch for a checkpoint and the raw items it came from.
 
     Translation (tasks en-fr / en-de and their -tiny): ``n`` pairs of the ``split`` split of the model's corpus
-    (:func:`core.coref.corpus`)
+    (:func:`core.probes.coref.corpus`)
     (never seen in training for valid/test). LM: ``n`` consecutive windows of 64 tokens of the task's
     validation stream. Synthetic tasks: ``n`` held-out sequences (generator seed training never uses).
     Masked LM: ``n`` held-out lines with BERT's corruption (fixed seed); the loss is taken at the chosen tokens.
     """
-    from .tasks import LMTask, MLMTask, SyntheticTask
+    from ..training.tasks import LMTask, MLMTask, SyntheticTask
     task = ck.meta.get("task", "")
     tok = ck.tokenizer
     from .coref import corpus, language
@@ -50,7 +50,7 @@ def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Ba
         pairs = data.generate(language(ck), split, n=n, seed=seed)
         return seq2seq_batch([(tok.encode(p.src), tok.encode(p.tgt)) for p in pairs]), pairs
     if task == "lm" or ck.model.cfg.kind == "decoder-only":
-        lm = LMTask(tokenizer=tok, seq_len=min(64, ck.model.cfg.max_len))
+        lm = LMTask(tokenizer=tok, seq_len=min(64, ck.model.cfg.max_len), name="lm" if task == "lm" else "lm-tiny")
         starts = list(range(0, len(lm.valid_stream) - lm.seq_len - 1, lm.seq_len))[:n]
         return lm._windows(lm.valid_stream, starts), []
     if task == "mlm":
@@ -160,8 +160,9 @@ class PrunePoint:
 
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, ablate=None, max_new: int | None = None) -> list[list[int]]:
-    """Batched greedy translation with heads switched off (KV cache; ``core.decoding.greedy_batch`` + ``ablate``)."""
-    from .decoding import forbid
+    """Batched greedy translation with heads switched off (KV cache;
+    ``core.inference.decoding.greedy_batch`` + ``ablate``)."""
+    from ..inference.decoding import forbid
     model.eval()
     masks = model._ablation(ablate)
     dev = model.embed.tokens.weight.device
@@ -187,7 +188,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, ablate=None, max_new: i
 def translation_quality(ck, pairs, ablate=None, model: Transformer | None = None) -> dict:
     """Exact match and pronoun accuracy of greedy translations of ``pairs`` with ``ablate`` heads off."""
     from .coref import corpus
-    from .tasks import translation_metrics
+    from ..training.tasks import translation_metrics
     model = model or ck.model
     src = pad_rows([ck.tokenizer.encode(p.src) + [EOS] for p in pairs])
     hyps = [ck.tokenizer.decode(ids) for ids in greedy_decode(model, src, ablate)]
@@ -318,5 +319,5 @@ def to_gqa(model: Transformer, n_kv_heads: int) -> Transformer:
             pool = lambda z: z.reshape(g, h // g, dh, *z.shape[1:]).mean(1).reshape(g * dh, *z.shape[1:])  # noqa: E731
             state[key] = torch.cat((q, pool(k), pool(v)), 0)
     new.load_state_dict(state)
-    new.position_limit = getattr(model, "position_limit", None)  # reads no more than the model (core.budget)
+    new.position_limit = getattr(model, "position_limit", None)  # reads no more than the model (core.io.budget)
     return new.to(model.embed.tokens.weight.device).eval()

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .budget import max_positions
-from .checkpoint import Checkpoint
-from .tokenizer import BOS, MASK
-from .trace import Trace
+from ..io.budget import max_positions
+from ..io.checkpoint import Checkpoint
+from ..io.tokenizer import BOS, MASK
+from ..trace import Trace
 
 MASK_TEXT = re.compile(r"\[mask\]", re.IGNORECASE)
 
@@ -156,7 +156,7 @@ class PairResult:
 @torch.no_grad()
 def next_sentence(ck: Checkpoint, a: str, b: str) -> PairResult:
     """BERT's next-sentence prediction: does sentence ``b`` follow ``a``? (A model with ``cfg.nsp``.)"""
-    from .tasks import pair_row
+    from ..training.tasks import pair_row
     model = ck.model
     if not model.cfg.nsp:
         raise ValueError("this model has no next-sentence head")

@@ -5,12 +5,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..io.budget import max_positions
+from ..io.checkpoint import Checkpoint
+from ..io.tokenizer import BOS, EOS, normalize_text
+from ..trace import Trace
 from . import coverage, mlm
-from .budget import max_positions
-from .checkpoint import Checkpoint
 from .decoding import greedy_batch
-from .tokenizer import BOS, EOS, normalize_text
-from .trace import Trace
 
 
 @dataclass
@@ -24,7 +24,8 @@ class Run:
     output: str = ""  # translation, or the predicted next token
     top_next: list[tuple[str, float]] = field(default_factory=list)  # next-token candidates after the input
     notices: list[str] = field(default_factory=list)  # truncation, unknown words: shown to the user
-    coverage: dict | None = None  # core.coverage: {"unknown_words": [...], "known_share": float}; None: not known
+    # core.inference.coverage: {"unknown_words": [...], "known_share": float}; None: not known
+    coverage: dict | None = None
     outside: bool = False  # the input has words the model never saw: its output is not a translation
     outside_label: str = ""  # how pages mark the output when outside ("outside what … — not a translation")
 
@@ -45,7 +46,7 @@ def vocabulary_notices(tok, text: str) -> list[str]:
 
 
 def coverage_notices(ck: Checkpoint, text: str, name: str | None = None) -> tuple[dict | None, list[str]]:
-    """(:func:`core.coverage.for_checkpoint` of ``text``, the notices a page shows): the words of ``text`` the
+    """(:func:`core.inference.coverage.for_checkpoint` of ``text``, the notices a page shows): the words of ``text`` the
     model never saw in training, named, and any remaining [UNK] pieces."""
     cov = coverage.for_checkpoint(ck, text)
     note = coverage.notice(ck, cov, name)

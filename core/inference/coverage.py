@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from .data.translation import words as _split
+from ..data.translation import words as _split
 
 # special tokens a user may type (``[MASK]`` for a masked LM): not words of the sentence
 _SPECIAL_TEXT = re.compile(r"\[(?:PAD|UNK|BOS|EOS|MASK|CLS|SEP)\]", re.IGNORECASE)
@@ -82,7 +82,7 @@ def _trained_on_user_text(meta: dict) -> bool:
 def derive_known_words(ck) -> frozenset | None:
     """Known words of a checkpoint without ``words.json``: the words of the training text of the task named in
     its meta, rebuilt with its own tokenizer (``None`` when that text cannot be rebuilt)."""
-    from .tasks import make_task
+    from ..training.tasks import make_task
     task = ck.meta.get("task")
     if not task or is_pretrained(ck) or _trained_on_user_text(ck.meta):
         return None  # a user's text file is not kept with the model

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..inference.runner import Run, run
+from ..io.budget import max_positions
+from ..io.checkpoint import Checkpoint
+from ..io.tokenizer import BOS, EOS
 from .analysis import rollout
-from .budget import max_positions
-from .checkpoint import Checkpoint
-from .runner import Run, run
-from .tokenizer import BOS, EOS
 
 KINDS = ("self", "cross")
 # Subject pronouns that refer back to an English "it" in the generated corpus.
@@ -82,7 +82,7 @@ def language(ck: Checkpoint) -> str | None:
     """Target language of a translation model (``fr``/``de``; tasks ``en-fr``, ``en-de-tiny``, …), or None."""
     if ck.model.cfg.kind != "encoder-decoder":
         return None
-    from .data import lang_of
+    from ..data import lang_of
     lang = lang_of(str(ck.meta.get("task", "")))
     return lang if lang in TARGET_PRONOUNS else None
 
@@ -96,7 +96,7 @@ def corpus(ck: Checkpoint):
     lang = language(ck)
     if lang is None:
         return None
-    from .data import corpus_for, translation
+    from ..data import corpus_for, translation
     mod = corpus_for(str(ck.meta.get("task", "")))
     if mod is translation:
         return mod
@@ -113,8 +113,8 @@ _TINY_ONLY: dict[tuple[int, str], bool] = {}
 def _knows_only_the_tiny_grammar(ck: Checkpoint, mod, lang: str) -> bool:
     key = (id(ck.model), lang)
     if key not in _TINY_ONLY:
-        from .coverage import coverage, known_words
-        from .data import translation
+        from ..inference.coverage import coverage, known_words
+        from ..data import translation
         known = known_words(ck)
         if known is None:
             _TINY_ONLY[key] = False

@@ -23,7 +23,7 @@ One epoch, for a given ``(seed, epoch)``:
    dropped for that epoch only; the next epoch is cut differently and sees them. With ``world = 1`` nothing is
    dropped: every index appears exactly once per epoch.
 
-What a "length" is, is the caller's choice. ``core.tasks.TranslationTask`` passes, like fairseq, the wider
+What a "length" is, is the caller's choice. ``core.training.tasks.TranslationTask`` passes, like fairseq, the wider
 side of a pair, ``max(len(src) + 1, len(tgt) + 1)`` (+1 for EOS / BOS): the budget then bounds both the
 padded source ``[B, Ts]`` and the padded target ``[B, Tt]`` of a batch, each ``<= max_tokens`` slots.
 

@@ -5,7 +5,7 @@ import os
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # core/io/registry.py -> the repository
 BUNDLED = ROOT / "assets" / "models"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -38,10 +38,10 @@ def valid_name(name: str) -> bool:
     return bool(NAME.match(name or "")) and ".." not in name
 
 
-PRETRAINED = ("minilm",)  # loaded from an installed package by core.pretrained, not from a folder
+PRETRAINED = ("minilm",)  # loaded from an installed package by core.io.pretrained, not from a folder
 # Every name a built-in model has or will have (shipped folders, pretrained packages, installed or not): a user
 # model may not take one, in any letter case, or :func:`load` would open the built-in instead.
-BUILTIN = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny", "lm", "mlm", "copy", "reverse", "xl") + PRETRAINED
+BUILTIN = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny", "lm", "lm-tiny", "mlm", "copy", "reverse", "xl") + PRETRAINED
 
 
 def reserved(name: str) -> bool:
@@ -60,7 +60,7 @@ def available() -> list[str]:
 
 
 def load(name: str, allow_path: bool = True, device="cpu"):
-    """A :class:`core.checkpoint.Checkpoint` for a short name (or, for CLIs, a checkpoint folder)."""
+    """A :class:`core.io.checkpoint.Checkpoint` for a short name (or, for CLIs, a checkpoint folder)."""
     from . import checkpoint, pretrained
     if name in PRETRAINED:
         return pretrained.load(name, device=device)

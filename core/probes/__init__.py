@@ -1,0 +1,13 @@
+"""Looking inside a trained model: attention analysis, attributions, coreference, heads, patching.
+
+* :mod:`~core.probes.inspection` - positions, masks and layer outputs exactly as the model computes them;
+* :mod:`~core.probes.analysis` - computations on a Trace the pages show (rollout, top-k links, one row by hand);
+* :mod:`~core.probes.attribution` - per-head attributions of the pronoun decision;
+* :mod:`~core.probes.coref` - which heads link a pronoun to its antecedent (scoreboards, ablation);
+* :mod:`~core.probes.heads` - head importance and pruning, key/value-head savings;
+* :mod:`~core.probes.patch` - activation patching between minimal pairs (``python -m core.probes.patch``);
+* :mod:`~core.probes.lesson` - the guided lesson's arithmetic, redone step by step from a Trace.
+
+May import: the model core, :mod:`core.io`, :mod:`core.inference`, :mod:`core.training` (tasks, for batches and
+metrics) and :mod:`core.data`; never variants, app/, pages/ or streamlit.
+"""

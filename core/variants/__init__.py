@@ -1,0 +1,11 @@
+"""Variations on the architecture, each measured against the model core.
+
+* :mod:`~core.variants.efficient` - Performer, linear, LSH and sliding-window attention against exact softmax;
+* :mod:`~core.variants.recurrence` - an LSTM seq2seq baseline by length (``python -m core.variants.recurrence``);
+* :mod:`~core.variants.xl` - a small Transformer-XL language model with segment memory
+  (``python -m core.variants.xl``);
+* :mod:`~core.variants.speculative` - speculative decoding with a draft model.
+
+May import: the model core, :mod:`core.io`, :mod:`core.inference`, :mod:`core.training` and :mod:`core.data`;
+never probes, app/, pages/ or streamlit.
+"""
