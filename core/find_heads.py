@@ -1,0 +1,302 @@
+"""Heads that language models grow: previous-token, duplicate-token and induction heads, found by measurement.
+
+``python -m core.find_heads --model MODEL [--seq-len N] [--seed S] [--batch B] [--text TEXT]`` prints one strict
+JSON object on its last line: per kind a ``layers × heads`` list of scores (``previous_token``, ``duplicate_token``,
+``induction``), ``induction_loss`` (the next-token loss on each copy of a repeated sequence), the top heads of each
+kind, and the in-context loss with the induction heads switched off (and, as a control, as many of the least
+induction-like heads switched off).
+
+The standard test (Olsson et al. 2022, "In-context learning and induction heads") feeds the model a sequence of
+``L`` random tokens ``r_0 … r_{L-1}`` read twice, ``[BOS] r r`` (BERT: ``[CLS] r r [SEP]``). The tokens of one row
+are distinct, so every token of the second copy occurs exactly once before. With ``o`` the position of ``r_0``
+(1 after ``[BOS]``) and ``A[q, k]`` a head's attention weight from query ``q`` to key ``k``, averaged over the batch:
+
+* previous-token score = mean over queries ``q ≥ 1`` of ``A[q, q-1]`` (on ``text_ids`` when given, otherwise on the
+  repeated sequence): a head that always looks one token back scores 1;
+* duplicate-token score = mean over second-copy queries ``q`` of ``A[q, q-L]``: the earlier occurrence of the same
+  token;
+* induction score = mean over second-copy queries ``q`` of ``A[q, q-L+1]``: the token that *followed* the earlier
+  occurrence — the head that completes ``[A][B] … [A] → [B]``;
+* induction loss = the mean next-token cross-entropy of ``r_1 … r_{L-1}`` in the first copy (random tokens: about
+  ``log V`` for a model that cannot know them) and the same tokens in the second copy (low when the model copies from
+  context). ``r_0`` is left out of both: nothing before it tells it.
+
+Every score is a mean of attention weights, so it lies in [0, 1]; uniform causal attention gives ``1/(q+1)`` at
+query ``q``. Scores come from the Trace (:mod:`core.trace`); switching heads off uses the model's one hook mechanism
+(``model(..., ablate=...)`` puts :func:`core.hooks.scale_heads` on ``….self_attn.heads``).
+
+Encoder-only models (BERT, minilm, mlm) attend in both directions. Previous-token and duplicate-token scores mean
+the same there. The induction score is still computed, but a bidirectional head can reach ``q-L+1`` without any
+induction mechanism (e.g. by looking at the next token's first copy directly), so it is "attention to the position
+an induction head would read", not evidence of in-context copying; and there is no next-token loss, so
+``induction_loss`` is ``{"first_copy": None, "second_copy": None}``. Encoder-decoder models are refused.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from .io import jsonio, registry
+from .io.budget import max_positions
+from .io.tokenizer import BOS, SPECIALS, normalize_text
+from .trace import Trace
+
+KINDS = ("previous_token", "duplicate_token", "induction")
+
+
+# ------------------------------------------------------------------ the model's one attention stack
+def stack_of(model) -> str:
+    """The stack whose self-attention is scored: ``decoder`` for a decoder-only model, ``encoder`` for an encoder-only
+    one (ValueError for an encoder-decoder model, which has two and a cross-attention)."""
+    kind = model.cfg.kind
+    if kind == "decoder-only":
+        return "decoder"
+    if kind == "encoder-only":
+        return "encoder"
+    raise ValueError(f"head finding reads one self-attention stack: choose a decoder-only (GPT) or encoder-only (BERT) "
+                     f"model; this one is {kind}")
+
+
+def _n_layers(model) -> int:
+    return model.cfg.n_layers(stack_of(model))
+
+
+def framing(ck) -> dict:
+    """The keyword arguments :func:`head_scores` needs for a checkpoint's tokenizer: the lowest id of an ordinary token
+    (``vocab_low``) and the tokens put around the sequence (``bos``, ``eos``). Ours: specials are ids 0-4, a
+    decoder-only model reads ``[BOS]`` first; BERT's WordPiece (minilm): ``[CLS] … [SEP]``, and its ``[unusedN]``
+    slots, never trained, are skipped too."""
+    tok = ck.tokenizer
+    if hasattr(tok, "cls_id"):
+        bracketed = [i for i in range(min(tok.vocab_size, 5000))
+                     if (t := tok.id_to_token(i)).startswith("[") and t.endswith("]") and len(t) > 2]
+        return {"vocab_low": max(bracketed) + 1, "bos": tok.cls_id, "eos": tok.sep_id}
+    return {"vocab_low": len(SPECIALS), "bos": BOS if ck.model.cfg.kind == "decoder-only" else None, "eos": None}
+
+
+# ------------------------------------------------------------------ the repeated random sequence
+def repeated_tokens(vocab_size: int, *, seq_len: int = 24, repeats: int = 2, batch: int = 16, seed: int = 0,
+                    vocab_low: int = 5, bos: int | None = BOS, eos: int | None = None) -> torch.Tensor:
+    """``[batch, T]`` ids: per row ``seq_len`` distinct random tokens from ``vocab_low .. vocab_size-1``, read
+    ``repeats`` times, after ``bos`` and before ``eos`` (either None: left out). The same seed gives the same ids."""
+    if seq_len < 2 or repeats < 2 or batch < 1:
+        raise ValueError(f"need seq_len >= 2, repeats >= 2 and batch >= 1 (got {seq_len}, {repeats}, {batch})")
+    if not 1 <= vocab_low < vocab_size or vocab_size - vocab_low < seq_len:
+        raise ValueError(f"cannot draw {seq_len} distinct tokens from ids {vocab_low}..{vocab_size - 1}")
+    gen = torch.Generator().manual_seed(int(seed))
+    rows = torch.rand(batch, vocab_size - vocab_low, generator=gen).argsort(dim=1)[:, :seq_len] + vocab_low
+    parts = ([torch.full((batch, 1), bos)] if bos is not None else []) + [rows] * repeats
+    parts += [torch.full((batch, 1), eos)] if eos is not None else []
+    return torch.cat(parts, dim=1)
+
+
+def _offset(bos) -> int:
+    return 0 if bos is None else 1
+
+
+def _check_length(model, length: int, what: str) -> None:
+    limit = max_positions(model)
+    if length > limit:
+        raise ValueError(f"the {what} has {length} positions; this model reads at most {limit}")
+
+
+# ------------------------------------------------------------------ scores
+def _weights(model, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``([layers, B, H, T, T] attention weights, [B, T, V] logits)`` of one traced eval-mode pass."""
+    stack = stack_of(model)
+    trace = Trace()
+    out = model(ids.to(model.embed.tokens.weight.device), trace=trace)
+    w = torch.stack([trace[f"{stack}.{i}.self_attn.weights"] for i in range(_n_layers(model))])
+    return w.float().cpu(), out.logits.float().cpu()
+
+
+def diagonal_score(weights: torch.Tensor, queries, offset: int) -> torch.Tensor:
+    """``[layers, heads]``: the mean over the batch and ``queries`` of ``weights[..., q, q - offset]`` for
+    ``weights`` ``[layers, B, H, T, T]``."""
+    q = torch.as_tensor(list(queries), dtype=torch.long)
+    if q.numel() == 0 or int((q - offset).min()) < 0:
+        raise ValueError("no query has a key at that offset")
+    return weights[..., q, q - offset].mean(dim=(1, 3))
+
+
+def _copy_losses(logits: torch.Tensor, ids: torch.Tensor, o: int, seq_len: int, repeats: int) -> list[float]:
+    """Mean next-token loss of ``r_1 … r_{L-1}`` in each copy (copy c starts at position ``o + c·L``)."""
+    logp = F.log_softmax(logits, dim=-1)
+    out = []
+    for c in range(repeats):
+        targets = torch.arange(o + c * seq_len + 1, o + (c + 1) * seq_len)
+        nll = -logp[:, targets - 1].gather(-1, ids[:, targets].unsqueeze(-1)).squeeze(-1)
+        out.append(float(nll.mean()))
+    return out
+
+
+class _Eval:
+    """Eval mode and no gradients for the measurement, the caller's mode (a model in training) restored after."""
+
+    def __init__(self, model):
+        self.model, self.was = model, model.training
+
+    def __enter__(self):
+        self.grad = torch.is_grad_enabled()
+        torch.set_grad_enabled(False)
+        self.model.eval()
+
+    def __exit__(self, *exc):
+        self.model.train(self.was)
+        torch.set_grad_enabled(self.grad)
+
+
+def head_scores(model, *, vocab_low: int = 5, seq_len: int = 24, repeats: int = 2, batch: int = 16, seed: int = 0,
+                text_ids=None, bos: int | None = BOS, eos: int | None = None) -> dict:
+    """Previous-token, duplicate-token and induction score of every head (``layers × heads`` nested lists of floats in
+    [0, 1]) and ``induction_loss`` ``{"first_copy", "second_copy"}`` (None for an encoder-only model), measured on
+    ``batch`` rows of ``[bos] r × repeats [eos]`` with ``seq_len`` random tokens (see the module doc).
+
+    ``text_ids``: a model input (ids as the model reads them, e.g. ``[BOS] + encode(text)``; a list, or a list of
+    equal-length lists) on which the previous-token score is measured instead. A model in training mode is measured
+    in eval mode (no dropout) and left in training mode. ``bos`` / ``eos`` / ``vocab_low``: see :func:`framing`.
+    """
+    stack_of(model)  # an encoder-decoder model is refused before anything else
+    ids = repeated_tokens(model.cfg.vocab_size, seq_len=seq_len, repeats=repeats, batch=batch, seed=seed,
+                          vocab_low=vocab_low, bos=bos, eos=eos)
+    _check_length(model, ids.shape[1], "repeated sequence")
+    o = _offset(bos)
+    with _Eval(model):
+        w, logits = _weights(model, ids)
+        later = range(o + seq_len, o + repeats * seq_len)  # every query of the second and later copies
+        scores = {"duplicate_token": diagonal_score(w, later, seq_len),
+                  "induction": diagonal_score(w, later, seq_len - 1)}
+        if text_ids is None:
+            scores["previous_token"] = diagonal_score(w, range(1, ids.shape[1]), 1)
+        else:
+            text = torch.as_tensor(text_ids, dtype=torch.long)
+            text = text[None] if text.dim() == 1 else text
+            if text.shape[-1] < 2:
+                raise ValueError("the text needs at least two tokens for a previous-token score")
+            _check_length(model, text.shape[1], "text")
+            scores["previous_token"] = diagonal_score(_weights(model, text)[0], range(1, text.shape[1]), 1)
+        if model.cfg.kind == "decoder-only":
+            losses = _copy_losses(logits, ids, o, seq_len, repeats)
+        else:
+            losses = [None] * repeats
+    result = {k: scores[k].clamp(0.0, 1.0).tolist() for k in KINDS}
+    result["induction_loss"] = {"first_copy": losses[0], "second_copy": losses[1]}
+    if repeats > 2:
+        result["induction_loss"]["per_copy"] = losses
+    return result
+
+
+def ablate_heads_loss(model, heads, *, vocab_low: int = 5, seq_len: int = 24, repeats: int = 2, batch: int = 16,
+                      seed: int = 0, bos: int | None = BOS, eos: int | None = None) -> dict:
+    """``{"first_copy", "second_copy"}``: the next-token loss on each copy of the same repeated sequence as
+    :func:`head_scores` (same arguments, same ids), with ``heads`` — ``(layer, head)`` pairs — switched off through
+    the model's ablation hooks (``model(ids, ablate={"decoder.L.self_attn": [h, …]})``). No heads: the loss of
+    :func:`head_scores`. Decoder-only models only (an encoder has no next-token loss)."""
+    if model.cfg.kind != "decoder-only":
+        raise ValueError("the in-context (next-token) loss needs a decoder-only model; an encoder reads both copies "
+                         "at once")
+    stack, n_layers, n_heads = stack_of(model), _n_layers(model), model.cfg.n_heads
+    ablate: dict[str, list[int]] = {}
+    for layer, head in heads:
+        if not (0 <= int(layer) < n_layers and 0 <= int(head) < n_heads):
+            raise ValueError(f"no head L{layer}H{head}: this model has {n_layers} layers of {n_heads} heads")
+        ablate.setdefault(f"{stack}.{int(layer)}.self_attn", []).append(int(head))
+    ids = repeated_tokens(model.cfg.vocab_size, seq_len=seq_len, repeats=repeats, batch=batch, seed=seed,
+                          vocab_low=vocab_low, bos=bos, eos=eos)
+    _check_length(model, ids.shape[1], "repeated sequence")
+    with _Eval(model):
+        logits = model(ids.to(model.embed.tokens.weight.device), ablate=ablate or None).logits.float().cpu()
+        losses = _copy_losses(logits, ids, _offset(bos), seq_len, repeats)
+    return {"first_copy": losses[0], "second_copy": losses[1]}
+
+
+# ------------------------------------------------------------------ naming heads
+def top_heads(grid, k: int = 3) -> list[dict]:
+    """The ``k`` highest-scoring heads of a ``layers × heads`` grid: ``[{"layer", "head", "score"}]``, best first
+    (ties: lower layer, then lower head first)."""
+    flat = [(float(s), li, hi) for li, row in enumerate(grid) for hi, s in enumerate(row)]
+    flat.sort(key=lambda x: (-x[0], x[1], x[2]))
+    return [{"layer": li, "head": hi, "score": s} for s, li, hi in flat[:max(0, k)]]
+
+
+def induction_heads(grid, threshold: float = 0.4, at_most: int | None = None) -> list[tuple[int, int]]:
+    """``(layer, head)`` of the heads whose induction score is at least ``threshold`` (best first, at most
+    ``at_most``); when none reaches it, the single best head, so there is always something to switch off."""
+    ranked = top_heads(grid, k=sum(len(r) for r in grid))
+    chosen = [(h["layer"], h["head"]) for h in ranked if h["score"] >= threshold] or \
+             [(h["layer"], h["head"]) for h in ranked[:1]]
+    return chosen[:at_most] if at_most else chosen
+
+
+def control_heads(grid, n: int) -> list[tuple[int, int]]:
+    """The ``n`` heads with the lowest score of ``grid``: switching off as many heads that are not induction heads
+    shows how much of a loss change is specific to the induction heads."""
+    ranked = top_heads(grid, k=sum(len(r) for r in grid))
+    return [(h["layer"], h["head"]) for h in reversed(ranked)][:n]
+
+
+def report(ck, *, seq_len: int = 24, seed: int = 0, batch: int = 16, text: str | None = None, k: int = 3,
+           threshold: float = 0.4) -> dict:
+    """Everything the CLI prints for a checkpoint: the three score grids, ``induction_loss``, ``top_heads`` per kind,
+    and (decoder-only) ``ablation``: the loss with the induction heads off and with as many control heads off."""
+    frame = framing(ck)
+    text_ids = None
+    if text is not None:
+        if not normalize_text(text):
+            raise ValueError("the text is empty")
+        body = ck.tokenizer.encode(text)
+        text_ids = ([frame["bos"]] if frame["bos"] is not None else []) + body + \
+                   ([frame["eos"]] if frame["eos"] is not None else [])
+    out = head_scores(ck.model, seq_len=seq_len, seed=seed, batch=batch, text_ids=text_ids, **frame)
+    out["top_heads"] = {kind: top_heads(out[kind], k) for kind in KINDS}
+    out["model_kind"] = ck.model.cfg.kind
+    out["settings"] = {"seq_len": seq_len, "seed": seed, "batch": batch, "repeats": 2,
+                       "previous_token_on": "text" if text_ids is not None else "repeated sequence", **frame}
+    if ck.model.cfg.kind == "decoder-only":
+        off = induction_heads(out["induction"], threshold)
+        ctrl = control_heads(out["induction"], len(off))
+        kw = dict(seq_len=seq_len, seed=seed, batch=batch, **frame)
+        out["ablation"] = {"threshold": threshold,
+                           "induction_heads": [list(h) for h in off],
+                           "induction_heads_off": ablate_heads_loss(ck.model, off, **kw),
+                           "control_heads": [list(h) for h in ctrl],
+                           "control_heads_off": ablate_heads_loss(ck.model, ctrl, **kw),
+                           "chance_loss": math.log(ck.model.cfg.vocab_size - frame["vocab_low"])}
+    else:
+        out["ablation"] = None
+    return out
+
+
+# ------------------------------------------------------------------ command line
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"error: {message} (see python -m core.find_heads --help)\n")
+
+
+def main(argv=None) -> int:
+    """Entry of ``python -m core.find_heads``: the JSON report on the last line; a bad input: one ``error:`` line,
+    exit 2."""
+    ap = _Parser(prog="python -m core.find_heads", description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True, help="a model name (lm, minilm, …) or a checkpoint folder")
+    ap.add_argument("--seq-len", type=int, default=24, help="random tokens per copy (default 24)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=16, help="random sequences averaged over (default 16)")
+    ap.add_argument("--text", default=None, help="measure the previous-token score on this text instead")
+    ap.add_argument("--top", type=int, default=3, help="heads named per kind (default 3)")
+    args = ap.parse_args(argv)
+    try:
+        data = report(registry.load(args.model), seq_len=args.seq_len, seed=args.seed, batch=args.batch,
+                      text=args.text, k=args.top)
+        print(jsonio.dumps(data, ensure_ascii=False))  # strict JSON: a NaN would be printed as null
+    except (ValueError, OSError) as e:
+        print("error: " + (" ".join(str(e).split()) or e.__class__.__name__), file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
