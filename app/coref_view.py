@@ -89,7 +89,7 @@ def grid_figure(lk: torch.Tensor, candidates, antecedent: str, *, title: str, pr
     fig.update_yaxes(title="layer", tickvals=list(range(n_l)), autorange="reversed")
     fig.update_layout(title=f"{title}<br>(antecedent: {label(antecedent)})")
     fig = _style(fig, present, height=220 + 45 * n_l, dark=dark)
-    fig.update_layout(margin=dict(t=40 + 22 * (title.count("<br>") + 2)))  # room for every title line
+    fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40 + 22 * (title.count("<br>") + 2))))  # every title line
     return fig
 
 

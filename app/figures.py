@@ -11,6 +11,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
+from app import theme
+
 SCALES = {"normal": "Blues", "present": "Greys", "scores": "RdBu"}
 
 
@@ -19,11 +21,14 @@ def label(tok: str) -> str:
 
 
 def _style(fig: go.Figure, present: bool, height: int | None = None, dark: bool = False) -> go.Figure:
+    """Theme and type sizes; in presentation mode every title, axis, legend and cell text at projector size
+    (app/theme.py)."""
     fig.update_layout(template="plotly_dark" if dark else "plotly_white",
-                      font=dict(size=20 if present else 13), margin=dict(l=10, r=10, t=50, b=10))
+                      font=dict(size=20 if present else 13), margin=dict(l=10, r=10, t=70 if present else 50, b=10))
     if height:
         fig.update_layout(height=height)
-    return fig
+    theme.text_colour(fig, dark)
+    return theme.present_layout(fig) if present else fig
 
 
 def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_name: str = "weight",
@@ -36,7 +41,7 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
     zlist = [[(float(v) if ok else None) for v, ok in zip(row, okrow)] for row, okrow in zip(z, finite)]
     colorscale = SCALES["scores"] if scores else SCALES["present" if present else "normal"]
     if present and not scores:
-        colorscale = [[0, "#ffffff"], [1, "#000000"]]
+        colorscale = theme.heat_scale(dark)
     hm = go.Heatmap(z=zlist, x=list(range(len(ks))), y=list(range(len(qs))), customdata=custom,
                     colorscale=colorscale, zmid=0 if scores else None, zmin=None if scores else 0,
                     hovertemplate=f"query %{{customdata[0]}} → key %{{customdata[1]}}<br>{value_name} %{{z:.6f}}"
@@ -103,6 +108,14 @@ def lines(series: dict, x=None, *, title: str = "", x_title: str = "", y_title: 
         fig.add_scatter(x=list(x) if x is not None else list(range(len(ys))), y=ys, mode="lines", name=label(name))
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title)
     return _style(fig, present, height=360, dark=dark)
+
+
+def log_axes(fig: go.Figure, *, present: bool = False, dark: bool = False) -> go.Figure:
+    """Both axes logarithmic. In presentation mode only the powers of ten are labelled: plotly writes the 2 and 5
+    between them at three quarters of the tick size, too small for a projector."""
+    fig.update_xaxes(type="log", dtick=1 if present else None)
+    fig.update_yaxes(type="log", dtick=1 if present else None)
+    return fig
 
 
 def _ticks(labels, n):
@@ -172,7 +185,7 @@ def mask_map(mask: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present
         fig.data[0].text = [["0" if a else "−∞" for a in row] for row in allowed.bool().tolist()]
         fig.data[0].texttemplate = "%{text}"
     fig.data[0].showscale = False
-    return fig
+    return theme.cell_text(fig, present)
 
 
 def grouped_bars(series: dict, names, *, title: str = "", y_title: str = "", present: bool = False,

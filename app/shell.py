@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import coverage_view
+from app import coverage_view, theme
 from app.cache import bounded
 from app.guard import public
 from app.text import md
@@ -160,6 +160,7 @@ def _init_from_url(names: list[str]) -> None:
     st.session_state["text"] = text if text is not None else PRESETS.get(model, [DEFAULT_TEXT])[0]
     st.session_state["tgt"] = (_from_url("tgt", default="") or "")[:MAX_TEXT]
     st.session_state["present"] = _from_url("present", ["0", "1"], "0") == "1"
+    st.session_state["theme"] = _from_url("theme", ["light", "dark"], None)  # None: the browser's own setting
 
 
 def url_int(key: str, upper: int, default: int = 0, lower: int = 0) -> int:
@@ -183,6 +184,8 @@ def _view_params() -> dict:
         params["tgt"] = st.session_state["tgt"]
     if st.session_state.get("present"):
         params["present"] = "1"
+    if st.session_state.get("theme"):
+        params["theme"] = st.session_state["theme"]
     return {k: v for k, v in params.items() if v is not None}
 
 
@@ -198,7 +201,7 @@ def _sync_shared_url() -> None:
     """Every page keeps model and sentence in its link (Streamlit clears the URL on a page switch); the page's
     own parameters, still to be read by the page, are left alone."""
     shared = _view_params()
-    for key in ("tgt", "present"):
+    for key in ("tgt", "present", "theme"):
         if key not in shared and key in st.query_params:
             del st.query_params[key]
     for key, value in shared.items():
@@ -211,6 +214,37 @@ def _use_preset():
     if choice and choice != "—":
         st.session_state["text"] = choice
         st.session_state["tgt"] = ""
+
+
+def _shown_theme() -> str | None:
+    """The theme the browser shows ("light" / "dark"), None where it is not known (AppTest)."""
+    try:
+        return st.context.theme.type
+    except Exception:  # no theme information
+        return None
+
+
+def _wanted_theme() -> str:
+    """The theme asked for (the toggle or ``?theme=``), else the one the browser shows."""
+    return st.session_state.get("theme") or _shown_theme() or "light"
+
+
+def _theme_changed():
+    st.session_state["theme"] = "dark" if st.session_state.get("dark_theme") else "light"
+
+
+def _apply_theme(present: bool, dark: bool) -> None:
+    """Page CSS (projector sizes, caption contrast), the sidebar closed in presentation mode, and a reload into the
+    theme asked for when the browser shows the other one. Streamlit switches themes only when a page loads
+    (``embed_options``), so the reload carries the whole view in its link; it happens once, because the link it
+    loads already asks for that theme."""
+    st.markdown(theme.page_css(present, dark), unsafe_allow_html=True)  # md: trusted (our CSS)
+    if present != st.session_state.get("_sidebar_present"):  # only on a change: the user may open it again
+        st.session_state["_sidebar_present"] = present
+        st.set_page_config(initial_sidebar_state="collapsed" if present else "auto")
+    wanted, shown = st.session_state.get("theme"), _shown_theme()
+    if wanted and shown and wanted != shown and st.query_params.get("embed_options") != f"{wanted}_theme":
+        st.html(theme.switch_script(wanted), unsafe_allow_javascript=True)  # trusted: ours, no user text
 
 
 def model_device(model) -> str:
@@ -242,19 +276,18 @@ def sidebar() -> View | None:
         if ck.model.cfg.kind == "encoder-decoder":
             st.text_input("Target (optional)", key="tgt", max_chars=MAX_TEXT,
                           help="Leave empty to use the model's own translation.")
-        st.toggle("Presentation mode", key="present", help="Large type and a high-contrast scale for projectors.")
+        st.toggle("Presentation mode", key="present", help="Large type and a high-contrast scale for projectors; "
+                  "the sidebar starts closed (open it with the arrow at the top left).")
+        st.session_state.setdefault("dark_theme", _wanted_theme() == "dark")
+        st.toggle("Dark theme", key="dark_theme", on_change=_theme_changed,
+                  help="Light text on a dark background (the page reloads; `?theme=dark` in a link does the same).")
         cfg, device = ck.model.cfg, model_device(ck.model)
         st.caption(f"{cfg.kind} · {cfg.n_layers('encoder')}+{cfg.n_layers('decoder')} layers · {cfg.n_heads} heads · "
                    f"d_model {cfg.d_model} · {ck.model.num_parameters():,} parameters · device {device}")
     _sync_shared_url()
     present = bool(st.session_state.get("present"))
-    if present:
-        st.markdown("<style>html, body, [class*='st-'] {font-size: 1.35rem;} h1 {font-size: 3rem !important;}</style>",
-                    unsafe_allow_html=True)  # md: trusted (our CSS)
-    try:
-        dark = st.context.theme.type == "dark"
-    except Exception:  # older Streamlit: no theme information
-        dark = False
+    dark = _shown_theme() == "dark"
+    _apply_theme(present, dark)
     tgt = st.session_state.get("tgt") or None
     return View(name, ck, st.session_state.get("text", ""), tgt if ck.model.cfg.kind == "encoder-decoder" else None,
                 present, dark)

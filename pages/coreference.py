@@ -18,9 +18,19 @@ view = st.session_state.get("view")
 if view is None:
     st.stop()
 pairs = cv.probe_items(view.name)
-choice = st.selectbox("Minimal pair", range(len(pairs)), format_func=lambda i: f"{pairs[i][0].text} / …{pairs[i][1].text.split()[-1]}")
-a = st.text_input("Sentence A", pairs[choice][0].text, key=f"coref_a_{choice}")
-b = st.text_input("Sentence B", pairs[choice][1].text, key=f"coref_b_{choice}")
+mine = next((i for i, pair in enumerate(pairs) if view.text.strip() in (pair[0].text, pair[1].text)), None)
+choice = st.selectbox("Minimal pair", range(len(pairs)), index=mine or 0,
+                      format_func=lambda i: f"{pairs[i][0].text} / …{pairs[i][1].text.split()[-1]}")
+own = choice == mine and view.text.strip() == pairs[choice][1].text  # the sidebar sentence is the pair's B
+first, second = (pairs[choice][1], pairs[choice][0]) if own else pairs[choice]
+a = st.text_input("Sentence A", first.text, key=f"coref_a_{choice}_{own}")
+b = st.text_input("Sentence B", second.text, key=f"coref_b_{choice}_{own}")
+if mine is None:
+    st.caption("The sidebar sentence is not used here: this page compares two sentences that differ in one word, "
+               "so it needs a minimal pair. Choose one above or write both sentences; a probe sentence written in "
+               "the sidebar opens its own pair.")
+else:
+    st.caption("Sentence A is the sidebar sentence; B is its minimal pair.")
 unknown = [w for s in (a, b) for w in (coverage.for_checkpoint(view.ck, s) or {}).get("unknown_words", [])]
 if unknown:
     coverage_view.notices([f"Unknown to {view.name}: {', '.join(dict.fromkeys(unknown))}. These sentences are "

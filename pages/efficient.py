@@ -63,8 +63,7 @@ curve = {name: E.favor_error_curve(q, k, FEATURES, seeds=range(4), causal=causal
          for name, o in (("orthogonal features", True), ("i.i.d. features", False))}
 fig = figures.lines(curve, FEATURES, title="Mean |approx − exact| vs number of features (mean of 4 seeds)",
                     x_title="random features m", y_title="mean absolute error", **plot)
-fig.update_xaxes(type="log")
-fig.update_yaxes(type="log")
+figures.log_axes(fig, **plot)
 st.plotly_chart(fig, key="favor_curve")
 with st.expander("Linear attention (elu + 1 features, Katharopoulos et al. 2020)"):
     lin = E.linear_attention_weights(q, k, causal=causal)
@@ -154,8 +153,7 @@ if data is not None:
     for key, series, y in (("cost_time", {n: [t * 1e3 for t in s] for n, s in times.items()}, "milliseconds"),
                            ("cost_mem", {n: [b / 1e6 for b in s] for n, s in mems.items()}, "peak MB")):
         fig = figures.lines(series, sizes, title=f"{y} vs sequence length T", x_title="T", y_title=y, **plot)
-        fig.update_xaxes(type="log")
-        fig.update_yaxes(type="log")
+        figures.log_axes(fig, **plot)
         st.plotly_chart(fig, key=key)
     st.dataframe({"method": list(data["exponents"]),
                   "time ∝ T^k, all T": [e["all"] for e in data["exponents"].values()],

@@ -46,6 +46,11 @@ def fill_in_the_blank():
     st.header("1. Fill in the blank")
     if "mlm_text" not in st.session_state:
         st.session_state["mlm_text"] = view.text if mlm.MASK_TEXT.search(view.text or "") else PRESETS["mlm"][0]
+    elif view.text != st.session_state.get("_mlm_sidebar") and mlm.MASK_TEXT.search(view.text or ""):
+        st.session_state["mlm_text"] = view.text  # a new sidebar sentence with a [MASK] drives this box
+    st.session_state["_mlm_sidebar"] = view.text
+    st.caption("A sidebar sentence with [MASK] in it is copied here; a sentence without one has nothing to fill in, "
+               "so this box keeps its own.")
     text = st.text_area("Sentence — write [MASK] where a word is hidden", key="mlm_text", max_chars=2000, height=80)
     ids = mlm.encode_masked(tok, text)
     if not ids:

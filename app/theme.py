@@ -1,0 +1,169 @@
+"""Presentation mode and the dark theme: the type sizes a projector needs, for the page (CSS) and for the charts
+(plotly layout, set on every figure by :func:`app.figures._style`).
+
+Sizes are what a room reads from the back at 1024×768 and 1280×800 (checked in real Chromium by
+tests/e2e/test_presentation_browser.py): page title ≥ 40 px, body ≥ 22 px, chart titles ≥ 24 px, axis titles, tick
+labels, legends and colour bars ≥ 18 px; heatmap cell text at 18 px, or hidden (the value stays in the hover) where
+a cell is too narrow to hold it.
+
+The dark theme is Streamlit's own (``[theme.light]`` / ``[theme.dark]`` in .streamlit/config.toml): Streamlit has
+no per-session call to change it, so the page asks the browser to reload with Streamlit's ``embed_options`` URL
+switch (:func:`switch_script`); ``?theme=dark`` in a link does the same.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import plotly.graph_objects as go
+
+# presentation sizes in px (chart) — the page sizes are in PAGE_CSS
+TITLE, AXIS_TITLE, TICK, CELL = 26, 20, 18, 18
+MIN_CELL_PX = 44    # narrowest heatmap cell that holds a short value ("0.25", "−∞", "100%") at CELL px
+PLOT_WIDTH = 1100   # the widest a full-width chart gets at 1280×800 with the sidebar collapsed
+
+# Streamlit's rem is the html font size: 22 px makes body text 22 px and scales headings, widgets and spacing with
+# it. Labels that Streamlit draws smaller (captions, widget labels, the navigation, tables) are raised to 1 rem, and
+# labels wrap instead of being cut with an ellipsis.
+PAGE_CSS = """<style>
+html { font-size: 22px; }
+h1 { font-size: 2.3rem !important; line-height: 1.2 !important; }
+h2 { font-size: 1.6rem !important; }
+h3 { font-size: 1.3rem !important; }
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p,
+[data-testid="stWidgetLabel"] p, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
+[data-testid="stMarkdownContainer"] td, [data-testid="stMarkdownContainer"] th, [data-testid="stText"],
+[data-testid="stAlertContentInfo"] p, [data-testid="stExpander"] summary p, [data-testid="stTab"] p,
+[data-testid="stMetricLabel"] p, [data-testid="stSidebarNav"] span, [data-testid="stSidebarNav"] header,
+[data-testid="stNavSectionHeader"], [data-testid="stPageLink"] p, [data-testid="stPageLink"] span,
+.stSelectbox div[data-baseweb="select"] div, .stRadio label p, .stCheckbox label p, button p,
+[data-baseweb="tag"] span, textarea, input {
+  font-size: 1rem !important;
+}
+[data-testid="stSidebarNav"] a span, [data-testid="stWidgetLabel"] p, [data-testid="stPageLink"] p,
+[data-testid="stPageLink"] span, [data-testid="stTab"] p, button p {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+}
+[data-testid="stSidebarNav"] a { height: auto !important; min-height: 2rem; }
+[data-testid="stCaptionContainer"] { opacity: 1 !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 3rem !important; }
+button kbd { display: none !important; }  /* the step caption names the keys; the faded hint is too pale */
+</style>"""
+
+# Streamlit draws captions in the text colour at 60 % opacity: 3.7:1 on white, under the 4.5:1 WCAG AA asks of
+# body text. Both themes get a caption colour that passes (checked in the browser test).
+CONTRAST_CSS = """<style>
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { color: %s !important; }
+</style>"""
+CAPTION = {"light": "#4a4c57", "dark": "#c4c6cc"}
+
+
+def page_css(present: bool, dark: bool) -> str:
+    """The CSS the shell puts on every page (trusted: ours, no user text)."""
+    css = CONTRAST_CSS % CAPTION["dark" if dark else "light"]
+    return css + (PAGE_CSS if present else "")
+
+
+def switch_script(theme: str) -> str:
+    """A script that reloads the page in Streamlit's ``theme`` ("light" / "dark") theme, keeping the link's view.
+    ``embed_options=<theme>_theme`` is read by Streamlit's front end when the page loads; ``theme`` is ours (it
+    survives a page switch, when Streamlit drops ``embed_options``)."""
+    if theme not in ("light", "dark"):
+        raise ValueError(f"unknown theme {theme!r}")
+    return ("<script>(function(){const u=new URL(window.location.href);"
+            f"u.searchParams.set('embed_options',{json.dumps(theme + '_theme')});"
+            f"u.searchParams.set('theme',{json.dumps(theme)});"
+            "if(u.href!==window.location.href){window.location.replace(u.href);}})();</script>")
+
+
+def heat_scale(dark: bool) -> list:
+    """Presentation heatmap scale: weight 0 is the background, weight 1 is full ink (black on white, white on
+    dark), so the strongest link is the most visible in either theme."""
+    return [[0, "#0e1117"], [1, "#ffffff"]] if dark else [[0, "#ffffff"], [1, "#000000"]]
+
+
+def _n_columns(trace) -> int:
+    z = trace.z
+    try:
+        return max(len(row) for row in z) if z is not None and len(z) and hasattr(z[0], "__len__") else 1
+    except TypeError:
+        return 1
+
+
+def cell_text(fig: go.Figure, present: bool, width: int = PLOT_WIDTH) -> go.Figure:
+    """Heatmap cell text at a size the room can read: in presentation mode CELL px where a cell is at least
+    MIN_CELL_PX wide, else hidden (the exact value stays in the hover). ``width``: the chart's width in px.
+    Call it again after adding cell text to a styled figure."""
+    if not present:
+        return fig
+    subplots = max(1, len([k for k in fig.layout if k.startswith("xaxis")]))
+    for trace in fig.data:
+        if trace.type != "heatmap" or (trace.texttemplate in (None, "") and trace.text is None):
+            continue
+        if width / subplots / _n_columns(trace) >= MIN_CELL_PX:
+            trace.textfont = dict(size=CELL)
+        else:
+            trace.texttemplate, trace.text = "", None
+    return fig
+
+
+TEXT = {"light": "#31333f", "dark": "#fafafa"}  # Streamlit's own text colours: 12.6:1 and 17:1 on its backgrounds
+
+
+def text_colour(fig: go.Figure, dark: bool) -> go.Figure:
+    """Chart text in the page's text colour: Streamlit's chart theme draws ticks and axis titles in a grey that
+    reads 3.7:1 on white (WCAG AA asks 4.5:1)."""
+    colour = TEXT["dark" if dark else "light"]
+    fig.update_layout(font=dict(color=colour), title=dict(font=dict(color=colour)),
+                      legend=dict(font=dict(color=colour)))
+    fig.update_xaxes(tickfont=dict(color=colour), title_font=dict(color=colour))
+    fig.update_yaxes(tickfont=dict(color=colour), title_font=dict(color=colour))
+    return fig
+
+
+TITLE_CHARS = 32  # a chart title line at TITLE px that fits half the page at 1024×768 (≈ 13 px a character)
+
+
+def wrap_title(title: str, width: int = TITLE_CHARS) -> str:
+    """Break an (already escaped) plotly title into ``<br>`` lines of at most ``width`` visible characters; its own
+    line breaks and tags stay as they are. Plotly titles do not wrap: a long one is cut at the chart's edge."""
+    out = []
+    for line in str(title).split("<br>"):
+        words, cur, n = line.split(" "), [], 0
+        for word in words:
+            size = len(re.sub(r"<[^>]*>", "", word))
+            if cur and n + 1 + size > width:
+                out.append(" ".join(cur))
+                cur, n = [], 0
+            cur.append(word)
+            n += size + (1 if n else 0)
+        out.append(" ".join(cur))
+    return "<br>".join(out)
+
+
+def _top_axis(fig: go.Figure) -> bool:
+    return any(getattr(fig.layout[k], "side", None) == "top" for k in fig.layout if k.startswith("xaxis"))
+
+
+def present_layout(fig: go.Figure) -> go.Figure:
+    """Presentation sizes set on the figure itself (explicit layout values win over any template, Streamlit's
+    included): chart title, every axis's title and ticks, legend, colour bars, annotations (subplot titles)."""
+    lines = 0
+    if fig.layout.title.text:
+        fig.layout.title.text = wrap_title(fig.layout.title.text)
+        lines = fig.layout.title.text.count("<br>") + 1
+    # room above the plot for every title line (with automargin a title of several lines is drawn above the chart,
+    # outside it, under Streamlit's chart theme)
+    top = 20 + round(1.3 * TITLE * lines) + (AXIS_TITLE + TICK + 24 if _top_axis(fig) else 0)
+    fig.update_layout(margin=dict(t=max(top, 40)))
+    fig.update_layout(font=dict(size=TICK), title=dict(font=dict(size=TITLE)),
+                      legend=dict(font=dict(size=TICK)), hoverlabel=dict(font=dict(size=TICK)))
+    fig.update_xaxes(tickfont=dict(size=TICK), title_font=dict(size=AXIS_TITLE), automargin=True)
+    fig.update_yaxes(tickfont=dict(size=TICK), title_font=dict(size=AXIS_TITLE), automargin=True)
+    for ann in fig.layout.annotations or ():
+        ann.font = dict(size=max(TICK, (ann.font.size or 0) if ann.font else 0))
+    for trace in fig.data:
+        if "colorbar" in trace and getattr(trace, "showscale", None) is not False:
+            trace.colorbar.tickfont = dict(size=TICK)
+            trace.colorbar.title.font = dict(size=TICK)
+    return cell_text(fig, True)
