@@ -97,10 +97,11 @@ def score_figure(grid, kind: str, *, present: bool, dark: bool):
     """A layers × heads map of one score (0-1 colour scale, the value written in each cell)."""
     z = torch.tensor(grid, dtype=torch.float32)
     n_layers, n_heads = z.shape
-    return figures.matrix(z, [f"H{h}" for h in range(n_heads)], [f"L{i}" for i in range(n_layers)],
+    fig = figures.matrix(z, [f"H{h}" for h in range(n_heads)], [f"L{i}" for i in range(n_layers)],
                           title=TITLES[kind], x_title="head", y_title="layer", value_name="score",
                           present=present, dark=dark, show_values=True, zmin=0.0, zmax=1.0,
                           height=160 + n_layers * (48 if present else 38))
+    return fig.update_xaxes(side="bottom")  # on top, the axis title would run into the figure's title
 
 
 def top_line(s: dict, kind: str) -> str:

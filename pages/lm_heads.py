@@ -113,7 +113,8 @@ if decoder:
                   help=f"First copy: {base['copies']['first_copy']:.2f}")
         m2.metric("Second copy, induction heads off", f"{off['copies']['second_copy']:.2f}",
                   f"{off['copies']['second_copy'] - base['copies']['second_copy']:+.2f}", delta_color="inverse")
-        m3.metric(f"Second copy, {len(control)} other heads off", f"{ctrl['copies']['second_copy']:.2f}",
+        m3.metric(f"Second copy, {len(control)} other head{'' if len(control) == 1 else 's'} off",
+                  f"{ctrl['copies']['second_copy']:.2f}",
                   f"{ctrl['copies']['second_copy'] - base['copies']['second_copy']:+.2f}", delta_color="inverse")
         st.dataframe([{"heads switched off": label, "first copy": r["copies"]["first_copy"],
                        "second copy": r["copies"]["second_copy"],
