@@ -56,5 +56,5 @@ def sections() -> dict:
 
 
 def url_paths() -> list[str]:
-    """Every registered page's URL path, Start page first ("" is served at "/")."""
-    return [p.url_path for group in sections().values() for p in group]
+    """Every registered page's URL path, Start page first ("" : it is served at "/")."""
+    return [""] + [e[3] for entries in SECTIONS.values() for e in entries if (ROOT / "pages" / e[0]).exists()]

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 # presentation sizes in px (chart) — the page sizes are in PAGE_CSS
 TITLE, AXIS_TITLE, TICK, CELL = 26, 20, 18, 18
 MIN_CELL_PX = 44    # narrowest heatmap cell that holds a short value ("0.25", "−∞", "100%") at CELL px
-PLOT_WIDTH = 1100   # the widest a full-width chart gets at 1280×800 with the sidebar collapsed
+PLOT_WIDTH = 936    # a full-width chart at 1024×768 in presentation mode (sidebar closed, 2 rem margins)
 
 # Streamlit's rem is the html font size: 22 px makes body text 22 px and scales headings, widgets and spacing with
 # it. Labels that Streamlit draws smaller (captions, widget labels, the navigation, tables) are raised to 1 rem, and
@@ -37,7 +37,7 @@ h3 { font-size: 1.3rem !important; }
 [data-testid="stMetricLabel"] p, [data-testid="stSidebarNav"] span, [data-testid="stSidebarNav"] header,
 [data-testid="stNavSectionHeader"], [data-testid="stPageLink"] p, [data-testid="stPageLink"] span,
 .stSelectbox div[data-baseweb="select"] div, .stRadio label p, .stCheckbox label p, button p,
-[data-baseweb="tag"] span, textarea, input {
+[data-baseweb="tag"] span, [data-testid="stMultiSelectTagsContainer"] span, textarea, input {
   font-size: 1rem !important;
 }
 [data-testid="stSidebarNav"] a span, [data-testid="stWidgetLabel"] p, [data-testid="stPageLink"] p,
@@ -46,7 +46,10 @@ h3 { font-size: 1.3rem !important; }
 }
 [data-testid="stSidebarNav"] a { height: auto !important; min-height: 2rem; }
 [data-testid="stCaptionContainer"] { opacity: 1 !important; }
-[data-testid="stMainBlockContainer"] { padding-top: 3rem !important; }
+[data-testid="stMainBlockContainer"] { padding: 3rem 2rem 4rem 2rem !important; }
+/* charts side by side only where each gets room for its title (TITLE_CHARS at TITLE px): else one under another */
+[data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]) { flex-wrap: wrap; }
+[data-testid="stColumn"]:has([data-testid="stPlotlyChart"]) { min-width: 460px !important; }
 button kbd { display: none !important; }  /* the step caption names the keys; the faded hint is too pale */
 </style>"""
 
@@ -61,7 +64,9 @@ CAPTION = {"light": "#4a4c57", "dark": "#c4c6cc"}
 def page_css(present: bool, dark: bool) -> str:
     """The CSS the shell puts on every page (trusted: ours, no user text)."""
     css = CONTRAST_CSS % CAPTION["dark" if dark else "light"]
-    return css + (PAGE_CSS if present else "")
+    if present:  # one <style> block: Markdown ends an HTML block at the line that closes it
+        css = css.replace("</style>", "") + PAGE_CSS.replace("<style>", "")
+    return css
 
 
 def switch_script(theme: str) -> str:

@@ -39,7 +39,7 @@ def test_chart_text_takes_the_page_text_colour(dark, colour):
 def test_cell_text_is_legible_or_hidden():
     few = figures.matrix(torch.rand(3, 4), show_values=True, present=True)
     assert few.data[0].textfont.size == theme.CELL and few.data[0].texttemplate == "%{text}"
-    many = figures.matrix(torch.rand(3, 40), show_values=True, present=True)  # 1100 px / 40 = 27 px a cell
+    many = figures.matrix(torch.rand(3, 40), show_values=True, present=True)  # 936 px / 40 = 23 px a cell
     assert many.data[0].texttemplate == "" and many.data[0].text is None
     assert "%{z" in many.data[0].hovertemplate  # the value is still in the hover
     normal = figures.matrix(torch.rand(3, 40), show_values=True)

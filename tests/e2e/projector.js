@@ -26,8 +26,13 @@
   };
   const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
   const background = el => {
+    // the backgrounds drawn behind the element's centre: an ancestor counts only where its box is under the text
+    // (a slider's value is a child of the thumb but drawn above it)
+    const r = el.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
     const layers = [];
     for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
+      const b = e.getBoundingClientRect();
+      if (e !== document.documentElement && e !== document.body && (x < b.left || x > b.right || y < b.top || y > b.bottom)) continue;
       const c = parse(getComputedStyle(e).backgroundColor);
       if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
     }

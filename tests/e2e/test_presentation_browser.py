@@ -8,6 +8,7 @@ The measurements of the last run are written to test-artifacts/presentation-<mod
 """
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -103,11 +104,12 @@ def sweep(browser, server, mode: str, width: int, height: int, paths) -> tuple[d
 
 
 def shoot(page, name: str):
-    """A README screenshot: test-artifacts/, and docs/screenshots/ when the run refreshes the README's pictures."""
+    """A README screenshot of the page's first chart, taken the way every e2e screenshot is (conftest.Visit.shot:
+    test-artifacts/, and docs/screenshots/ for the README)."""
     from conftest import Visit
-    holder = Visit.__new__(Visit)
-    holder.page = page
-    holder.shot(name, also_docs=True)
+    page.eval_on_selector("[data-testid=stPlotlyChart]", "e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(500)
+    Visit.shot(SimpleNamespace(page=page), name, also_docs=True)
 
 
 @pytest.mark.parametrize("mode", ["light", "dark"])
@@ -158,8 +160,8 @@ def test_the_dark_theme_is_reached_from_the_page_and_from_a_link(browser, server
         assert luminance(page.eval_on_selector(app, "e => getComputedStyle(e).backgroundColor")) < 0.2
         assert "theme=dark" in page.url and "/attention" in page.url
         # a page switch keeps the theme, and the link keeps asking for it
-        page.locator("[data-testid=stSidebarNav] a[href$='/coreference']").first.click()
-        page.wait_for_url("**/coreference**", timeout=60_000)
+        page.locator("[data-testid=stSidebarNav] a[href$='/training']").first.click()
+        page.wait_for_url("**/training**", timeout=60_000)
         settle(page)
         assert luminance(page.eval_on_selector(app, "e => getComputedStyle(e).backgroundColor")) < 0.2
         assert "theme=dark" in page.url
@@ -196,9 +198,9 @@ def test_navigation_groups_the_pages_and_the_start_page_links_every_one(browser,
         linked = {h.split("?")[0].rstrip("/").rsplit("/", 1)[-1] for h in hrefs}
         assert linked == set(PATHS) - {""}, (linked, PATHS)
         assert all("model=en-fr" in h for h in hrefs), hrefs  # a link keeps the view
-        page.locator("[data-testid=stMain] [data-testid=stPageLink] a[href*='coreference']").first.click()
-        page.wait_for_url("**/coreference**", timeout=60_000)
+        page.locator("[data-testid=stMain] [data-testid=stPageLink] a[href*='lesson']").first.click()
+        page.wait_for_url("**/lesson**", timeout=60_000)
         settle(page)
-        assert page.locator("h1").first.inner_text().startswith("Coreference")
+        assert page.locator("h1").first.inner_text().startswith("Lesson")
     finally:
         context.close()
