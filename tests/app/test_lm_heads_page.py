@@ -91,3 +91,8 @@ def test_empty_and_too_long_text_get_a_message():
     long = " ".join(["word"] * 400)
     at = open_page(PAGE, "lm", text=long)
     assert any("this model reads at most" in w.value for w in at.warning)
+
+
+def test_presentation_mode_stacks_the_maps_and_still_draws_them():
+    at = open_page(PAGE, "lm", present="1")
+    assert len(score_maps(at)) == 3
