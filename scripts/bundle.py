@@ -70,7 +70,9 @@ def main(folder: str) -> None:
     tmp = path / "config.json.tmp"
     tmp.write_text(jsonio.dumps(config, indent=2))
     tmp.replace(path / "config.json")
-    card = (path / "card.md").read_text().split("\n## What it does not know")[0].split("\n## Held-out evaluation")[0]
+    card = (path / "card.md").read_text()
+    for section in ("\n## Corpus", "\n## What it does not know", "\n## Held-out evaluation"):  # written below
+        card = card.split(section)[0]
     card = card.rstrip("\n") + limits(ck)
     card += ("\n\n## Held-out evaluation\n\nMeasured with `python scripts/bundle.py " + folder + f"` ({secs:.0f} s); "
              "tests/core/test_bundled.py re-measures it on every CI run.\n\n```json\n"

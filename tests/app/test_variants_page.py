@@ -22,7 +22,7 @@ def titles(at) -> list[str]:
 TRANSLATOR = next(n for n in ("en-fr-tiny", "en-fr") if n in registry.bundled())  # the small bundled translator
 
 
-@pytest.mark.parametrize("model", [TRANSLATOR, "lm", "mlm"])
+@pytest.mark.parametrize("model", [TRANSLATOR, "lm-tiny", "mlm"])
 def test_page_renders_all_three_sections(model):
     at = variants_page(model)
     names = titles(at)
@@ -37,7 +37,7 @@ def test_page_renders_all_three_sections(model):
         quality = next(json.loads(el.proto.spec) for el in at.get("plotly_chart")
                        if json.loads(el.proto.spec)["layout"]["title"]["text"].startswith("Pruning curve: quality"))
         assert {d["name"] for d in quality["data"]} >= {"exact match (greedy)", "pronoun accuracy"}
-    unit = {TRANSLATOR: "sentence pairs", "lm": "windows", "mlm": "lines, 15 % of their tokens hidden"}[model]
+    unit = {TRANSLATOR: "sentence pairs", "lm-tiny": "windows", "mlm": "lines, 15 % of their tokens hidden"}[model]
     assert any(c.value.startswith(f"Evaluation: 32 held-out {unit};") for c in at.caption)
     at.radio(key="gqa_g").set_value(1).run()
     assert not at.exception, [e.value for e in at.exception]
