@@ -44,6 +44,7 @@ UPLOAD_MAX_AGE_S = 6 * 3600.0
 MAX_PAUSE_S = 600.0  # a job paused longer than this is stopped, so it does not hold a slot forever
 MAX_RUN_S = 1800.0  # wall-clock limit of one run
 N_SNAPSHOTS = 6
+N_HEAD_SCORES = 40  # the induction task: head scores measured this many times over a run
 PROBE_SYNTHETIC = "3 1 4 1 5 9"
 PROBE_SENTENCE = "The animal didn't cross the street because it was too tired."
 MODEL_FILES = (checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.TOKENIZER, checkpoint.CARD)
@@ -59,6 +60,24 @@ _lock = threading.Lock()
 _threads_lock = threading.Lock()
 _active: set["Job"] = set()
 _ids = itertools.count(1)
+
+
+# The induction preset (Olsson et al. 2022, sec. 2-3): a 2-layer attention-only model on a random sequence repeated
+# twice. With rotary positions a previous-token head forms in layer 0, then every layer-1 head becomes an induction
+# head (score 0.93-0.98) and the loss on the second copy falls from ~4.3 to ~0.1 nats, at steps ~1000-1500 (seed 0,
+# measured with `python -m core.train --task induction --attention-only ...`, the command the card of a saved run
+# quotes). Learned absolute positions reach the same loss drop far more slowly and grow no induction head in 4,000
+# steps. INDUCTION_MINUTES: the whole run on one thread of this 2-core machine, measured by
+# tests/e2e/test_training_browser.py's preset test (the page's own elapsed time).
+INDUCTION_PRESET = dict(task="induction", attention_only=True, layers=2, d_model=64, heads=4, pos_encoding="rope",
+                        norm="pre", dropout=0.0, label_smoothing=0.0, schedule="constant", lr=1e-3, warmup=50,
+                        batch_size=32, seq_len=16, steps=2000, seed=0)
+INDUCTION_MINUTES = 1
+
+
+def induction_preset(**changes) -> TrainConfig:
+    """The induction preset's :class:`TrainConfig` (``changes`` override fields, e.g. ``steps``)."""
+    return TrainConfig(**{**INDUCTION_PRESET, **changes})
 
 
 class JobLimitError(RuntimeError):
@@ -272,6 +291,7 @@ class Job:
         self._history: list[dict] = []  # one row per step
         self._evals: list[dict] = []  # {"step": s, **metrics} each time the held-out set was scored
         self._snapshots: list[dict] = []
+        self._head_scores: list[dict] = []  # the induction task: {"step", "induction", "previous_token"} per eval
         self._last_metrics = None
         self._paused_s, self._paused_since = 0.0, None
         self._snap_steps = sorted({max(1, round(i * cfg.steps / (N_SNAPSHOTS - 1))) for i in range(N_SNAPSHOTS)})
@@ -334,6 +354,7 @@ class Job:
                     "status": status, "error": self._error, "saved": self._saved,
                     "step": step, "steps": self.cfg.steps, "history": list(self._history),
                     "evals": list(self._evals), "snapshots": list(self._snapshots),
+                    "head_scores": list(self._head_scores),
                     "elapsed": active, "paused_s": paused, "remaining": remaining,
                     "tokens_per_s": last["tokens_per_s"] if last else 0.0, "config": dataclasses.asdict(self.cfg)}
 
@@ -351,8 +372,9 @@ class Job:
             work_root.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f"train-{self.id}-", dir=work_root))
             # threads=None: train() must not call torch.set_num_threads (this thread's count is set above)
+            evals = N_HEAD_SCORES if self.cfg.task == "induction" else 10
             cfg = dataclasses.replace(self.cfg, out=str(tmp / "ckpt"), resume=False, threads=None, quiet=True,
-                                      ckpt_every=self.cfg.steps + 1, eval_every=max(5, self.cfg.steps // 10),
+                                      ckpt_every=self.cfg.steps + 1, eval_every=max(5, self.cfg.steps // evals),
                                       max_seconds=MAX_RUN_S, history=[])
             train(cfg, on_step=self._on_step, stop=self._stop)
             if self._stop.is_set():
@@ -385,7 +407,12 @@ class Job:
         row = {k: info[k] for k in ("step", "loss", "lr", "elapsed", "tokens_per_s")}
         new_eval = info["metrics"] and info["metrics"] is not self._last_metrics
         self._last_metrics = info["metrics"]
-        snap = None
+        snap = heads = None
+        if new_eval and self.cfg.task == "induction":
+            try:
+                heads = self._induction_scores(info["model"], step)
+            except Exception as e:  # a failed measurement must not end the run
+                heads = {"step": step, "error": str(e)}
         if step in self._snap_steps:
             try:
                 snap = self._attention_snapshot(info["model"], info["tokenizer"], step)
@@ -397,10 +424,18 @@ class Job:
             self._history.append(row)
             if new_eval:
                 self._evals.append({"step": step, **{k: v for k, v in info["metrics"].items()
-                                                     if isinstance(v, (int, float)) and not k.startswith("n")}})
+                                                     if isinstance(v, (int, float)) and not is_count(k)}})
             if snap is not None:
                 self._snapshots.append(snap)
+            if heads is not None:
+                self._head_scores.append(heads)
         self._wait_while_paused()
+
+    def _induction_scores(self, model, step: int) -> dict:
+        """core.find_heads.head_scores on 16 held-out rows of the task's own shape (random syllables, repeated)."""
+        from core import find_heads
+        scores = find_heads.head_scores(model, seq_len=self.cfg.seq_len or 16, batch=16, seed=1)
+        return {"step": step, "induction": scores["induction"], "previous_token": scores["previous_token"]}
 
     def _wait_while_paused(self) -> None:
         if not self._pause.is_set():
@@ -466,6 +501,24 @@ def loss_series(snap: dict, smoothing: float = 0.0) -> tuple[list[int], list[flo
     steps = [r["step"] for r in snap["history"]]
     losses = [r["loss"] for r in snap["history"]]
     return steps, smooth(losses, smoothing) if smoothing else losses
+
+
+def is_count(metric: str) -> bool:
+    """A metric that counts items (``n``, ``n_pronoun``, ``n_pairs``…), not charted as a curve; a rate whose name
+    merely starts with n (``next_sentence_accuracy``) is one."""
+    return metric == "n" or metric.startswith("n_")
+
+
+def head_score_series(snap: dict, kind: str) -> dict[str, tuple[list[int], list[float]]]:
+    """One head score over steps (``kind``: induction or previous_token), per head: ``"L1 H2"`` → (steps, scores)."""
+    out: dict[str, tuple[list[int], list[float]]] = {}
+    for row in snap.get("head_scores", []):
+        for layer, heads in enumerate(row.get(kind, [])):
+            for head, v in enumerate(heads):
+                xs, ys = out.setdefault(f"L{layer} H{head}", ([], []))
+                xs.append(row["step"])
+                ys.append(v)
+    return out
 
 
 def eval_series(snap: dict) -> dict[str, tuple[list[int], list[float]]]:

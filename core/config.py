@@ -27,7 +27,7 @@ INT_RANGES = {  # name: (lowest, highest)
     "window": (1, 2 ** 16), "type_vocab_size": (0, 1024), "pad_id": (0, 2 ** 21),
 }
 OPTIONAL = ("n_kv_heads", "window", "final_norm")  # may be None
-BOOLS = ("final_norm", "bias", "tie_embeddings", "scale_embeddings", "embedding_norm", "nsp")
+BOOLS = ("final_norm", "bias", "tie_embeddings", "scale_embeddings", "embedding_norm", "nsp", "attention_only")
 CHOICES = {"kind": KINDS, "pos_encoding": POSITIONAL, "norm": NORMS, "activation": ACTIVATIONS,
            "gelu_approximate": GELU_APPROXIMATIONS}
 # A model's estimated memory (parameters and position tables, with the float64 scratch that builds them) must stay
@@ -67,6 +67,7 @@ class ModelConfig:
     nsp: bool = False  # BERT's next-sentence head: pooler (dense, tanh) on position 0, then two classes
     pad_id: int = 0
     gelu_approximate: str = "none"
+    attention_only: bool = False  # no feed-forward sublayer (Elhage et al. 2021; Olsson et al. 2022's induction models)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # numpy integers and the like become plain Python numbers
@@ -168,10 +169,10 @@ class ModelConfig:
         b = 1 if self.bias else 0
         attn = d * d + b * d + 2 * (d * kv + b * kv) + d * d + b * d  # W_Q, W_K, W_V (kv heads), W_O
         width = 2 * self.d_ff if self.activation == "swiglu" else self.d_ff
-        ffn = d * width + b * width + self.d_ff * d + b * d
         norm = 2 * d
-        enc = self.n_layers("encoder") * (attn + ffn + 2 * norm)
-        dec = self.n_layers("decoder") * (attn + ffn + 2 * norm + (attn + norm if self.kind == "encoder-decoder" else 0))
+        ffn = 0 if self.attention_only else d * width + b * width + self.d_ff * d + b * d + norm  # with its LayerNorm
+        enc = self.n_layers("encoder") * (attn + ffn + norm)
+        dec = self.n_layers("decoder") * (attn + ffn + norm + (attn + norm if self.kind == "encoder-decoder" else 0))
         final = norm * ((1 if self.has_encoder else 0) + (1 if self.has_decoder else 0)) if self.use_final_norm else 0
         embed = self.vocab_size * d + (self.max_len * d if self.pos_encoding == "learned" else 0) \
             + self.type_vocab_size * d + (norm if self.embedding_norm else 0)

@@ -138,13 +138,24 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kv_heads, bias=cfg.bias, dropout=cfg.dropout)
         self.attn_res = Residual(cfg)
-        self.ffn = FeedForward(cfg)
-        self.ffn_res = Residual(cfg)
+        # attention-only (cfg.attention_only): no FFN; its hook points still exist (zero width / zero output), so
+        # every view of a layer reads the same names
+        self.ffn = None if cfg.attention_only else FeedForward(cfg)
+        self.ffn_res = None if cfg.attention_only else Residual(cfg)
 
     def forward(self, x, ctx, name, cache=None):
         hk = ctx.hooks
         x, _ = self.attn_res(x, lambda h: self.self_attn(h, trace=hk, name=f"{name}.self_attn", cache=cache,
                                                          **ctx.self_kwargs()), hk, f"{name}.attn_out", f"{name}.resid_mid")
+        return self.feed_forward(x, hk, name)
+
+    def feed_forward(self, x, hk, name):
+        """The FFN sublayer with its residual connection (the identity in an attention-only model)."""
+        if self.ffn is None:
+            if hk.live:
+                hk.point(f"{name}.ffn.act", x.new_zeros(*x.shape[:-1], 0))
+                x = hk.point(f"{name}.resid_post", x + hk.point(f"{name}.ffn_out", torch.zeros_like(x)))
+            return x
         x, _ = self.ffn_res(x, lambda h: self.ffn(h, hk if hk.live else None, f"{name}.ffn"),
                             hk, f"{name}.ffn_out", f"{name}.resid_post")
         return x
@@ -166,9 +177,7 @@ class DecoderLayer(EncoderLayer):
         x, _ = self.cross_res(x, lambda h: self.cross_attn(
             h, ctx.memory, mask=ctx.cross_mask, trace=hk, name=f"{name}.cross_attn",
             cache=None if cache is None else cache["cross"]), hk, f"{name}.cross_out", f"{name}.resid_cross")
-        x, _ = self.ffn_res(x, lambda h: self.ffn(h, hk if hk.live else None, f"{name}.ffn"),
-                            hk, f"{name}.ffn_out", f"{name}.resid_post")
-        return x
+        return self.feed_forward(x, hk, name)
 
 
 class _Run:

@@ -44,15 +44,20 @@ st.plotly_chart(figures.grouped_bars(summary, [f"layer {i}" for i in range(n_l)]
 
 st.header("3. FFN activations")
 c1, c2 = st.columns(2)
-fl = c1.selectbox("Layer", range(n_l), key="ffn_layer")
-act = res.trace[f"{stack}.{fl}.ffn.act"][0]
-k = c2.slider("Neurons shown (most active first)", 4, act.shape[-1], min(32, act.shape[-1]))
-idx, peak, cols, top_tok = ins.top_neurons(act, k)
-st.plotly_chart(figures.matrix(cols, [f"n{int(i)}" for i in idx], toks, x_title="neuron", y_title="token",
-                               value_name="activation", title=f"Layer {fl}: the {k} neurons with the highest activation "
-                               f"(of {act.shape[-1]})", diverging=model.cfg.activation != "relu", **P), key="ffn")
-st.caption("Strongest: " + ", ".join(f"n{int(i)} = {float(v):.2f} on “{md(toks[int(t)])}”"
-                                     for i, v, t in zip(idx[:5], peak[:5], top_tok[:5])))
+if model.cfg.attention_only:
+    st.info(f"{md(view.name)} is attention-only: its layers have no feed-forward sublayer, so there are no FFN "
+            "neurons to show (ffn_out above is zero in every layer).")
+else:
+    fl = c1.selectbox("Layer", range(n_l), key="ffn_layer")
+    act = res.trace[f"{stack}.{fl}.ffn.act"][0]
+    k = c2.slider("Neurons shown (most active first)", 4, act.shape[-1], min(32, act.shape[-1]))
+    idx, peak, cols, top_tok = ins.top_neurons(act, k)
+    st.plotly_chart(figures.matrix(cols, [f"n{int(i)}" for i in idx], toks, x_title="neuron", y_title="token",
+                                   value_name="activation", title=f"Layer {fl}: the {k} neurons with the highest "
+                                   f"activation (of {act.shape[-1]})", diverging=model.cfg.activation != "relu", **P),
+                    key="ffn")
+    st.caption("Strongest: " + ", ".join(f"n{int(i)} = {float(v):.2f} on “{md(toks[int(t)])}”"
+                                         for i, v, t in zip(idx[:5], peak[:5], top_tok[:5])))
 
 out_stack = ins.output_stack(model)
 out_toks = res.src_tokens if out_stack == "encoder" else res.tgt_tokens

@@ -19,7 +19,9 @@ TASK_HELP = {"copy": "copy a random symbol sequence", "reverse": "reverse it (wa
              "lm": "predict the next token of real English prose (the Python docs and the Debian Handbook, "
                    "or your own file)",
              "mlm": "BERT pre-training: predict hidden words from both sides, and whether sentence B follows A "
-                    "(bundled corpus or your own file)"}
+                    "(bundled corpus or your own file)",
+             "induction": "a random syllable sequence, then the same again: the second copy can be read off the "
+                          "first (induction heads; the preset above sets the model that grows them)"}
 # The broad en-fr / en-de corpus (300,000 pairs, ~2 GB while it is built) and its 9 M-parameter translators take
 # ~45 min of both cores: they are trained from the command line (scripts/train_bundled.sh), not in a page.
 BROWSER_TASKS = [t for t in TASKS if t in TASK_HELP]
@@ -39,6 +41,8 @@ def use_model(name: str, task: str) -> None:
     st.session_state["model"] = name
     if task in SYNTHETIC:
         st.session_state["text"], st.session_state["tgt"] = "3 1 4 1 5 9 2 6", ""
+    elif task == "induction":  # its own syllables, repeated: the Attention page then shows the induction stripe
+        st.session_state["text"], st.session_state["tgt"] = "ba ke mo tu ri va ba ke mo tu ri va", ""
 
 
 # A finished job's model is on disk; make sure no stale cache entry shadows it.
@@ -69,6 +73,22 @@ def suggest():
 if "tr_name" not in st.session_state or (st.session_state["tr_name"] == st.session_state.get("tr_suggested")
                                          and tj.name_taken(st.session_state["tr_name"])):
     suggest()
+
+st.markdown("**Watch induction heads form.** A 2-layer, attention-only model reads random syllables, then the same "
+            "syllables again. It cannot predict the first copy; the second can be read off the first: find the "
+            "earlier occurrence of the current token and copy the token after it. For a while the loss hardly moves; "
+            "then a previous-token head forms in layer 0, the layer-1 heads turn into induction heads and the loss on "
+            "the second copy drops — the phase change of Olsson et al. (2022, *In-context learning and induction "
+            "heads*, sec. 3). The charts below plot each head's induction score as it trains.")
+if st.button(f"Train the induction preset (about {tj.INDUCTION_MINUTES} min on this server)", key="tr_induction",
+             disabled=running, help="2 layers, d_model 64, 4 heads, no FFN, rotary positions, 2,000 steps of 32 "
+                                    "sequences of 2 × 16 syllables"):
+    try:
+        jobs.append(tj.Job(tj.induction_preset(), tj.suggest_name("induction"), label="induction preset").start())
+    except (tj.JobLimitError, ValueError) as e:
+        st.error(md(e))
+    else:
+        st.rerun()
 
 with st.expander("Run settings", expanded=not running):
     c1, c2 = st.columns([1, 2])
@@ -109,11 +129,12 @@ with st.expander("Run settings", expanded=not running):
     kv_heads = m[3].number_input("Key/value heads (0 = same as heads)", 0, 64, 0, key="tr_kv_heads",
                                  help="fewer than heads = grouped-query attention; 1 = multi-query")
     d_ff = m[4].number_input("d_ff", 8, 8192, 256, 8, key="tr_d_ff")
-    a = st.columns(3)
+    a = st.columns(4)
     pos = a[0].selectbox("Positional encoding", POSITIONAL, key="tr_pos")
     norm = a[1].radio("Norm placement", ["post", "pre"], horizontal=True, key="tr_norm",
                       help="post = the original paper; pre = GPT-2 style, often steadier")
     act = a[2].selectbox("Activation", ACTIVATIONS, key="tr_act")
+    attention_only = a[3].toggle("Attention-only", key="tr_attn_only", help="no feed-forward sublayers (d_ff unused)")
     st.markdown("**Optimisation**")
     o = st.columns(5)
     steps = o[0].number_input("Steps", 1, 100_000, 600, 50, key="tr_steps")
@@ -126,6 +147,7 @@ with st.expander("Run settings", expanded=not running):
 cfg = TrainConfig(task=task, steps=int(steps), batch_size=int(batch), warmup=int(warmup), lr=float(lr),
                   d_model=int(d_model), layers=int(layers), heads=int(heads), kv_heads=int(kv_heads) or None,
                   d_ff=int(d_ff), pos_encoding=pos, norm=norm, activation=act, text=text_path,
+                  attention_only=bool(attention_only),
                   dropout=0.0 if task in SYNTHETIC else 0.1)
 errors = tj.check_settings(cfg, name)
 for msg in errors:
@@ -201,6 +223,20 @@ def live():
             g2.plotly_chart(fig, key="tr_metrics")
         else:
             g2.caption("Held-out metrics (exact match, pronoun accuracy or perplexity) appear at each evaluation.")
+    if snap["head_scores"]:
+        h1, h2 = st.columns(2)
+        for col, kind, title in ((h1, "induction", "Induction score of each head"),
+                                 (h2, "previous_token", "Previous-token score of each head")):
+            series = tj.head_score_series(snap, kind)
+            fig = figures.lines({}, title=title, x_title="step", y_title="score", present=present, dark=dark)
+            for head, (hx, hy) in series.items():
+                fig.add_scatter(x=hx, y=hy, mode="lines+markers", name=head)
+            fig.update_yaxes(range=[0, 1])
+            col.plotly_chart(fig, key=f"tr_heads_{kind}")
+        st.caption("Measured at each evaluation on 16 new repeated sequences (core.find_heads): induction = the "
+                   "attention from each token of the second copy to the token after its first occurrence; "
+                   "previous-token = the attention from each token to the one before it. 1.0 = all of a head's "
+                   "attention.")
     if snap["snapshots"]:
         first = next((s for s in snap["snapshots"] if "weights" in s), None)
         if first:

@@ -126,3 +126,20 @@ def pwned_anywhere(page) -> list:
         except Exception:  # a detached frame
             pass
     return hits
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def shot_folders(also_docs: bool) -> list[Path]:
+    """Where an e2e screenshot goes: test-artifacts/, plus the README's docs/screenshots/ when the test asks for it
+    and ATTENTION_LAB_UPDATE_SCREENSHOTS=1 (a plain test run leaves the tracked pictures alone)."""
+    docs = also_docs and os.environ.get("ATTENTION_LAB_UPDATE_SCREENSHOTS") == "1"
+    return [ROOT / "test-artifacts"] + ([ROOT / "docs" / "screenshots"] if docs else [])
+
+
+def screenshot(page, name: str, also_docs: bool = False) -> None:
+    """``page`` as it is on screen, saved in every folder of :func:`shot_folders`."""
+    for folder in shot_folders(also_docs):
+        folder.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(folder / f"{name}.png"), full_page=False)

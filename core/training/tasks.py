@@ -1,9 +1,12 @@
 """Training tasks: what a batch is and how a model is scored.
 
 * ``copy`` / ``reverse`` / ``sort``: random symbol sequences (the Annotated Transformer's first experiment).
-* ``en-fr`` / ``en-de``: the generated coreference-aware translation corpus (``core.data.translation``).
-* ``lm``: a causal LM on the generated English corpus or on a user's UTF-8 text file.
-* ``mlm``: BERT's masked-language-model objective on the same corpus (an encoder-only model).
+* ``en-fr`` / ``en-de``: the broad dictionary corpus (``core.data.broad``); ``-tiny``: the 98-word grammar
+  (``core.data.translation``).
+* ``lm``: a causal LM on real English prose (``core.data.english``) or on a user's UTF-8 text file; ``lm-tiny``: on
+  the generated stories (``core.data.lm``).
+* ``mlm``: BERT's masked-language-model objective on the generated English corpus (an encoder-only model).
+* ``induction``: a causal LM on a random sequence repeated twice, where induction heads form.
 
 Batches are a pure function of (seed, step, rank), so a resumed run sees exactly the data an
 uninterrupted one would have seen.
@@ -16,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch.utils.data import DistributedSampler
 
 from ..io.tokenizer import BOS, EOS, MASK, PAD, SPECIALS, Tokenizer
@@ -25,7 +29,9 @@ SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"
 SYNTHETIC = ("copy", "reverse", "sort")
 TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")  # broad corpus; the 98-word grammar
 LM_TASKS = ("lm", "lm-tiny")  # real English prose (core.data.english); the generated stories (core.data.lm)
-TASKS = SYNTHETIC + TRANSLATION + LM_TASKS + ("mlm",)
+TASKS = SYNTHETIC + TRANSLATION + LM_TASKS + ("mlm", "induction")
+# the induction task's tokens: 70 syllables (ba, be, … zu), so a repeated random sequence reads aloud
+SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
 TEXT_TASKS = ("lm", "mlm")  # can train on a user's text file
 SIMPLE_REPEAT = 12
 BROAD_MAX_LEN, BROAD_DECODE_LEN = 128, 64  # broad translators: positions, and the longest translation evaluated
@@ -36,7 +42,7 @@ def model_kind(task: str) -> str:
     encoder-decoder, ``lm`` a decoder-only (GPT) model, ``mlm`` an encoder-only (BERT) model."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
-    return {"lm": LMTask, "lm-tiny": LMTask, "mlm": MLMTask}.get(task, Task).model_kind
+    return {"lm": LMTask, "lm-tiny": LMTask, "mlm": MLMTask, "induction": InductionTask}.get(task, Task).model_kind
 
 
 @dataclass
@@ -135,6 +141,53 @@ class SyntheticTask(Task):
         out = greedy_batch(model, b.src.to(device), max_new=self.max_len)
         exact = sum(o == t for o, (_, t) in zip(out, pairs)) / n
         return {"exact_match": exact}
+
+
+class InductionTask(Task):
+    """A language model on ``[BOS] r r``: ``seq_len`` random syllables, then the same ones again (Olsson et al. 2022,
+    sec. 2). The first copy cannot be predicted (loss ≈ ln 70); in the second, every token can be read off the token
+    after the previous occurrence of the current one, which is what an induction head does. A small attention-only
+    model sits on a plateau, then learns it suddenly (the phase change)."""
+    model_kind = "decoder-only"
+
+    def __init__(self, seq_len: int | None = None, tokenizer: Tokenizer | None = None):
+        self.name, self.seq_len = "induction", seq_len or 16
+        if not 2 <= self.seq_len <= 4096:
+            raise ValueError(f"the induction task needs a sequence of 2 to 4096 tokens, got {self.seq_len}")
+        self.tokenizer = tokenizer or Tokenizer.from_symbols(SYLLABLES)
+        self.ids = torch.tensor([self.tokenizer.token_to_id("▁" + s) for s in SYLLABLES])
+        self.max_len = 2 * self.seq_len + 1  # the whole row fits (head finders read all of it)
+        self.description = (f"{self.seq_len} random syllables (of {len(SYLLABLES)}), then the same {self.seq_len} "
+                            "again; loss on every next token")
+
+    def source_words(self) -> set[str]:
+        return set(SYLLABLES)
+
+    def rows(self, gen: torch.Generator, n: int) -> torch.Tensor:
+        """``n`` rows ``[BOS] r r`` (``2 * seq_len + 1`` ids)."""
+        r = self.ids[torch.randint(0, len(self.ids), (n, self.seq_len), generator=gen)]
+        return torch.cat([torch.full((n, 1), BOS), r, r], dim=1)
+
+    def batch(self, step, batch_size, seed, rank=0, world=1):
+        """Rows of ``[BOS] r r`` with ``len(r)`` drawn from ``seq_len/2 .. seq_len`` (padded): with one fixed length a
+        head could find the earlier copy by position alone (attend ``seq_len − 1`` back), a one-layer shortcut
+        that is not an induction head."""
+        gen = step_generator(seed, step, rank)
+        full = self.rows(gen, batch_size)
+        lengths = torch.randint(max(1, self.seq_len // 2), self.seq_len + 1, (batch_size,), generator=gen).tolist()
+        ids = pad_rows([[BOS] + 2 * row[1:1 + k] for row, k in zip(full.tolist(), lengths)])
+        return Batch(None, ids[:, :-1], ids[:, 1:])
+
+    @torch.no_grad()
+    def evaluate(self, model, n=64):
+        """Mean loss on the first copy's tokens and on the second copy's (its first token excluded: nothing
+        announces it), on ``n`` held-out rows; ``copy_gain`` = first − second (≈ 0 before the phase change)."""
+        ids = self.rows(torch.Generator().manual_seed(123_456), n).to(model.embed.tokens.weight.device)
+        logits = model(ids[:, :-1]).logits.float()
+        loss = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")  # [n, 2 * seq_len]
+        first, second = float(loss[:, :self.seq_len].mean()), float(loss[:, self.seq_len + 1:].mean())
+        return {"valid_loss": float(loss.mean()), "first_copy_loss": first, "second_copy_loss": second,
+                "copy_gain": first - second}
 
 
 class TranslationTask(Task):
@@ -593,6 +646,8 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
         return LMTask(text, seq_len=seq_len or 64, tokenizer=tokenizer, name=name)
     if name == "mlm":
         return MLMTask(text, tokenizer=tokenizer)
+    if name == "induction":
+        return InductionTask(seq_len, tokenizer=tokenizer)
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
 
 
@@ -624,4 +679,6 @@ def heldout_metrics(ck) -> dict:
         return out
     if task_name == "mlm":
         return MLMTask(tokenizer=ck.tokenizer).evaluate(ck.model)
+    if task_name == "induction":
+        return InductionTask(ck.model.cfg.max_len // 2, tokenizer=ck.tokenizer).evaluate(ck.model, n=1000)
     raise ValueError(f"no held-out evaluation for task {task_name!r}")

@@ -51,6 +51,7 @@ class TrainConfig:
     activation: str = "relu"
     dropout: float = 0.1
     window: int | None = None
+    attention_only: bool = False  # no feed-forward sublayers
     # optimisation
     batch_size: int = 64
     batch_tokens: int | None = None  # translation: batches by length of <= N padded tokens a side (batch_size unused)
@@ -166,7 +167,7 @@ def model_config(cfg: TrainConfig, task) -> ModelConfig:
                        n_heads=cfg.heads, n_kv_heads=cfg.kv_heads, n_encoder_layers=cfg.layers,
                        n_decoder_layers=cfg.layers, d_ff=cfg.d_ff, dropout=cfg.dropout, max_len=task.max_len,
                        pos_encoding=cfg.pos_encoding, norm=cfg.norm, activation=cfg.activation, window=cfg.window,
-                       type_vocab_size=2 if pairs else 0, nsp=pairs)
+                       type_vocab_size=2 if pairs else 0, nsp=pairs, attention_only=cfg.attention_only)
 
 
 def loss_fn(model, batch, label_smoothing=0.0):

@@ -177,9 +177,34 @@ def test_tiny_masked_lm_job_trains_an_encoder_and_snapshots_its_self_attention(d
     shots = [s for s in snap["snapshots"] if "weights" in s]
     assert shots and {s["kind"] for s in shots} == {"encoder"}
     assert shots[0]["q_tokens"][0] == "The"  # the probe sentence as an encoder reads it: no [BOS]
-    assert set(snap["evals"][-1]) >= {"valid_loss", "accuracy", "masked_accuracy"}
+    # every rate is charted, next_sentence_accuracy too (it was dropped for starting with "n"); counts are not
+    assert set(snap["evals"][-1]) >= {"valid_loss", "accuracy", "masked_accuracy", "next_sentence_accuracy"}
+    assert not {"n", "n_masked"} & set(snap["evals"][-1])
+    assert "next_sentence_accuracy" in tj.eval_series(snap)
     ck = registry.load("tiny-mlm", allow_path=False)
     assert ck.model.cfg.kind == "encoder-only" and ck.meta["task"] == "mlm"
+
+
+def test_the_induction_preset_measures_every_head_along_the_run(data):
+    """The preset's settings pass the page's checks; a shortened run measures each head's induction and
+    previous-token score tj.N_HEAD_SCORES times, as layers x heads in [0, 1], and saves an attention-only model."""
+    cfg = tj.induction_preset(steps=200)
+    assert tj.check_settings(cfg, "ind") == [] and tj.check_settings(tj.induction_preset(), "ind") == []
+    job = tj.Job(cfg, "ind").start()
+    assert job.join(120)
+    snap = job.snapshot()
+    assert snap["status"] == "done", snap["error"]
+    rows = snap["head_scores"]
+    assert [r["step"] for r in rows] == list(range(5, 201, 5)) and len(rows) == tj.N_HEAD_SCORES
+    for r in rows:
+        for kind in ("induction", "previous_token"):
+            assert len(r[kind]) == 2 and all(len(h) == 4 and all(0 <= v <= 1 for v in h) for h in r[kind])
+    series = tj.head_score_series(snap, "induction")
+    assert list(series) == [f"L{l} H{h}" for l in range(2) for h in range(4)]
+    assert series["L1 H3"] == ([r["step"] for r in rows], [r["induction"][1][3] for r in rows])
+    assert set(snap["evals"][-1]) >= {"first_copy_loss", "second_copy_loss", "copy_gain"}
+    ck = registry.load("ind", allow_path=False)
+    assert ck.model.cfg.attention_only and ck.model.cfg.pos_encoding == "rope" and ck.meta["task"] == "induction"
 
 
 def test_job_pauses_resumes_and_stops_without_saving(data):

@@ -216,6 +216,7 @@ def test_a_config_whose_estimated_memory_is_over_the_ceiling_is_refused_before_a
          embedding_norm=True),
     dict(tie_embeddings=False, activation="swiglu", pos_encoding="alibi", bias=False),
     dict(kind="decoder-only", n_kv_heads=1, tie_embeddings=False, final_norm=True),
+    dict(kind="decoder-only", attention_only=True, norm="pre"), dict(attention_only=True),
 ])
 def test_the_memory_estimate_counts_exactly_the_parameters_the_model_allocates(kw):
     cfg = ModelConfig(vocab_size=57, d_model=32, n_heads=4, d_ff=48, max_len=20, **kw)

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from browser import launch
+from browser import launch, screenshot
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import load_test  # noqa: E402  (the server is started exactly as the load benchmark starts it)
 
-ARTIFACTS = ROOT / "test-artifacts"
 
 
 @pytest.fixture(scope="session")
@@ -68,11 +67,9 @@ class Visit:
         self.page.wait_for_timeout(200)
 
     def shot(self, name: str, also_docs: bool = False):
-        ARTIFACTS.mkdir(exist_ok=True)
-        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
-        if also_docs:
-            (ROOT / "docs" / "screenshots").mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=str(ROOT / "docs" / "screenshots" / f"{name}.png"), full_page=False)
+        """test-artifacts/<name>.png; with ``also_docs``, the README's docs/screenshots/<name>.png too, but only
+        when ATTENTION_LAB_UPDATE_SCREENSHOTS=1 (a plain test run leaves the tracked pictures alone)."""
+        screenshot(self.page, name, also_docs)
 
     def close(self):
         self.context.close()

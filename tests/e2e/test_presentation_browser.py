@@ -8,7 +8,6 @@ The measurements of the last run are written to test-artifacts/presentation-<mod
 """
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -106,10 +105,10 @@ def sweep(browser, server, mode: str, width: int, height: int, paths) -> tuple[d
 def shoot(page, name: str):
     """A README screenshot of the page's first chart, taken the way every e2e screenshot is (conftest.Visit.shot:
     test-artifacts/, and docs/screenshots/ for the README)."""
-    from conftest import Visit
+    from browser import screenshot
     page.eval_on_selector("[data-testid=stPlotlyChart]", "e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(500)
-    Visit.shot(SimpleNamespace(page=page), name, also_docs=True)
+    screenshot(page, name, also_docs=True)
 
 
 @pytest.mark.parametrize("mode", ["light", "dark"])

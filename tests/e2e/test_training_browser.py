@@ -64,3 +64,52 @@ def test_train_watch_and_open_the_model(visit):
     assert "1+1 layers · 2 heads · d_model 32" in page.locator("[data-testid=stSidebar]").inner_text()  # ours
     assert visit.external == [], visit.external
     assert not visit.errors, visit.errors
+
+
+def plotted(page, title: str) -> list[dict]:
+    """The traces (name, x, y) of the chart whose title starts with ``title``, as the page plots them."""
+    return page.evaluate("""(title) => {
+        const p = [...document.querySelectorAll('.js-plotly-plot')].find(
+            p => p.layout && p.layout.title && String(p.layout.title.text || '').startsWith(title));
+        return p ? p.data.map(d => ({name: d.name, x: [...d.x], y: [...d.y]})) : []; }""", title)
+
+
+def test_the_induction_preset_grows_induction_heads_live(visit):
+    """Olsson et al.'s phase change in the browser: the preset's per-head induction score starts near 0 and rises
+    through 0.3 during the run (read from the numbers the page plots), with a previous-token head beside it."""
+    import json
+    import time
+    from pathlib import Path
+    page = visit.open("/training")
+    button = page.get_by_role("button", name=re.compile(r"Train the induction preset \(about \d+ min"))
+    button.wait_for(timeout=60_000)
+    t0 = time.monotonic()
+    button.click()
+    best_seen = []
+    for _ in range(2400):
+        traces = plotted(page, "Induction score of each head")
+        if traces:
+            best_seen.append(max(max(t["y"]) for t in traces))
+        if page.locator("[data-testid=stAlertContentSuccess]", has_text="Saved as induction-").count():
+            break
+        assert not page.locator("[data-testid=stAlertContentError]").count(), \
+            page.locator("[data-testid=stAlertContentError]").first.inner_text()
+        page.wait_for_timeout(250)
+    else:
+        pytest.fail(f"the preset did not finish; best induction scores seen {best_seen[-5:]}")
+    minutes = (time.monotonic() - t0) / 60
+    visit.settle()
+    induction = plotted(page, "Induction score of each head")
+    assert len(induction) == 8 and {t["name"] for t in induction} == {f"L{l} H{h}" for l in (0, 1) for h in range(4)}
+    first = max(t["y"][0] for t in induction)
+    last_layer1 = [t["y"][-1] for t in induction if t["name"].startswith("L1")]
+    assert first < 0.3, first  # no induction head at the first measurement
+    assert max(last_layer1) >= 0.3, induction  # ... one in layer 1 by the end (0.93-0.98 measured)
+    assert len(induction[0]["x"]) >= 10  # the curve was measured along the run, not only at its end
+    previous = plotted(page, "Previous-token score of each head")
+    assert max(t["y"][-1] for t in previous if t["name"].startswith("L0")) >= 0.5, previous
+    out = Path(__file__).resolve().parents[2] / "test-artifacts"
+    out.mkdir(exist_ok=True)
+    (out / "induction-preset.json").write_text(json.dumps({"minutes": minutes, "induction": induction,
+                                                            "previous_token": previous}, allow_nan=False))
+    assert not visit.errors, visit.errors
