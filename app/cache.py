@@ -82,16 +82,17 @@ def _put(key, value, size: int) -> None:
             _total -= freed
 
 
-def bounded(fn=None, *, spinner: str | None = None):
+def bounded(fn=None, *, spinner: str | None = None, ignore: tuple = ()):
     """Like ``st.cache_resource`` (one result per arguments, shared by every session; do not mutate it), bounded in
-    bytes across all such caches."""
+    bytes across all such caches. Keyword arguments named in ``ignore`` (a ``progress`` callback) are passed on but
+    are not part of the key; a run they interrupt (a Stop click) keeps nothing."""
     if fn is None:
-        return functools.partial(bounded, spinner=spinner)
+        return functools.partial(bounded, spinner=spinner, ignore=ignore)
     name = f"{fn.__module__}.{fn.__qualname__}"
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        key = (name, args, tuple(sorted(kwargs.items())))
+        key = (name, args, tuple(sorted((k, v) for k, v in kwargs.items() if k not in ignore)))
         with _lock:
             hit = _entries.get(key)
             if hit is not None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import torch
 
+from app import progress as progress_bar
 from app.cache import bounded
 from app.figures import _style, label, symmetric_range
 from app.shell import load_model
-from core.probes import coref
+from core.probes import coref, summaries
 from core.data import translation
 
 # the language a translation model writes, and the pronouns that can translate "it" into it
@@ -54,10 +55,33 @@ def _flat_items(model_name: str | None = None) -> list[coref.ProbeItem]:
     return [it for pair in probe_items(model_name) for it in pair]
 
 
-@bounded(spinner="Scoring every head on the probe set…")
-def scoreboards(model_name: str) -> dict[str, dict]:
-    """Every probe kind the model supports (``self``; ``cross`` too for encoder-decoder models)."""
-    return coref.scoreboards(load_model(model_name), _flat_items(model_name))
+@bounded(ignore=("progress",))
+def _live_boards(model_name: str, progress=None) -> dict[str, dict]:
+    return coref.scoreboards(load_model(model_name), _flat_items(model_name), progress=progress)
+
+
+def shipped_boards(model_name: str) -> dict[str, dict] | None:
+    """The scoreboards shipped beside the model (scripts/precompute.py), when made for exactly these weights and
+    this probe set."""
+    return summaries.coref_boards(load_model(model_name), model_name, _flat_items(model_name))
+
+
+def boards_source(model_name: str) -> str | None:
+    """Where the shipped scoreboards were read from and the command that made them (None: computed here)."""
+    return summaries.source(load_model(model_name), model_name) if shipped_boards(model_name) is not None else None
+
+
+def scoreboards(model_name: str, progress=None) -> dict[str, dict]:
+    """Every probe kind the model supports (``self``; ``cross`` too for encoder-decoder models): read from the
+    shipped summaries when they match the weights, else computed (and cached) here."""
+    return shipped_boards(model_name) or _live_boards(model_name, progress=progress)
+
+
+def scoreboards_shown(model_name: str, container=None) -> tuple[dict | None, bool]:
+    """:func:`scoreboards` under a progress bar with a Stop button (app.progress) when it must be computed:
+    ``(boards, complete)``; after a Stop, the boards over the sentences done (None if none)."""
+    return progress_bar.run(f"coref_boards_{model_name}", f"Scoring every head of {model_name} on the probe set",
+                            lambda tell: scoreboards(model_name, progress=tell), container)
 
 
 def shared_range(lks) -> float:
@@ -170,9 +194,18 @@ def fewest_heads_to_change(model_name: str, items: list[coref.ProbeItem], kind: 
     return _fewest(model_name, _pack(items), kind)
 
 
-def probe_set_effect(model_name: str, off: dict) -> dict:
-    """The same over the whole built-in probe set (both sentences of every pair)."""
-    return ablation_effect(model_name, _flat_items(model_name), off)
+@bounded(ignore=("progress",))
+def _set_effect(model_name: str, heads: tuple, progress=None) -> dict:
+    off: dict[str, list[int]] = {}
+    for n, h in heads:
+        off.setdefault(n, []).append(h)
+    return coref.ablation_effect(load_model(model_name), _flat_items(model_name), off, progress=progress)
+
+
+def probe_set_effect(model_name: str, off: dict, progress=None) -> dict:
+    """The same over the whole built-in probe set (both sentences of every pair); ``progress`` as in
+    :func:`core.probes.coref.ablation_effect`."""
+    return _set_effect(model_name, _key(off), progress=progress)
 
 
 ABLATION_COLUMNS = ("pronoun", "pronoun, heads off", "p(ref pronoun)", "p(ref pronoun), heads off", "sentence",

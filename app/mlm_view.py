@@ -68,21 +68,22 @@ def corruption_rates(name: str, ids: tuple, draws: int = 2000) -> dict:
             "n": n, "tokens": batch.numel()}
 
 
-@bounded(spinner="Scoring held-out lines…")
-def held_out_sides(name: str, n: int = 300) -> dict:
+@bounded(ignore=("progress",))
+def held_out_sides(name: str, n: int = 300, progress=None) -> dict:
     """core.inference.mlm.both_sides_score on the held-out lines of the generated English corpus, in the model's own
     tokenization (a model trained on a user's text meets words it never saw there)."""
     ck = load_model(name)
     rows = MLMTask(tokenizer=ck.tokenizer).valid_rows[:n]
     lm = load_model(LEFT_ONLY_LM) if LEFT_ONLY_LM in models() else None
-    return mlm.both_sides_score(ck, rows, lm=lm)
+    return mlm.both_sides_score(ck, rows, lm=lm, progress=progress)
 
 
-@bounded(spinner="Fine-tuning the pre-trained and the random model…")
-def finetuned(name: str, n_labelled: int, steps: int, seed: int) -> dict:
-    """core.training.finetune.compare on the model's encoder (a copy: the shared model is left as it is)."""
+@bounded(ignore=("progress",))
+def finetuned(name: str, n_labelled: int, steps: int, seed: int, progress=None) -> dict:
+    """core.training.finetune.compare on the model's encoder (a copy: the shared model is left as it is);
+    ``progress(k, 2 * steps, partial)`` as there."""
     ck = load_model(name)
-    return finetune.compare(ck.model, ck.tokenizer, n_labelled=n_labelled, steps=steps, seed=seed)
+    return finetune.compare(ck.model, ck.tokenizer, n_labelled=n_labelled, steps=steps, seed=seed, progress=progress)
 
 
 def finetune_caption() -> str:

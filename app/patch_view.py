@@ -52,8 +52,10 @@ def _board(model_name: str) -> dict:
     return patch.saved_scoreboard(ck) or patch.scoreboard(ck, patch.probe_set(ck))
 
 
+@bounded
 def saved_board(model_name: str) -> dict | None:
-    """The scoreboard shipped beside the weights (``python -m core.probes.patch --probe-set --save``), if any."""
+    """The scoreboard shipped beside the weights (``python -m core.probes.patch --probe-set --save``), if any
+    (cached: checking it hashes the weights file)."""
     return patch.saved_scoreboard(load_model(model_name))
 
 
@@ -182,8 +184,11 @@ def draw_board(view, container=st) -> dict | None:
                                    present=view.present, dark=view.dark, height=150 + 30 * len(board["rows"])),
                     key="patch_board_flips")
     container.markdown(spread_text(board) + " " + carry_text(board, board=True))
+    made = (f" Read from {md(view.name)}/{patch.SAVED}, made with `python -m core.probes.patch --model {md(view.name)} "
+            "--probe-set --save` on these weights." if saved_board(view.name) is not None else
+            " Computed on this server; cached afterwards.")
     container.caption(f"Probe pairs used: {board['n']} (test split); decided wrongly by the model: {board['wrong']}; "
-                      f"not usable: {len(board['skipped'])}.")
+                      f"not usable: {len(board['skipped'])}." + made)
     return board
 
 

@@ -6,34 +6,44 @@ import time
 import streamlit as st
 import torch
 
+from app import progress as progress_bar
 from app.cache import bounded
 from app.shell import load_model
 from app.text import md
 from core.inference import coverage
 from core.probes import heads as H
+from core.probes import summaries
 from core.variants import speculative as S
 from core.io.budget import max_positions
 from core.io.checkpoint import Checkpoint
 from core.inference.decoding import generate
 from core.inference.runner import coverage_notices, run
 
-EVAL_N = 32  # evaluation sentences / windows: small enough for a page, large enough to rank heads
+EVAL_N = summaries.EVAL_N  # evaluation sentences / windows: small enough for a page, large enough to rank heads
 
 
-@bounded(spinner="Switching every head off in turn…")
-def importance(name: str) -> dict:
-    """Importance ranking and least-important-first pruning curve of a model (translation: + exact match)."""
+@bounded(ignore=("progress",))
+def _live_importance(name: str, progress=None) -> dict:
+    return summaries.compute_heads(load_model(name), n=EVAL_N, progress=progress)
+
+
+def importance(name: str, progress=None) -> dict:
+    """Importance ranking and least-important-first pruning curve of a model (translation: + exact match): the
+    summary shipped beside the model when it matches the weights (scripts/precompute.py), else computed here."""
+    return summaries.heads_summary(load_model(name), name, n=EVAL_N) or _live_importance(name, progress=progress)
+
+
+def importance_shown(name: str) -> tuple[dict | None, bool]:
+    """:func:`importance` under a progress bar with a Stop button when it must be computed: ``(result, complete)``
+    (a stopped ranking is not shown: it needs every head)."""
+    return progress_bar.run(f"heads_importance_{name}", f"Switching every head of {name} off in turn",
+                            lambda tell: importance(name, progress=tell))
+
+
+def source(name: str) -> str | None:
+    """Where the shipped head summary was read from and the command that made it (None: computed here)."""
     ck = load_model(name)
-    batch, pairs = H.eval_batch(ck, n=EVAL_N)
-    imp = H.head_importance(ck.model, batch)
-    quality = (lambda a: H.translation_quality(ck, pairs, a)) if pairs and hasattr(pairs[0], "tgt_pronoun") else None
-    every = max(1, len(imp.ranking) // 6)
-    curve = H.prune_curve(ck.model, batch, imp.least_first(), quality=quality, every=every)
-    task = ck.meta.get("task", "")
-    unit = ("sentence pairs" if quality is not None else "lines, 15 % of their tokens hidden" if task == "mlm"
-            else "sequences" if pairs else "windows")
-    return {"imp": imp, "curve": curve, "n": len(pairs) or batch.tgt_in.shape[0], "translation": quality is not None,
-            "unit": unit}
+    return summaries.source(ck, name) if summaries.heads_summary(ck, name, n=EVAL_N) is not None else None
 
 
 def gqa_table(cfg) -> list[dict]:
@@ -66,10 +76,15 @@ def gqa_run(name: str, g: int, text: str, tgt: str | None):
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def gqa_loss(name: str, g: int) -> tuple[float, float]:
+def _live_gqa_loss(name: str, g: int) -> tuple[float, float]:
     ck = load_model(name)
     batch, _ = H.eval_batch(ck, n=EVAL_N)
     return H.batch_loss(gqa_model(name, g).model, batch)
+
+
+def gqa_loss(name: str, g: int) -> tuple[float, float]:
+    """Held-out (loss, token accuracy) after conversion to ``g`` key/value heads: shipped, else computed here."""
+    return summaries.gqa_loss(load_model(name), name, g, n=EVAL_N) or _live_gqa_loss(name, g)
 
 
 @bounded
@@ -111,9 +126,9 @@ def step_html(step: dict) -> str:
     parts = []
     for i, tok in enumerate(step["proposed"]):
         if i < step["accepted"]:
-            parts.append(span(tok, "background:#2ca02c;color:white"))
+            parts.append(span(tok, "background:#1e7b1e;color:white"))
         else:
-            parts.append(span(tok, "background:#d62728;color:white;text-decoration:line-through"))
+            parts.append(span(tok, "background:#b22222;color:white;text-decoration:line-through"))
     if step["target"] is not None:
         parts.append("→ " + span(step["target"], "border:2px solid #1f77b4;font-weight:bold"))
     return " ".join(parts)

@@ -2,6 +2,7 @@
 import streamlit as st
 
 from app import coref_view as cv
+from app import progress as progress_bar
 from app import coverage_view
 from app import patch_view as pv
 from app.figures import label, wrap
@@ -91,8 +92,15 @@ st.subheader("Attention scoreboard over the probe set")
 names = [m for m in usable_models(lambda ck: ck.model.cfg.kind != "decoder-only") if m not in ("copy", "reverse")]
 note_broken()
 compare = st.multiselect("Models", names, default=[m for m in ("en-fr", "minilm") if m in names] or names[:1])
+shown_boards = {}
 for col, name in zip(st.columns(max(1, len(compare))), compare):
-    boards = cv.scoreboards(name)
+    boards, complete = cv.scoreboards_shown(name, col)
+    if boards is None:
+        continue
+    shown_boards[name] = boards
+    shipped = cv.boards_source(name)
+    col.caption(f"Read from {shipped} (this model's weights; the same for every visitor)." if shipped else
+                "Computed on this server (no precomputed scoreboard ships with this model); cached afterwards.")
     for kind, board in boards.items():
         what = "encoder self-attention" if kind == "self" else "cross-attention"
         if board["share"] is None:
@@ -106,6 +114,7 @@ for col, name in zip(st.columns(max(1, len(compare))), compare):
 
 st.subheader("Evidence: switch the best heads off")
 lang = coref.language(view.ck)
+boards = None
 if view.kind != "encoder-decoder":
     st.info(f"{md(view.name)} ({view.kind}) writes no translation, so there is no il/elle to flip. "
             "Pick a translation model (en-fr) for the ablation test.")
@@ -113,7 +122,8 @@ elif lang is None:
     st.info(f"{md(view.name)} was not trained to translate English into French or German, so its output has no "
             "pronoun to flip.")
 else:
-    boards = cv.scoreboards(view.name)
+    boards = shown_boards.get(view.name) if view.name in compare else cv.scoreboards_shown(view.name)[0]
+if boards is not None and view.kind == "encoder-decoder" and lang is not None:
     kind = st.radio("Heads of", list(boards), index=list(boards).index("cross") if "cross" in boards else 0,
                     format_func=lambda k: "cross-attention" if k == "cross" else "encoder self-attention",
                     horizontal=True, key="coref_ablate_kind")
@@ -139,8 +149,13 @@ else:
     st.markdown(f"In this pair, the pronoun changes in **{len(flips)} of {len(effect['rows'])}** re-translations "
                 f"({md(pron)}; greedy decoding with the heads off). *p(ref pronoun)* is read with the reference "
                 "translation as decoder input up to the pronoun.")
-    if st.button("Count flips over the whole probe set", key="coref_probe_set"):
-        total = cv.probe_set_effect(view.name, off)
+    flips_key = f"coref_flips_{view.name}_{cv.heads_text(off)}"
+    if st.button("Count flips over the whole probe set", key="coref_probe_set") or progress_bar.stopped(flips_key):
+        total, complete = progress_bar.run(flips_key, "Re-translating the probe set with those heads off",
+                                           lambda tell: cv.probe_set_effect(view.name, off, progress=tell))
+    else:
+        total = None
+    if total is not None and total["n"]:
         st.markdown(f"Over {total['n']} probe sentences: the pronoun **flips in {total['flipped']}** "
                     f"(changes at all, incl. disappearing, in {total['changed']}); right before: "
                     f"{total['right_before']}, right with the heads off: {total['right_after']}.")

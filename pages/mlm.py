@@ -6,6 +6,7 @@ import torch
 
 from app import coverage_view, figures
 from app import mlm_view as mv
+from app import progress as progress_bar
 from app.shell import PRESETS, load_model, note_broken
 from app.text import md
 from core.inference import coverage, mlm
@@ -153,9 +154,12 @@ fill_in_the_blank()
 st.header("4. Over many sentences")
 st.markdown("One sentence is an anecdote. Hide one random word in each of 300 held-out lines (lines of the corpus "
             "generated with another seed, never seen in training) and predict it three ways.")
+score = None
 if st.button("Measure on 300 held-out lines", key="mlm_measure") or st.session_state.get("mlm_measured") == name:
     st.session_state["mlm_measured"] = name
-    score = mv.held_out_sides(name)
+    score, _ = progress_bar.run(f"mlm_measure_{name}", "Scoring held-out lines",
+                                lambda tell: mv.held_out_sides(name, progress=tell))
+if st.session_state.get("mlm_measured") == name and score is not None:
     m = st.columns(4)
     m[0].metric("Whole line (this model)", f"{score['full']:.1%}", help="top-1 accuracy")
     m[1].metric("Cut after the mask", f"{score['cut']:.1%}", help="the same model, the words to the right removed")
@@ -181,17 +185,27 @@ st.caption(mv.finetune_caption())
 ft_key = (name, int(n_lab), int(ft_steps), int(ft_seed))
 if st.button("Fine-tune both", key="mlm_ft_go") or st.session_state.get("mlm_ft_done") == ft_key:
     st.session_state["mlm_ft_done"] = ft_key
-    result = mv.finetuned(*ft_key)
+    result, ft_complete = progress_bar.run("mlm_ft_" + "_".join(map(str, ft_key)), "Fine-tuning steps (both models)",
+                                           lambda tell: mv.finetuned(*ft_key, progress=tell))
+else:
+    result, ft_complete = None, False
+if result is not None and result.get("pre-trained") is not None:
     pre, rnd = result["pre-trained"], result["random"]
     majority = mv.majority_share(result["test"])
-    st.plotly_chart(figures.lines({"pre-trained (mlm)": pre.accuracy, "random start": rnd.accuracy,
-                                   "always the more common answer": [majority] * len(pre.steps)}, pre.steps,
+    curves = {"pre-trained (mlm)": pre.accuracy}
+    if rnd is not None:
+        curves["random start"] = rnd.accuracy
+    steps_x = pre.steps if rnd is None or len(pre.steps) >= len(rnd.steps) else rnd.steps
+    curves["always the more common answer"] = [majority] * len(steps_x)
+    st.plotly_chart(figures.lines(curves, steps_x,
                                   title=f"Accuracy on {len(result['test'])} sentences with unseen adjectives",
                                   x_title="fine-tuning step", y_title="accuracy", **P), key="mlm_ft_curve")
     r = st.columns(3)
     r[0].metric("Pre-trained, fine-tuned", f"{pre.final:.1%}", help=f"{pre.seconds:.1f} s of fine-tuning")
-    r[1].metric("Random start, same training", f"{rnd.final:.1%}", help=f"{rnd.seconds:.1f} s")
+    if rnd is not None:
+        r[1].metric("Random start, same training", f"{rnd.final:.1%}", help=f"{rnd.seconds:.1f} s")
     r[2].metric("Always the more common answer", f"{majority:.1%}")
+if ft_complete and result is not None:
     probe = st.text_input("Try a sentence with “it”", "The dog didn't cross the river because it was too sick.",
                           key="mlm_ft_try", max_chars=300)
     try:

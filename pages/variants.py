@@ -19,11 +19,14 @@ st.markdown("Michel et al. (2019): switch one head off (its output × 0) and mea
             "which keeps moving where the loss is already ≈ 0. Then remove heads least-important-first and watch "
             "quality fall (Voita et al. 2019).")
 try:
-    imp_data = V.importance(view.name)
+    imp_data, complete = V.importance_shown(view.name)
 except ValueError as e:
     imp_data = None
     st.info(f"No held-out data for this model, so no importance ranking: {md(e)}")
 if imp_data is not None:
+    shipped = V.source(view.name)
+    st.caption(f"Read from {shipped} (this model's weights; the same for every visitor)." if shipped else
+               "Computed on this server for this model (no precomputed summary ships with it); cached afterwards.")
     imp, curve = imp_data["imp"], imp_data["curve"]
     st.caption(f"Evaluation: {imp_data['n']} held-out {imp_data['unit']}; with every head on: margin "
                f"{imp.base_margin:.2f} nats, loss {imp.base_loss:.4f} (token accuracy {imp.base_acc:.1%}). The loss "
@@ -90,9 +93,10 @@ if gres is not None:
                "and values but keep their own queries, so their maps still differ.")
     try:
         loss, acc = V.gqa_loss(view.name, g)
-        before = V.importance(view.name)["imp"]
-        st.markdown(f"Held-out loss after conversion: **{loss:.4f}** (MHA: {before.base_loss:.4f}); "
-                    f"token accuracy {acc:.1%} (MHA: {before.base_acc:.1%}).")
+        if imp_data is not None:
+            before = imp_data["imp"]
+            st.markdown(f"Held-out loss after conversion: **{loss:.4f}** (MHA: {before.base_loss:.4f}); "
+                        f"token accuracy {acc:.1%} (MHA: {before.base_acc:.1%}).")
     except ValueError:
         pass
 

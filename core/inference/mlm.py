@@ -109,12 +109,14 @@ def left_only(lm: Checkpoint, prefix_ids: list[int], top_k: int = 10) -> tuple[l
 
 
 @torch.no_grad()
-def both_sides_score(ck: Checkpoint, rows: list[list[int]], lm: Checkpoint | None = None, seed: int = 0) -> dict:
+def both_sides_score(ck: Checkpoint, rows: list[list[int]], lm: Checkpoint | None = None, seed: int = 0,
+                     progress=None) -> dict:
     """How much the words right of a hidden word help: one random word of each row (rows of at least 6 tokens;
     never the first or the last three) is masked and predicted three ways — by the masked LM reading the whole
     row, by the masked LM reading the row cut after the mask, and (``lm``) by a causal LM reading the words
     before it. Returns top-1 accuracies and the mean gain in log-probability of the hidden word from reading the
-    right side (nats)."""
+    right side (nats). ``progress(k, n, partial)`` is called after each usable row (``partial``: the result over
+    the first k rows, the same keys as the return value)."""
     model = ck.model.eval()
     device = model.embed.tokens.weight.device
     gen = torch.Generator().manual_seed(seed)
@@ -124,7 +126,15 @@ def both_sides_score(ck: Checkpoint, rows: list[list[int]], lm: Checkpoint | Non
 
     full = cut = left = 0
     gains = []
-    for row in (r for r in rows if len(r) >= 6):
+    usable = [r for r in rows if len(r) >= 6]
+
+    def result(n):
+        out = {"n": n, "full": full / n, "cut": cut / n, "gain": sum(gains) / n}
+        if lm is not None:
+            out["left_lm"] = left / n
+        return out
+
+    for row in usable:
         pos = int(torch.randint(1, len(row) - 3, (1,), generator=gen))
         a = probs(model, mask_positions(row, [pos]), pos)
         b = probs(model, mask_positions(row[:pos + 1], [pos]), pos)
@@ -135,13 +145,12 @@ def both_sides_score(ck: Checkpoint, rows: list[list[int]], lm: Checkpoint | Non
             prefix = lm.tokenizer.encode(ck.tokenizer.decode(row[:pos]))
             guess, _ = left_only(lm, prefix, top_k=1)
             left += lm.tokenizer.id_to_token(guess[0]) == ck.tokenizer.id_to_token(row[pos])
+        if progress is not None:
+            progress(len(gains), len(usable), result(len(gains)))
     n = len(gains)
     if not n:
         raise ValueError("no row has the 6 tokens this measurement needs")
-    out = {"n": n, "full": full / n, "cut": cut / n, "gain": sum(gains) / n}
-    if lm is not None:
-        out["left_lm"] = left / n
-    return out
+    return result(n)
 
 
 @dataclass

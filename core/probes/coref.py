@@ -244,13 +244,14 @@ def _board(hits, roll_hits, used, skipped, kind, res_kind) -> dict:
             "best": ranked[:5], "ranked": ranked}
 
 
-def scoreboards(ck: Checkpoint, items: list[ProbeItem], kinds=None) -> dict[str, dict]:
+def scoreboards(ck: Checkpoint, items: list[ProbeItem], kinds=None, progress=None) -> dict[str, dict]:
     """Per probe kind and (layer, head): the share of sentences whose strongest link is the antecedent.
 
     One traced run per sentence serves every kind. Each board: ``kind``, ``n`` (sentences used),
     ``skipped`` (texts where a word was missing), ``share`` ``[L, H]``, ``rollout_share`` ``[L]``,
     ``ranked`` (every head, best first: ``layer``, ``head``, ``share``, ``name`` = the module to ablate)
-    and ``best`` (its first 5)."""
+    and ``best`` (its first 5). ``progress(k, n, partial)`` is called after each sentence (k of n done;
+    ``partial``: a function returning the boards over those k)."""
     kinds = tuple(kinds or kinds_for(ck))
     for k in kinds:
         if k not in kinds_for(ck):
@@ -258,7 +259,9 @@ def scoreboards(ck: Checkpoint, items: list[ProbeItem], kinds=None) -> dict[str,
     choices = TARGET_PRONOUNS.get(language(ck) or "", None)
     acc = {k: [None, None, 0, []] for k in kinds}
     res_kind = ck.model.cfg.kind
-    for item in items:
+    for i, item in enumerate(items):
+        if progress is not None and i:
+            progress(i, len(items), lambda: {k: _board(*acc[k], k, res_kind) for k in kinds})
         res = probe_run(ck, item)
         right = item.candidates.index(item.antecedent)
         for k in kinds:
@@ -272,7 +275,10 @@ def scoreboards(ck: Checkpoint, items: list[ProbeItem], kinds=None) -> dict[str,
             a[0] = h if a[0] is None else a[0] + h
             a[1] = r if a[1] is None else a[1] + r
             a[2] += 1
-    return {k: _board(*acc[k], k, res_kind) for k in kinds}
+    boards = {k: _board(*acc[k], k, res_kind) for k in kinds}
+    if progress is not None and items:
+        progress(len(items), len(items), lambda: boards)
+    return boards
 
 
 def scoreboard(ck: Checkpoint, items: list[ProbeItem], kind: str = "self") -> dict:
@@ -346,16 +352,22 @@ def fewest_heads_to_change(ck: Checkpoint, items: list[ProbeItem], board: dict) 
     return None, heads_off(board, len(ranked))
 
 
-def ablation_effect(ck: Checkpoint, items: list[ProbeItem], heads: dict) -> dict:
+def ablation_effect(ck: Checkpoint, items: list[ProbeItem], heads: dict, progress=None) -> dict:
     """Re-translate every item with ``heads`` off. Counts: ``flipped`` (the pronoun swapped for another
     one, e.g. il → elle), ``changed`` (any change, losing the pronoun included), ``right_before`` /
     ``right_after`` (the reference's pronoun produced). ``rows``: per sentence both translations,
-    their pronouns and the teacher-forced probability of the reference pronoun before / after."""
+    their pronouns and the teacher-forced probability of the reference pronoun before / after.
+    ``progress(k, n, partial)`` is called after each item (``partial``: a function returning the result over those k)."""
     lang = language(ck)
     if lang is None:
         raise ValueError("ablation evidence needs a model trained on en-fr or en-de")
     data = corpus(ck)
     rows, flipped, changed, right_before, right_after = [], 0, 0, 0, 0
+
+    def result():
+        return {"n": len(rows), "flipped": flipped, "changed": changed, "right_before": right_before,
+                "right_after": right_after, "heads": heads, "rows": list(rows)}
+
     for item in items:
         ref = reference(ck, item)
         want = data.pronoun_of(ref, lang) if ref else None
@@ -371,5 +383,6 @@ def ablation_effect(ck: Checkpoint, items: list[ProbeItem], heads: dict) -> dict
         rows.append({"sentence": item.text, "reference": ref, "translation": out0, "translation, heads off": out1,
                      "pronoun": p0, "pronoun, heads off": p1,
                      "p(ref pronoun)": before.get(want), "p(ref pronoun), heads off": after.get(want)})
-    return {"n": len(items), "flipped": flipped, "changed": changed, "right_before": right_before,
-            "right_after": right_after, "heads": heads, "rows": rows}
+        if progress is not None:
+            progress(len(rows), len(items), result)
+    return result()

@@ -128,9 +128,10 @@ class Importance:
 
 
 @torch.no_grad()
-def head_importance(model: Transformer, batch: Batch, measure: str = "margin") -> Importance:
+def head_importance(model: Transformer, batch: Batch, measure: str = "margin", progress=None) -> Importance:
     """Each head switched off alone: the loss increase (``delta``) and the drop of the mean log-probability margin
-    of the reference (``margin_drop``); ranked by ``measure``, ties broken by position (deterministic)."""
+    of the reference (``margin_drop``); ranked by ``measure``, ties broken by position (deterministic).
+    ``progress(k, n)`` is called after each head (k of n heads measured)."""
     if measure not in MEASURES:
         raise ValueError(f"unknown importance measure {measure!r}; choose one of {', '.join(MEASURES)}")
     base, acc, margin = batch_scores(model, batch)
@@ -141,6 +142,8 @@ def head_importance(model: Transformer, batch: Batch, measure: str = "margin") -
         for h in range(model.cfg.n_heads):
             loss, _, m = batch_scores(model, batch, {name: [h]})
             delta[i, h], drop[i, h] = loss - base, margin - m
+            if progress is not None:
+                progress(i * model.cfg.n_heads + h + 1, len(names) * model.cfg.n_heads)
     score = drop if measure == "margin" else delta
     order = sorted(((i, h) for i in range(len(names)) for h in range(model.cfg.n_heads)),
                    key=lambda ih: (-float(score[ih]), ih))
@@ -198,13 +201,14 @@ def translation_quality(ck, pairs, ablate=None, model: Transformer | None = None
 
 @torch.no_grad()
 def prune_curve(model: Transformer, batch: Batch, order: list[Head] | None = None, *, greedy: bool = False,
-                quality=None, every: int = 1) -> list[PrunePoint]:
+                quality=None, every: int = 1, progress=None) -> list[PrunePoint]:
     """Switch heads off one after another and measure quality after each removal.
 
     ``order``: removal order (default: least important first by :func:`head_importance`).
     ``greedy=True``: at each step recompute and remove the head whose removal hurts least now
     (O(H²) passes). ``quality(ablate_dict) -> dict`` adds metrics per point (e.g. translation
     exact match), evaluated on every ``every``-th point and the last. The first point is the full model.
+    ``progress(k, n)`` is called after each removal (k of n heads removed).
     """
     heads = all_heads(model)
     if order is None and not greedy:
@@ -227,6 +231,8 @@ def prune_curve(model: Transformer, batch: Batch, order: list[Head] | None = Non
         else:
             removed.append(order[step])
         point()
+        if progress is not None:
+            progress(step + 1, len(heads))
     return points
 
 

@@ -109,8 +109,9 @@ def accuracy(model: ItClassifier, ids, pos, y, batch: int = 200) -> float:
 
 
 def finetune(encoder: Transformer, tok, labelled: list[str], test: list[str], *, steps: int = 100, lr: float = 1e-4,
-             batch: int = 16, seed: int = 0, eval_every: int = 20, start: str = "") -> Run:
-    """Fine-tune every weight of ``encoder`` (a copy is made) plus a new head with AdamW on ``labelled``."""
+             batch: int = 16, seed: int = 0, eval_every: int = 20, start: str = "", progress=None) -> Run:
+    """Fine-tune every weight of ``encoder`` (a copy is made) plus a new head with AdamW on ``labelled``.
+    ``progress(step, steps, run)`` is called after each step (``run``: the curve so far)."""
     if steps < 1 or not labelled:
         raise ValueError("need at least one step and one labelled sentence")
     gen = torch.Generator().manual_seed(seed)
@@ -134,15 +135,18 @@ def finetune(encoder: Transformer, tok, labelled: list[str], test: list[str], *,
             if step % eval_every == 0 or step == steps:
                 run.steps.append(step)
                 run.accuracy.append(accuracy(model, t_ids, t_pos, t_y))
+            if progress is not None:
+                progress(step, steps, run)
         run.seconds = time.perf_counter() - t0
     run.model = model.eval()
     return run
 
 
 def compare(pretrained: Transformer, tok, *, n_labelled: int = 32, steps: int = 80, lr: float = 1e-4,
-            seed: int = 0, n_test: int = 200) -> dict:
+            seed: int = 0, n_test: int = 200, progress=None) -> dict:
     """The pre-trained encoder and a randomly initialised twin, fine-tuned alike. Returns both runs, the labelled
-    sentences and the test set."""
+    sentences and the test set. ``progress(k, 2 * steps, partial)`` is called after each step of either run
+    (``partial``: the same keys, the runs so far; ``"random"`` None until its first step)."""
     if pretrained.cfg.kind != "encoder-only":
         raise ValueError("fine-tuning here needs an encoder-only (BERT-style) model")
     pool, test = split(n_test=n_test, seed=seed)
@@ -153,6 +157,15 @@ def compare(pretrained: Transformer, tok, *, n_labelled: int = 32, steps: int = 
         torch.manual_seed(seed)
         scratch = Transformer(pretrained.cfg)
     kw = dict(steps=steps, lr=lr, seed=seed)
-    return {"labelled": labelled, "test": test,
-            "pre-trained": finetune(pretrained, tok, labelled, test, start="pre-trained", **kw),
-            "random": finetune(scratch, tok, labelled, test, start="random", **kw)}
+    done: dict = {"pre-trained": None, "random": None}
+
+    def tell(offset, which):
+        if progress is None:
+            return None
+        return lambda k, n, run: progress(offset + k, 2 * steps,
+                                          {"labelled": labelled, "test": test, **done, which: run})
+
+    done["pre-trained"] = finetune(pretrained, tok, labelled, test, start="pre-trained", progress=tell(0, "pre-trained"),
+                                   **kw)
+    done["random"] = finetune(scratch, tok, labelled, test, start="random", progress=tell(steps, "random"), **kw)
+    return {"labelled": labelled, "test": test, **done}

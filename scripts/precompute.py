@@ -1,0 +1,44 @@
+"""Compute the model-level summaries the app shows every visitor and ship them beside the model (summaries.json).
+
+    PYTHONPATH=. python scripts/precompute.py --model en-fr --model en-de --model minilm [--parts coref,coref_check,heads,gqa]
+
+What and why: core/probes/summaries.py. Run it again whenever a model's weights or its probe set change (a file for
+other weights or sentences is ignored by the app, which then computes live and says so).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from core.io import budget, registry  # noqa: E402
+from core.probes import summaries  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", action="append", required=True, help="a model name (repeat for several)")
+    ap.add_argument("--parts", default="coref,coref_check,heads,gqa",
+                    help="comma-separated: coref, coref_check (8 sentences, for tests), heads, gqa")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
+    for name in args.model:
+        t0 = time.perf_counter()
+        ck = registry.load(name, allow_path=False)
+        budget.limit_positions(ck.model)  # exactly as the app loads it (app.shell.load_model)
+        summary = summaries.build(ck, name, parts, log=lambda msg: print(f"{name}: {msg}", flush=True))
+        path = summaries.write(ck, name, summary)
+        print(f"{name}: wrote {path} ({path.stat().st_size:,} bytes, {time.perf_counter() - t0:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
