@@ -40,9 +40,9 @@ def folder(ck, name: str) -> Path:
     """Where the model's summaries live: its checkpoint folder, or ``assets/precomputed/<name>`` for a model that
     came from an installed package."""
     path = getattr(ck, "path", None)
-    if path is not None and (Path(path) / "config.json").exists():
+    if ck.meta.get("task") != "pretrained" and path is not None and (Path(path) / "config.json").exists():
         return Path(path)
-    return PACKAGED / name
+    return PACKAGED / name  # an installed package's folder is not ours to write in (nor shipped with the app)
 
 
 def fingerprint(model: torch.nn.Module) -> str:
