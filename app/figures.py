@@ -6,6 +6,7 @@ so repeated tokens ("the" … "the") keep their own rows and columns.
 from __future__ import annotations
 
 import html
+import math
 
 import plotly.graph_objects as go
 import torch
@@ -34,18 +35,16 @@ def _style(fig: go.Figure, present: bool, height: int | None = None, dark: bool 
 def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_name: str = "weight",
             present: bool = False, dark: bool = False, scores: bool = False) -> go.Figure:
     """One attention map: rows = queries, columns = keys; hover shows both tokens and the exact value."""
-    z = matrix.detach().float().cpu()
-    finite = torch.isfinite(z)
     qs, ks = [label(t) for t in q_tokens], [label(t) for t in k_tokens]
-    custom = [[[qs[i], ks[j]] for j in range(len(ks))] for i in range(len(qs))]
-    zlist = [[(float(v) if ok else None) for v, ok in zip(row, okrow)] for row, okrow in zip(z, finite)]
+    zlist = _cells(matrix)
+    custom = _hover_cells(qs, ks) if len(qs) * len(ks) <= HOVER_CELLS else None
+    where = "query %{customdata[0]} → key %{customdata[1]}" if custom is not None else "query %{y} → key %{x}"
     colorscale = SCALES["scores"] if scores else SCALES["present" if present else "normal"]
     if present and not scores:
         colorscale = theme.heat_scale(dark)
     hm = go.Heatmap(z=zlist, x=list(range(len(ks))), y=list(range(len(qs))), customdata=custom,
                     colorscale=colorscale, zmid=0 if scores else None, zmin=None if scores else 0,
-                    hovertemplate=f"query %{{customdata[0]}} → key %{{customdata[1]}}<br>{value_name} %{{z:.6f}}"
-                                  "<extra></extra>", colorbar=dict(title=value_name))
+                    hovertemplate=f"{where}<br>{value_name} %{{z:.6f}}<extra></extra>", colorbar=dict(title=value_name))
     fig = go.Figure(hm)
     fig.update_xaxes(tickvals=list(range(len(ks))), ticktext=ks, side="top", title="key")
     fig.update_yaxes(tickvals=list(range(len(qs))), ticktext=qs, autorange="reversed", title="query")
@@ -61,13 +60,16 @@ def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present:
     fig = make_subplots(rows=n_l, cols=n_h, horizontal_spacing=0.01, vertical_spacing=0.02,
                         subplot_titles=[f"L{l} H{h}" for l in range(n_l) for h in range(n_h)])
     qs, ks = [label(t) for t in q_tokens], [label(t) for t in k_tokens]
-    custom = [[[qs[i], ks[j]] for j in range(len(ks))] for i in range(len(qs))]
+    custom = _hover_cells(qs, ks) if len(qs) * len(ks) * n_l * n_h <= HOVER_CELLS else None
+    where = "%{customdata[0]} → %{customdata[1]}" if custom is not None else "query %{y} → key %{x}"
+    # the thumbnails' values go as one float32 array each (sent as binary; nested lists are checked cell by cell)
+    cells = weights.detach().float().cpu().numpy()
     for l in range(n_l):
         for h in range(n_h):
-            fig.add_trace(go.Heatmap(z=weights[l, h].float().tolist(), colorscale="Greys" if present else "Blues",
+            fig.add_trace(go.Heatmap(z=cells[l, h], colorscale="Greys" if present else "Blues",
                                      zmin=0, zmax=1, showscale=False, customdata=custom,
-                                     hovertemplate=f"layer {l} head {h}<br>%{{customdata[0]}} → %{{customdata[1]}}"
-                                                   ": %{z:.4f}<extra></extra>"), row=l + 1, col=h + 1)
+                                     hovertemplate=f"layer {l} head {h}<br>{where}: %{{z:.4f}}<extra></extra>"),
+                          row=l + 1, col=h + 1)
     fig.update_xaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=False, autorange="reversed")
     fig.update_layout(title=title)
@@ -118,6 +120,25 @@ def log_axes(fig: go.Figure, *, present: bool = False, dark: bool = False) -> go
     return fig
 
 
+# Hover text naming both tokens is built per cell; past this many cells a heatmap's hover shows the row and column
+# numbers instead (the axes keep their token labels): plotly checks every per-cell list in Python, seconds for a
+# 512 x 512 map before anything is drawn.
+HOVER_CELLS = 40_000
+
+
+def _cells(z: torch.Tensor) -> list:
+    """A heatmap's values as nested lists of floats, non-finite ones (−∞ of a mask, NaN) as None, which plotly
+    leaves blank (``tolist`` first: reading a tensor element by element cost seconds on a 512 × 384 table)."""
+    return [[v if math.isfinite(v) else None for v in row] for row in z.detach().double().cpu().tolist()]
+
+
+def _hover_cells(rows, cols, swap: bool = False) -> list:
+    """Per cell ``[row label, column label]`` (``swap``: ``[column, row]``)."""
+    if swap:
+        return [[[c, r] for c in cols] for r in rows]
+    return [[[r, c] for c in cols] for r in rows]
+
+
 def _ticks(labels, n):
     """Tick labels for an axis of length n: escaped strings, or None to keep plain numbers."""
     if labels is None:
@@ -130,13 +151,14 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str = "", x_
            show_values: bool = False, zmin=None, zmax=None, height: int | None = None) -> go.Figure:
     """A general heatmap (rows = y, columns = x). Non-finite cells (−∞ of a mask, NaN) are left blank and,
     with ``show_values``, written as ``−∞`` / ``NaN`` so nothing is hidden."""
-    z = z.detach().float().cpu()
     n_y, n_x = z.shape
-    zlist = [[float(v) if torch.isfinite(v) else None for v in row] for row in z]
+    zlist = _cells(z)
     xs, ys = _ticks(x_labels, n_x), _ticks(y_labels, n_y)
-    hover_x = "%{customdata[0]}" if xs else "%{x}"
-    hover_y = "%{customdata[1]}" if ys else "%{y}"
-    custom = [[[xs[j] if xs else j, ys[i] if ys else i] for j in range(n_x)] for i in range(n_y)]
+    custom = None
+    if (xs or ys) and n_x * n_y <= HOVER_CELLS:
+        custom = _hover_cells(ys or list(range(n_y)), xs or list(range(n_x)), swap=True)
+    hover_x = "%{customdata[0]}" if custom is not None else "%{x}"
+    hover_y = "%{customdata[1]}" if custom is not None else "%{y}"
     scale = "RdBu" if diverging else ("Greys" if present else "Blues")
     hm = go.Heatmap(z=zlist, x=list(range(n_x)), y=list(range(n_y)), customdata=custom, colorscale=scale,
                     zmid=0 if diverging and zmin is None else None, zmin=zmin, zmax=zmax,
@@ -144,11 +166,10 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str = "", x_
                                   f"<br>{value_name} %{{z:.6g}}<extra></extra>", colorbar=dict(title=value_name))
     if show_values:
         def cell(v):
-            v = float(v)
             if v != v:
                 return "NaN"
             return ("−∞" if v < 0 else "∞") if v in (float("inf"), float("-inf")) else f"{v:.2f}"
-        hm.text = [[cell(v) for v in row] for row in z]
+        hm.text = [[cell(v) for v in row] for row in z.detach().float().cpu().tolist()]
         hm.texttemplate = "%{text}"
     fig = go.Figure(hm)
     if xs:
