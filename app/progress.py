@@ -18,6 +18,8 @@ import time
 
 import streamlit as st
 
+from app.text import md
+
 MIN_REDRAW_S = 0.25  # the bar is redrawn at most this often (and always at the last item)
 
 
@@ -62,11 +64,11 @@ def run(key: str, label: str, compute, container=None):
         state.update(k=k, n=n, partial=partial, running=True)
         if "bar" not in drawn:
             with slot.container():
-                drawn["bar"] = st.progress(0.0, text=estimate_text(label, 0, n, 0.0))
+                drawn["bar"] = st.progress(0.0, text=md(estimate_text(label, 0, n, 0.0)))
                 st.button("Stop", key=f"{key}_stop", help="keeps what is done so far")
             drawn["last"] = 0.0
         if now - drawn["last"] >= MIN_REDRAW_S or k >= n:
-            drawn["bar"].progress(min(1.0, k / max(1, n)), text=estimate_text(label, k, n, now - drawn["start"]))
+            drawn["bar"].progress(min(1.0, k / max(1, n)), text=md(estimate_text(label, k, n, now - drawn["start"])))
             drawn["last"] = now
 
     state["running"] = True

@@ -55,12 +55,13 @@ button kbd { display: none !important; }  /* the step caption names the keys; th
 
 # Streamlit draws captions in the text colour at 60 % opacity: 3.7:1 on white, under the 4.5:1 WCAG AA asks of
 # body text. Both themes get a caption colour that passes (checked in the browser test).
-# A slider's value and a chosen pill / segment are written in the accent red: 5.2:1 on white but 3.9:1 on the dark
+# A slider's value, a chosen pill / segment and the open tab's name are written in the accent red: 5.2:1 on white but 3.9:1 on the dark
 # background; a lighter red there.
 CONTRAST_CSS = """<style>
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { color: %s !important; }
 [data-testid="stSliderThumbValue"], [data-testid="stSliderThumbValue"] p,
-[data-testid^="stBaseButton-"][data-testid$="Active"] p { color: %s !important; }
+[data-testid^="stBaseButton-"][data-testid$="Active"] p,
+button[role="tab"][aria-selected="true"] p { color: %s !important; }
 </style>"""
 CAPTION = {"light": "#4a4c57", "dark": "#c4c6cc"}
 ACCENT_TEXT = {"light": "#c53948", "dark": "#ff8f8f"}

@@ -61,7 +61,7 @@ def fingerprint(model: torch.nn.Module) -> str:
 
 def texts_sha(texts) -> str:
     """SHA-256 of a list of strings (the inputs a summary was computed on)."""
-    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False, allow_nan=False).encode()).hexdigest()
 
 
 def _read(ck, name: str) -> dict | None:

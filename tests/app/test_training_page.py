@@ -33,7 +33,10 @@ def errors(at) -> list[str]:
 
 def test_page_renders(app):
     assert app.title[0].value == "Training"
-    assert app.button[0].label == "Start training" if app.button else False
+    labels = [b.label for b in app.button]
+    assert "Start training" in labels, labels
+    # the induction preset, with the minutes measured here on its button
+    assert any(re.fullmatch(r"Train the induction preset \(about \d+ min on this server\)", lbl) for lbl in labels), labels
     assert not errors(app)
     assert any("Device:" in c.value for c in app.caption)
 
