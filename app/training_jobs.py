@@ -46,6 +46,7 @@ MAX_RUN_S = 1800.0  # wall-clock limit of one run
 N_SNAPSHOTS = 6
 N_HEAD_SCORES = 40  # the induction task: head scores measured this many times over a run
 PROBE_SYNTHETIC = "3 1 4 1 5 9"
+PROBE_INDUCTION = "ba ke mo tu ri va lo ne ba ke mo tu ri va lo ne"
 PROBE_SENTENCE = "The animal didn't cross the street because it was too tired."
 MODEL_FILES = (checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.TOKENIZER, checkpoint.CARD)
 FINISHED = ("done", "stopped", "error")
@@ -67,12 +68,12 @@ _ids = itertools.count(1)
 # head (score 0.93-0.98) and the loss on the second copy falls from ~4.3 to ~0.1 nats, at steps ~1000-1500 (seed 0,
 # measured with `python -m core.train --task induction --attention-only ...`, the command the card of a saved run
 # quotes). Learned absolute positions reach the same loss drop far more slowly and grow no induction head in 4,000
-# steps. INDUCTION_MINUTES: the whole run on one thread of this 2-core machine, measured by
-# tests/e2e/test_training_browser.py's preset test (the page's own elapsed time).
+# steps. INDUCTION_MINUTES: the whole run on one thread of this 2-core machine with the page drawing it live, measured by
+# tests/e2e/test_training_browser.py's preset test (3.7 min during the test suite; the CLI alone takes 0.5 min).
 INDUCTION_PRESET = dict(task="induction", attention_only=True, layers=2, d_model=64, heads=4, pos_encoding="rope",
                         norm="pre", dropout=0.0, label_smoothing=0.0, schedule="constant", lr=1e-3, warmup=50,
                         batch_size=32, seq_len=16, steps=2000, seed=0)
-INDUCTION_MINUTES = 1
+INDUCTION_MINUTES = 4
 
 
 def induction_preset(**changes) -> TrainConfig:
@@ -457,6 +458,9 @@ class Job:
     def _probe_ids(self, tokenizer) -> tuple[list[int] | None, list[int]]:
         """(source ids, decoder input ids) of the fixed probe; the reference target is teacher-forced."""
         task = self.cfg.task
+        if task == "induction":  # its own syllables, twice: the induction stripe appears as the heads form
+            ids = tokenizer.encode(PROBE_INDUCTION)
+            return None, [BOS] + ids
         if task in SYNTHETIC:
             src = tokenizer.encode(PROBE_SYNTHETIC)
             tgt = list(src) if task == "copy" else src[::-1] if task == "reverse" else sorted(src)

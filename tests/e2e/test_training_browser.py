@@ -67,10 +67,12 @@ def test_train_watch_and_open_the_model(visit):
 
 
 def plotted(page, title: str) -> list[dict]:
-    """The traces (name, x, y) of the chart whose title starts with ``title``, as the page plots them."""
+    """The traces (name, x, y) of the chart whose title starts with ``title`` (Streamlit's theme wraps it in <b>), as
+    the page plots them."""
     return page.evaluate("""(title) => {
         const p = [...document.querySelectorAll('.js-plotly-plot')].find(
-            p => p.layout && p.layout.title && String(p.layout.title.text || '').startsWith(title));
+            p => p.layout && p.layout.title
+                 && String(p.layout.title.text || '').replace(/<[^>]*>/g, '').startsWith(title));
         return p ? p.data.map(d => ({name: d.name, x: [...d.x], y: [...d.y]})) : []; }""", title)
 
 
@@ -100,6 +102,9 @@ def test_the_induction_preset_grows_induction_heads_live(visit):
     minutes = (time.monotonic() - t0) / 60
     visit.settle()
     induction = plotted(page, "Induction score of each head")
+    titles = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map("
+                           "p => String((p.layout && p.layout.title && p.layout.title.text) || ''))")
+    assert induction, (titles, best_seen[-5:], page.locator("[data-testid=stMain]").inner_text()[-1500:])
     assert len(induction) == 8 and {t["name"] for t in induction} == {f"L{l} H{h}" for l in (0, 1) for h in range(4)}
     first = max(t["y"][0] for t in induction)
     last_layer1 = [t["y"][-1] for t in induction if t["name"].startswith("L1")]
