@@ -61,6 +61,7 @@ CONTRAST_CSS = """<style>
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { color: %s !important; }
 [data-testid="stSliderThumbValue"], [data-testid="stSliderThumbValue"] p,
 [data-testid^="stBaseButton-"][data-testid$="Active"] p,
+[data-testid="stTab"][aria-selected="true"] p, [data-baseweb="tab"][aria-selected="true"] p,
 button[role="tab"][aria-selected="true"] p { color: %s !important; }
 </style>"""
 CAPTION = {"light": "#4a4c57", "dark": "#c4c6cc"}
