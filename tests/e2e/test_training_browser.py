@@ -22,6 +22,19 @@ def loss_points(page) -> int:
         return plots.length ? plots[0].data[0].x.length : 0; }""")
 
 
+def watch_until_saved(page, saved: str, look, polls: int) -> bool:
+    """Call ``look()`` every 250 ms until the page says ``saved`` (True) or ``polls`` looks have passed (False);
+    an error message on the page fails the test at once."""
+    for _ in range(polls):
+        look()
+        if page.locator("[data-testid=stAlertContentSuccess]", has_text=saved).count():
+            return True
+        assert not page.locator("[data-testid=stAlertContentError]").count(), \
+            page.locator("[data-testid=stAlertContentError]").first.inner_text()
+        page.wait_for_timeout(250)
+    return False
+
+
 STEPS = 1500
 
 
@@ -37,19 +50,15 @@ def test_train_watch_and_open_the_model(visit):
     page.get_by_role("button", name="Start training").click()
 
     steps_seen, points_seen = set(), set()
-    for _ in range(600):  # the progress text and the curve move while the page stays live
+    def look():  # the progress text and the curve move while the page stays live
         text = page.locator("[data-testid=stProgress]").first.inner_text() if page.locator(
             "[data-testid=stProgress]").count() else ""
         m = re.search(rf"step ([\d,]+) / {STEPS:,}", text)
         if m:
             steps_seen.add(int(m.group(1).replace(",", "")))
         points_seen.add(loss_points(page))
-        if page.locator("[data-testid=stAlertContentSuccess]", has_text=f"Saved as {name}").count():
-            break
-        assert not page.locator("[data-testid=stAlertContentError]").count(), \
-            page.locator("[data-testid=stAlertContentError]").first.inner_text()
-        page.wait_for_timeout(250)
-    else:
+
+    if not watch_until_saved(page, f"Saved as {name}", look, polls=600):
         pytest.fail(f"training did not finish; steps seen {sorted(steps_seen)}")
     assert len([s for s in steps_seen if 0 < s < STEPS]) >= 2, sorted(steps_seen)  # progress advanced live
     assert len({p for p in points_seen if p}) >= 2, sorted(points_seen)  # the loss curve grew live
@@ -88,16 +97,12 @@ def test_the_induction_preset_grows_induction_heads_live(visit):
     t0 = time.monotonic()
     button.click()
     best_seen = []
-    for _ in range(2400):
+    def look():
         traces = plotted(page, "Induction score of each head")
         if traces:
             best_seen.append(max(max(t["y"]) for t in traces))
-        if page.locator("[data-testid=stAlertContentSuccess]", has_text="Saved as induction-").count():
-            break
-        assert not page.locator("[data-testid=stAlertContentError]").count(), \
-            page.locator("[data-testid=stAlertContentError]").first.inner_text()
-        page.wait_for_timeout(250)
-    else:
+
+    if not watch_until_saved(page, "Saved as induction-", look, polls=2400):
         pytest.fail(f"the preset did not finish; best induction scores seen {best_seen[-5:]}")
     minutes = (time.monotonic() - t0) / 60
     visit.settle()
