@@ -80,8 +80,8 @@ def decode_panel(view, figures) -> None:
     names = [tok.display([i])[0] for i, _ in step.top]
     chosen_pos = next((i for i, (t, _) in enumerate(step.top) if t == step.chosen), None)
     st.plotly_chart(figures.bars([p for _, p in step.top], names, title=f"Step {n}: top candidates "
-                                 f"(chosen: {figures.label(tok.display([step.chosen])[0])})", y_title="probability",
-                                 present=view.present, dark=view.dark, highlight=chosen_pos), key="cands")
+                                 f"(chosen: {figures.label(tok.display([step.chosen])[0])})", x_title="candidate token",
+                                 y_title="probability", present=view.present, dark=view.dark, highlight=chosen_pos), key="cands")
     if method == "beam":
         st.markdown("**Live beams after this step** (sum of log-probabilities):")
         st.dataframe([{"beam": tok.decode(b.ids) or "∅", "score": b.score, "finished": b.finished}
@@ -94,7 +94,7 @@ def decode_panel(view, figures) -> None:
     layer = st.selectbox("Layer", range(trace.n_layers(kind)), index=trace.n_layers(kind) - 1)
     row = trace.attention(kind, layer)[0, :, -1].mean(0)
     st.plotly_chart(figures.bars(row, keys, title=f"{'Cross' if kind == 'cross' else 'Self'}-attention of this step "
-                                 f"(layer {layer}, mean over heads)", y_title="weight", present=view.present,
+                                 f"(layer {layer}, mean over heads)", x_title="key token", y_title="weight", present=view.present,
                                  dark=view.dark, highlight=int(row.argmax())), key="row")
     if n == total and args["outside"]:
         coverage_view.output("Finished", tok.decode(result.ids), args["outside"])

@@ -85,24 +85,25 @@ def query_bars(weights: torch.Tensor, k_tokens, query_token: str, *, present: bo
         fig.add_bar(name=f"head {h}", x=list(range(len(ks))), y=weights[h].float().tolist(), customdata=ks,
                     hovertemplate=f"head {h}: %{{customdata}} %{{y:.4f}}<extra></extra>")
     fig.update_xaxes(tickvals=list(range(len(ks))), ticktext=ks)
-    fig.update_layout(barmode="group", title=f"Where “{label(query_token)}” looks, per head", yaxis_title="weight")
+    fig.update_layout(barmode="group", title=f"Where “{label(query_token)}” looks, per head", xaxis_title="key token",
+                      yaxis_title="weight", legend_title_text="head")
     return _style(fig, present, height=380, dark=dark)
 
 
-def bars(values, names, *, title: str = "", y_title: str = "", present: bool = False, dark: bool = False,
+def bars(values, names, *, title: str, x_title: str, y_title: str, present: bool = False, dark: bool = False,
          highlight: int | None = None) -> go.Figure:
-    """Plain bar chart with escaped labels (probabilities, norms, one row of attention)."""
+    """Plain bar chart with escaped labels (probabilities, norms, one row of attention); both axes named."""
     vals = [float(v) for v in values]
     colors = ["#d62728" if i == highlight else "#1f77b4" for i in range(len(vals))]
     fig = go.Figure(go.Bar(x=list(range(len(vals))), y=vals, marker_color=colors,
                            customdata=[label(n) for n in names],
                            hovertemplate="%{customdata}: %{y:.6f}<extra></extra>"))
     fig.update_xaxes(tickvals=list(range(len(vals))), ticktext=[label(n) for n in names])
-    fig.update_layout(title=title, yaxis_title=y_title)
+    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title)
     return _style(fig, present, height=340, dark=dark)
 
 
-def lines(series: dict, x=None, *, title: str = "", x_title: str = "", y_title: str = "",
+def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str,
           present: bool = False, dark: bool = False) -> go.Figure:
     fig = go.Figure()
     for name, ys in series.items():
@@ -146,7 +147,7 @@ def _ticks(labels, n):
     return [label(t) for t in labels][:n]
 
 
-def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str = "", x_title: str = "", y_title: str = "",
+def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str, x_title: str, y_title: str,
            value_name: str = "value", present: bool = False, dark: bool = False, diverging: bool = False,
            show_values: bool = False, zmin=None, zmax=None, height: int | None = None) -> go.Figure:
     """A general heatmap (rows = y, columns = x). Non-finite cells (−∞ of a mask, NaN) are left blank and,
@@ -209,16 +210,16 @@ def mask_map(mask: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present
     return theme.cell_text(fig, present)
 
 
-def grouped_bars(series: dict, names, *, title: str = "", y_title: str = "", present: bool = False,
+def grouped_bars(series: dict, names, *, title: str, x_title: str, y_title: str, present: bool = False,
                  dark: bool = False) -> go.Figure:
-    """One bar group per name (token, layer), one colour per series."""
+    """One bar group per name (token, layer), one colour per series, named in the legend; both axes named."""
     xs = [label(n) for n in names]
     fig = go.Figure()
     for key, values in series.items():
         fig.add_bar(name=label(key), x=list(range(len(xs))), y=[float(v) for v in values], customdata=xs,
                     hovertemplate=f"{label(key)} · %{{customdata}}: %{{y:.6f}}<extra></extra>")
     fig.update_xaxes(tickvals=list(range(len(xs))), ticktext=xs)
-    fig.update_layout(barmode="group", title=title, yaxis_title=y_title)
+    fig.update_layout(barmode="group", title=title, xaxis_title=x_title, yaxis_title=y_title, showlegend=True)
     return _style(fig, present, height=360, dark=dark)
 
 
@@ -287,6 +288,6 @@ def effect_grid(effect: torch.Tensor, rows, *, title: str = "", zmax: float | No
                     colorbar=dict(title=value_name))
     fig = go.Figure(hm)
     fig.update_xaxes(title="head", tickvals=list(range(n_h)))
-    fig.update_yaxes(tickvals=list(range(n_r)), ticktext=rows, autorange="reversed")
+    fig.update_yaxes(title="attention, layer", tickvals=list(range(n_r)), ticktext=rows, autorange="reversed")
     fig.update_layout(title=title)
     return _style(fig, present, height=height or 150 + 30 * n_r, dark=dark)

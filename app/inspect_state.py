@@ -62,16 +62,17 @@ def as_key(allowed: torch.Tensor) -> tuple:
     return tuple(tuple(bool(v) for v in row) for row in allowed.tolist())
 
 
-def mask_editor(q_tokens, k_tokens, default: torch.Tensor, key: str) -> torch.Tensor:
+def mask_editor(q_tokens, k_tokens, default: torch.Tensor, key: str, block=()) -> torch.Tensor:
     """A grid of checkboxes (rows = queries, columns = keys; ticked = may look) plus a quick
-    "block these keys" picker. Returns the allowed pattern as a bool ``[Tq, Tk]`` tensor."""
+    "block these keys" picker, which starts on the keys ``block``. Returns the allowed pattern as a bool
+    ``[Tq, Tk]`` tensor."""
     cols = [f"k{j}" for j in range(len(k_tokens))]  # stable names: edits survive a new sentence of the same length
     heads = [f"{j}: {t}" for j, t in enumerate(k_tokens)]
     rows = [f"{i}: {t}" for i, t in enumerate(q_tokens)]
     table = {c: [bool(default[i, j]) for i in range(len(rows))] for j, c in enumerate(cols)}
     frame = pd.DataFrame(table, index=rows)
     blocked = st.multiselect("Block these keys for every query", range(len(cols)), format_func=lambda j: heads[j],
-                             key=f"{key}_block")
+                             default=list(block), key=f"{key}_block")
     edited = st.data_editor(frame, key=f"{key}_grid", width="stretch",
                             column_config={c: st.column_config.CheckboxColumn(h, width="small") for c, h in zip(cols, heads)})
     allowed = torch.tensor([[bool(edited[c].iloc[i]) for c in cols] for i in range(len(rows))], dtype=torch.bool)

@@ -21,12 +21,17 @@ from core.evaluate import translate_all
 from core.positional import sinusoidal
 from core.io.tokenizer import EOS
 
+# primary papers, cited by author, year and title; the seed documents follow as further reading
+VASWANI = "Vaswani et al. (2017), *Attention Is All You Need*"
 SOURCES = {
-    "starke": "Stärk, *Transformers* survey (seed 000)",
-    "cse589": "CSE 589 paper on the Transformer (seed 001)",
-    "wiki": "encyclopedia article *Transformer (deep learning architecture)* (seed 002)",
-    "slides": "*The Transformer* slides (seed 003)",
-    "seita": "Seita, *Transformer Networks for State of the Art NLP* (seed 004)",
+    "sennrich": "Sennrich, Haddow & Birch (2016), *Neural Machine Translation of Rare Words with Subword Units*",
+    "ba": "Ba, Kiros & Hinton (2016), *Layer Normalization*",
+    "he": "He et al. (2016), *Deep Residual Learning for Image Recognition*",
+    "xiong": "Xiong et al. (2020), *On Layer Normalization in the Transformer Architecture*",
+    "starke": "Stärk (2020), *Transformers* (survey)",
+    "cse589": "Shah & Thornton (2020), *CSE 589 paper: the Transformer, BERT and Transformer-XL*",
+    "wiki": "Wikipedia, *Transformer (deep learning architecture)*",
+    "seita": "Seita (2019), *Transformer Networks for State of the Art Natural Language Processing*",
 }
 
 
@@ -83,7 +88,8 @@ def tokens_step(c: Context) -> Step:
                 "The model never sees letters. A tokenizer cuts the sentence into pieces from a fixed vocabulary "
                 "and replaces each by its number. Sub-word pieces let a small vocabulary spell any word: a rare "
                 "word becomes several known pieces instead of one unknown token.",
-                f"{SOURCES['wiki']}, “Tokenization” (byte-pair encoding); {SOURCES['starke']}, sec. 2",
+                f"{SOURCES['sennrich']} (byte-pair encoding); {VASWANI}, sec. 5.1 · further reading: {SOURCES['starke']}, "
+                f"sec. 2; {SOURCES['wiki']}, “Tokenization”",
                 notes + [("fig", figures.token_strip(r.src_tokens, r.src_ids, title="Token pieces and their ids "
                                                      "(colour = id)", **c.style())), ("table", pieces)])
 
@@ -99,7 +105,7 @@ def embedding_step(c: Context) -> Step:
     return Step("2 · Token embeddings",
                 "Each token id picks one row of a learned table: a vector of d_model numbers. The paper multiplies "
                 "it by √d_model so that it is not drowned by the positional encoding added next.",
-                f"Vaswani et al. sec. 3.4, as summarised in {SOURCES['starke']}, sec. 2",
+                f"{VASWANI}, sec. 3.4 (Embeddings and Softmax) · further reading: {SOURCES['starke']}, sec. 2",
                 [("md", f"Mean vector length before scaling: {float(raw.norm(dim=-1).mean()):.3f}; after: "
                         f"{float(parts['tokens'].norm(dim=-1).mean()):.3f} (d_model = {d})."), ("fig", fig)])
 
@@ -128,7 +134,7 @@ def positional_step(c: Context) -> Step:
                 "Attention and the feed-forward layer treat the tokens as a bag: shuffle the sentence and they "
                 "return the same vectors, shuffled. Adding a different vector for every position (sinusoids of "
                 "many wavelengths) gives the model the word order back.",
-                f"{SOURCES['starke']}, “Positional encoding”; Vaswani et al. sec. 3.5", blocks)
+                f"{VASWANI}, sec. 3.5 (Positional Encoding) · further reading: {SOURCES['starke']}, “Positional encoding”", blocks)
 
 
 def one_head_step(c: Context, head: int = 0) -> Step:
@@ -154,7 +160,8 @@ def one_head_step(c: Context, head: int = 0) -> Step:
                 "passes on (its value v). The dot products q·k say how well each key answers; dividing by √d_k "
                 "keeps them from growing with the dimension, softmax turns each row into weights, and the output "
                 "is the weighted sum of the values.",
-                f"Vaswani et al. eq. 1, in {SOURCES['starke']} (eq. 1) and {SOURCES['cse589']} (why √d_k)", blocks)
+                f"{VASWANI}, sec. 3.2.1, eq. 1 and fig. 2 (left) · further reading: {SOURCES['starke']}, eq. 1; "
+                f"{SOURCES['cse589']} (why √d_k)", blocks)
 
 
 def multi_head_step(c: Context) -> Step:
@@ -168,11 +175,12 @@ def multi_head_step(c: Context) -> Step:
                 f"The layer runs {n_h} heads side by side, each with its own W_Q, W_K, W_V, so each can look for "
                 "something different — a neighbour, the same word, the noun a pronoun stands for. Their outputs "
                 "are concatenated and mixed back to d_model by W_O.",
-                f"Vaswani et al. sec. 3.2.2; {SOURCES['wiki']}, “Multiheaded attention”",
+                f"{VASWANI}, sec. 3.2.2 and fig. 2 (right) · further reading: {SOURCES['wiki']}, “Multiheaded attention”",
                 [("fig", figures.grid(w[None], r.src_tokens, r.src_tokens, title="Layer 0: every head", **c.style())),
                  ("fig", figures.grouped_bars({"entropy (nats, low = sharp)": prof["entropy"],
                                                "mean distance |i − j|": prof["distance"]}, heads,
-                                              title="What differs between the heads", **c.style())),
+                                              title="What differs between the heads", x_title="head",
+                                              y_title="nats / positions", **c.style())),
                  ("md", f"Concat(head₁…head_{n_h}) is {tuple(merged['concat'].shape)}; × W_Oᵀ "
                         f"{tuple(merged['W_O'].shape)} gives {tuple(merged['out'].shape)}, equal to the model's "
                         f"sublayer output to {merged['error']:.1e}.")])
@@ -191,14 +199,15 @@ def layers_step(c: Context) -> Step:
                 "Each sublayer's output is added to its input (the residual connection), then normalised. "
                 "A feed-forward network, FFN(x) = max(0, xW₁ + b₁)W₂ + b₂, processes every token on its own. "
                 "Stacking layers lets the representation of each token change step by step.",
-                f"{SOURCES['seita']} (FFN and residual + LayerNorm); {SOURCES['wiki']} (pre- vs post-LN)",
+                f"{VASWANI}, sec. 3.1 and 3.3, eq. 2; {SOURCES['he']} (residual); {SOURCES['ba']}; {SOURCES['xiong']} "
+                f"(pre- vs post-LN) · further reading: {SOURCES['seita']}",
                 [("md", f"Layer 0, after attention: {how}, recomputed by hand to {an['error']:.1e}."),
                  ("fig", figures.matrix(norms, r.src_tokens, [s for s, _ in stages], title="Length of every token's "
                                         "vector along the residual stream", x_title="token", y_title="stage",
                                         value_name="‖x‖", **c.style())),
                  ("fig", figures.grouped_bars(summary, [f"layer {i}" for i in range(n_l)],
                                               title="What each sublayer adds, relative to the stream it reads",
-                                              y_title="‖added‖ / ‖input‖", **c.style()))])
+                                              x_title="encoder layer", y_title="‖added‖ / ‖input‖", **c.style()))])
 
 
 def decoder_step(c: Context) -> Step:
@@ -221,8 +230,9 @@ def decoder_step(c: Context) -> Step:
                 "words it is about to predict: the mask adds −∞ to every future position, and softmax turns that "
                 "into a weight of exactly 0. Cross-attention then lets every output word read the encoder's "
                 "vectors of the English sentence.",
-                f"{SOURCES['starke']}, sec. 2 (‘cheating’); {SOURCES['cse589']}, fig. 4; "
-                f"{SOURCES['wiki']}, masked attention with M", blocks)
+                f"{VASWANI}, sec. 3.1 (decoder masking), 3.2.3 (encoder-decoder attention), fig. 1 · further reading: "
+                f"{SOURCES['starke']}, sec. 2 (‘cheating’); {SOURCES['cse589']}, fig. 4; {SOURCES['wiki']}, masked "
+                f"attention with M", blocks)
 
 
 def output_step(c: Context) -> Step:
@@ -238,7 +248,7 @@ def output_step(c: Context) -> Step:
     first = res.steps[0]
     blocks = [("fig", figures.bars([p for _, p in first.top], tok.display([i for i, _ in first.top]),
                                    title="Step 1: softmax over the whole vocabulary (top 10 shown)",
-                                   y_title="probability", highlight=0, **c.style())),
+                                   x_title="candidate token", y_title="probability", highlight=0, **c.style())),
               ("table", rows),
               ("md", f"**Translation:** {md(tok.decode(res.ids))}" if not r.outside else
                f"**Output** — **{md(r.outside_label)}** (unknown to {md(c.name)}: "
@@ -256,7 +266,8 @@ def output_step(c: Context) -> Step:
                 "The decoder's last vector is multiplied by the vocabulary matrix and softmax gives a probability "
                 "for every word. Greedy decoding takes the most likely one, appends it to the decoder's input and "
                 f"goes again until the end token {tok.display([EOS])[0]}.",
-                f"{SOURCES['starke']}, sec. 2 (‘I am happy’ → ‘Ich bin froh’)", blocks)
+                f"{VASWANI}, sec. 3.4 (linear + softmax) and fig. 1 · further reading: {SOURCES['starke']}, sec. 2 "
+                f"(‘I am happy’ → ‘Ich bin froh’)", blocks)
 
 
 def patching_blocks(c: Context, pair) -> list:
@@ -283,7 +294,10 @@ def payoff_step(c: Context) -> Step:
     kind = "cross" if "cross" in coref.kinds_for(c.ck) else "self"
     lks = [coref_view.links_for(c.name, it, kind) for it in pair]
     title = "9 · The payoff: what does “it” refer to?"
-    source = f"{SOURCES['cse589']}, fig. 9 (“it” → animal / street)"
+    source = (f"{VASWANI}, fig. 4 (two layer-5 heads resolve the anaphor “its”); Levesque, Davis & Morgenstern "
+              "(2012), *The Winograd Schema Challenge*; Vig et al. (2020), *Investigating Gender Bias in Language "
+              "Models Using Causal Mediation Analysis* (patching a head) · further reading: "
+              f"{SOURCES['cse589']}, fig. 9 (“it” → animal / street)")
     instead = ([("md", f"Your sentence is outside what {md(c.name)} was trained on (unknown to {md(c.name)}: "
                        f"{md(', '.join(c.run.coverage['unknown_words'][:12]))}), so its heads would say nothing "
                        f"meaningful about it: this step uses a pair the model knows, “{md(pair[0].text)}” "

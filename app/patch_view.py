@@ -113,12 +113,12 @@ def attribution_figures(model_name: str, res: dict, a, b, *, present=False, dark
             continue
         figs.append(figures.grouped_bars({"attention weight": h["weights"], "value-weighted ‖α·v·W_O‖": h["value_weighted"]},
                                          h["keys"], title=figures.wrap(f"{h['label']} from “{h['query']}” (shares of the row)", 40),
-                                         y_title="share", present=present, dark=dark))
+                                         x_title="key token", y_title="share", present=present, dark=dark))
     g = att["grad_x_input"]
     pa, pb = res["pronouns"]
     figs.append(figures.bars(g["values"], g["tokens"], title=figures.wrap(f"Gradient × input of log p({pa}) − log p({pb}), "
                                                                           "sentence A", 40),
-                             y_title="attribution", present=present, dark=dark))
+                             x_title="source token", y_title="attribution", present=present, dark=dark))
     return figs
 
 
@@ -180,7 +180,7 @@ def draw_board(view, container=st) -> dict | None:
                                         dark=view.dark), key="patch_board_mean")
     c2.plotly_chart(figures.matrix(board["flip_share"], None, board["rows"],
                                    title="Patched alone, flips the pronoun<br>(share of pairs × directions)",
-                                   x_title="head", value_name="flips", zmin=0, zmax=1, show_values=True,
+                                   x_title="head", y_title="attention, layer", value_name="flips", zmin=0, zmax=1, show_values=True,
                                    present=view.present, dark=view.dark, height=150 + 30 * len(board["rows"])),
                     key="patch_board_flips")
     container.markdown(spread_text(board) + " " + carry_text(board, board=True))

@@ -120,14 +120,27 @@ def cell_text(fig: go.Figure, present: bool, width: int = PLOT_WIDTH) -> go.Figu
     return fig
 
 
+# The colour of each trace (a head, a layer, a model) in the order plotly hands them out: 16 colours per theme, each
+# ≥ 3:1 against its theme's background (WCAG 1.4.11, graphics) and every pair ≥ 35 apart in CIELAB (ΔE*76), so a
+# model's 12 heads (minilm) never share a colour. Picked greedily, farthest-first, from an HSL grid
+# (tests/app/test_theme_palette.py checks both properties).
+HEAD_COLOURS = {
+    "light": ["#0000f5", "#00a300", "#ff1f4b", "#008fcc", "#63471d", "#ff1fd2", "#350a76", "#00a383", "#d671a3",
+              "#cc6600", "#97970c", "#1f78ff", "#800026", "#1d3263", "#b647ff", "#32631d"],
+    "dark": ["#781fff", "#1fff1f", "#f53100", "#2fc8ee", "#76760a", "#f47bc4", "#ffff1f", "#007af5", "#1fffbc",
+             "#f49f7b", "#ff1fe9", "#0a7655", "#00a321", "#f50062", "#f5ab00", "#c2ea86"],
+}
+BACKGROUND = {"light": "#ffffff", "dark": "#0e1117"}  # Streamlit's page backgrounds
+
 TEXT = {"light": "#31333f", "dark": "#fafafa"}  # Streamlit's own text colours: 12.6:1 and 17:1 on its backgrounds
 
 
 def text_colour(fig: go.Figure, dark: bool) -> go.Figure:
-    """Chart text in the page's text colour: Streamlit's chart theme draws ticks and axis titles in a grey that
-    reads 3.7:1 on white (WCAG AA asks 4.5:1)."""
+    """Chart text in the page's text colour (Streamlit's chart theme draws ticks and axis titles in a grey that
+    reads 3.7:1 on white; WCAG AA asks 4.5:1), and traces in :data:`HEAD_COLOURS`."""
     colour = TEXT["dark" if dark else "light"]
-    fig.update_layout(font=dict(color=colour), title=dict(font=dict(color=colour)),
+    fig.update_layout(colorway=HEAD_COLOURS["dark" if dark else "light"], font=dict(color=colour),
+                      title=dict(font=dict(color=colour)),
                       legend=dict(font=dict(color=colour)))
     fig.update_xaxes(tickfont=dict(color=colour), title_font=dict(color=colour))
     fig.update_yaxes(tickfont=dict(color=colour), title_font=dict(color=colour))

@@ -4,6 +4,7 @@ import streamlit as st
 from app import coverage_view, export, figures
 from app.shell import current_run, sync_url, url_int
 from core.probes.analysis import rollout, top_k_only
+from core.probes.coref import default_query
 from core.probes.attribution import stacked_value_weighted
 
 st.title("Attention")
@@ -53,12 +54,13 @@ st.plotly_chart(figures.heatmap(shown, [q_tokens[i] for i in keep_q], [k_tokens[
 
 st.subheader("One query token, every head of this layer")
 qi = st.selectbox("Query token", range(len(q_tokens)), format_func=lambda i: f"{i}: {q_tokens[i]}",
-                  index=next((i for i, t in enumerate(q_tokens) if t == "it"), 0))
+                  index=default_query(res, kind, view.ck.tokenizer))
 st.plotly_chart(figures.query_bars(res.trace.attention(kind, layer)[0, :, qi], k_tokens, q_tokens[qi],
                                    present=view.present, dark=view.dark), key="bars")
 
 with st.expander("Overview: all layers × heads", expanded=False):
     st.plotly_chart(figures.grid(res.trace.stacked(kind)[:, 0], q_tokens, k_tokens, present=view.present,
+                                 title=f"{names[kind]}: every layer (rows) × head (columns)",
                                  dark=view.dark), key="grid")
 
 st.subheader("Export")

@@ -85,7 +85,7 @@ st.dataframe({"token": tokens, **{f"query bucket (round {r})": lsh.q_buckets[r].
 a, b = st.columns(2)
 a.plotly_chart(heat(lsh.weights, f"Attention within buckets · {n_buckets} buckets × {rounds} round(s)"), key="lsh_map")
 b.plotly_chart(figures.bars(lsh.kept, tokens, title="Share of the full attention mass each query keeps",
-                            y_title="mass kept", **plot), key="lsh_kept")
+                            x_title="query token", y_title="mass kept", **plot), key="lsh_kept")
 st.markdown(f"On average the buckets keep **{lsh.kept.mean():.1%}** of the full attention mass.")
 
 st.header("Longformer: sliding window + global tokens")

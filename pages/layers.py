@@ -39,7 +39,8 @@ which = c1.selectbox("Token", [None] + list(range(len(toks))), format_func=lambd
 relative = c2.toggle("Relative to the stream going in", value=True)
 summary = ins.sublayer_summary(res.trace, stack, which, relative)
 n_l = ins.n_layers(res.trace, stack)
-st.plotly_chart(figures.grouped_bars(summary, [f"layer {i}" for i in range(n_l)], y_title="‖added‖ / ‖stream‖" if relative
+st.plotly_chart(figures.grouped_bars(summary, [f"layer {i}" for i in range(n_l)], x_title="layer",
+                                     y_title="‖added‖ / ‖stream‖" if relative
                                      else "‖added‖", title="Norm of attn_out, cross_out, ffn_out", **P), key="added")
 
 st.header("3. FFN activations")
@@ -89,6 +90,7 @@ else:
                    "p(final choice)": r["p_final"]} for r in lens], hide_index=True)
     final = lens[-1]
     st.plotly_chart(figures.bars(final["probs"], tok.display(final["ids"].tolist()), y_title="probability",
+                                 x_title="candidate token",
                                  highlight=0, title=f"Final distribution at position {pos} "
                                  f"(“{figures.label(out_toks[pos])}”)", **P), key="final")
 
@@ -106,7 +108,7 @@ if ablated is None:
 if not trained_head:
     change = ins.embedding_change(res.trace, ablated.trace, out_stack)
     st.metric("Cosine similarity of the sentence embeddings, all heads vs heads off", f"{change['sentence_cos']:.4f}")
-    st.plotly_chart(figures.bars(change["token_cos"], out_toks, y_title="cosine", title="Each token's final vector, "
+    st.plotly_chart(figures.bars(change["token_cos"], out_toks, x_title="token", y_title="cosine", title="Each token's final vector, "
                                  f"all heads vs {len(chosen)} head(s) off", **P), key="emb_ablation")
     st.stop()
 cmp = ins.compare_distributions(res.trace.logits[0, pos], ablated.trace.logits[0, pos])
@@ -122,5 +124,5 @@ elif model.cfg.kind == "decoder-only":
     coverage_view.output("Next token, all heads", res.output, res.outside_label)
     coverage_view.output("Next token, heads off", ablated.output, res.outside_label)
 st.plotly_chart(figures.grouped_bars({"all heads": cmp["a"], "heads off": cmp["b"]}, tok.display(cmp["ids"]),
-                                     y_title="probability", title=f"Position {pos}: probabilities with and without "
+                                     x_title="candidate token", y_title="probability", title=f"Position {pos}: probabilities with and without "
                                      f"{len(chosen)} head(s)", **P), key="ablation")

@@ -55,9 +55,14 @@ with t_win:
     st.plotly_chart(figures.mask_map(win, q_tokens, k_tokens, title=f"Sliding window {w}" + (" + causal" if causal else ""),
                                      **P), key="m_win")
 with t_custom:
+    own_allowed = ins.allowed_of(own, T, T)
+    busiest = ins.busiest_key(res.trace[f"{name}.weights"][0, head], own_allowed)
     st.markdown("Untick a box to forbid that query (row) from looking at that key (column)."
-                + (" The decoder's causal mask still applies on top." if causal else ""))
-    allowed = mask_editor(q_tokens, k_tokens, ins.allowed_of(own, T, T), key=f"custom_{kind}_{T}")
+                + (" The decoder's causal mask still applies on top." if causal else "")
+                + ("" if busiest is None else f" To start with, the key this head reads most, "
+                                              f"“{md(k_tokens[busiest])}”, is blocked for every query."))
+    allowed = mask_editor(q_tokens, k_tokens, own_allowed, key=f"custom_{kind}_{T}_{layer}_{head}",
+                          block=() if busiest is None else (busiest,))
     custom = ins.additive(allowed)
     st.plotly_chart(figures.mask_map(ins.combine2(own, custom), q_tokens, k_tokens, title="Your mask (+ the model's own)", **P),
                     key="m_custom")

@@ -85,6 +85,7 @@ def fill_in_the_blank():
         was = f" (hidden word: “{figures.label(tok.display([f.original])[0])}”)" if f.original is not None else ""
         cols[n % len(cols)].plotly_chart(
             figures.bars(f.probs, cands, title=f"[MASK] at position {f.position}{was}", y_title="probability",
+                         x_title="candidate token",
                          highlight=hit, **P), key=f"mlm_fill_{n}")
 
     st.header("2. Both sides, or the left side only")
@@ -97,7 +98,8 @@ def fill_in_the_blank():
 
 
     def top5(col, title, cands, probs, key):
-        col.plotly_chart(figures.bars(probs[:5], cands[:5], title=title, y_title="probability", **P), key=key)
+        col.plotly_chart(figures.bars(probs[:5], cands[:5], title=title, x_title="candidate token",
+                                      y_title="probability", **P), key=key)
 
 
     top5(c1, "This model, whole sentence", tok.display(f.ids), f.probs, "mlm_both")
@@ -114,7 +116,7 @@ def fill_in_the_blank():
     n_right = len(ids) - pos - 1
     st.plotly_chart(figures.matrix(share, [f"head {h}" for h in range(share.shape[1])],
                                    [f"layer {lay}" for lay in range(share.shape[0])], value_name="share",
-                                   title=f"Share of the mask's attention on the {n_right} token(s) to its right",
+                                   x_title="head", y_title="layer", title=f"Share of the mask's attention on the {n_right} token(s) to its right",
                                    show_values=True, zmin=0, zmax=1, **P), key="mlm_right")
     st.caption(f"Uniform attention would give {n_right / len(ids):.2f} to the right; a causal (GPT) model gives "
                f"exactly 0 — its mask sets those scores to −∞. Here: mean {float(share.mean()):.2f}, largest "
@@ -248,11 +250,11 @@ first = next((p for p in pairs if p is not None), None)
 if first is not None:
     seg = mlm.segment_share(first.trace, first.types)
     st.plotly_chart(figures.matrix(torch.tensor([first.types]), tok.display(first.ids), ["token type"],
-                                   value_name="segment", title="Token types of the first pair: 0 = A, 1 = B",
+                                   value_name="segment", x_title="token", y_title="segment", title="Token types of the first pair: 0 = A, 1 = B",
                                    show_values=True, zmin=0, zmax=1, height=230, **P), key="mlm_nsp_types")
     st.plotly_chart(figures.matrix(seg, [f"head {h}" for h in range(seg.shape[1])],
                                    [f"layer {lay}" for lay in range(seg.shape[0])], value_name="share",
-                                   title="Share of sentence B's attention that reads sentence A (first pair)",
+                                   x_title="head", y_title="layer", title="Share of sentence B's attention that reads sentence A (first pair)",
                                    show_values=True, zmin=0, zmax=1, **P), key="mlm_nsp_share")
     n_a = first.types.count(0)
     st.caption(f"Mean over B's {first.types.count(1)} tokens; uniform attention would give "

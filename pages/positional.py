@@ -54,7 +54,7 @@ st.plotly_chart(figures.lines({"PE(pos + k), from the table": sc["direct"][pos],
 st.metric("Largest |R_k·PE(pos) − PE(pos+k)| over every position and dimension", f"{sc['max_error']:.2e}")
 with st.expander("The rotation matrix R_k (block-diagonal 2×2 rotations)"):
     st.plotly_chart(figures.matrix(sc["matrix"], x_title="dimension", y_title="dimension", value_name="R_k",
-                                   diverging=True, **P), key="pe_rot")
+                                   title=f"R_k for k = {k}", diverging=True, **P), key="pe_rot")
 
 st.header("4. Other ways to encode position")
 st.caption(f"The current model, {md(view.name)}, uses **{cfg.pos_encoding}** positions.")
@@ -65,7 +65,8 @@ with t_learned:
         st.plotly_chart(figures.matrix(table, x_title="dimension", y_title="position", value_name="weight", diverging=True,
                                        title=f"Learned position vectors of {view.name}", **P), key="learned")
         lsim = ins.position_similarity(table, "cosine")
-        st.plotly_chart(figures.matrix(lsim, x_title="position", y_title="position", value_name="cosine", **P), key="learned_sim")
+        st.plotly_chart(figures.matrix(lsim, x_title="position", y_title="position", value_name="cosine",
+                                       title="Cosine similarity of the learned position vectors", **P), key="learned_sim")
         st.caption(f"Spread at equal offsets: {ins.offset_spread(lsim):.3f} — learned vectors need not depend on the offset only.")
     else:
         learned = [n for n, kind in positional_kinds().items() if kind == "learned"]
@@ -84,7 +85,7 @@ with t_alibi:
     toks = res.src_tokens if "encoder.embed.out" in res.trace else res.tgt_tokens
     slopes = alibi_slopes(cfg.n_heads)
     st.plotly_chart(figures.bars(slopes, [f"head {h}" for h in range(cfg.n_heads)], title="ALiBi slope per head",
-                                 y_title="slope", **P), key="alibi_slopes")
+                                 x_title="head", y_title="slope", **P), key="alibi_slopes")
     h = st.selectbox("Head", range(cfg.n_heads), key="alibi_head")
     bias = ins.alibi_matrix(cfg.n_heads, len(toks), h, causal=cfg.kind == "decoder-only")
     st.plotly_chart(figures.matrix(bias, toks, toks, x_title="key", y_title="query", value_name="bias", show_values=len(toks) <= 20,
@@ -109,7 +110,8 @@ for tab, (title, m) in zip(tabs, shown.items()):
             st.plotly_chart(figures.matrix(m, None, toks, x_title="dimension", y_title="token", value_name="value",
                                            diverging=True, title=title, **P), key=f"emb_{title}")
 norms = {k: v for k, v in parts["norms"].items() if v is not None}
-st.plotly_chart(figures.grouped_bars(norms, toks, title="Vector norms per token", y_title="‖·‖", **P), key="emb_norms")
+st.plotly_chart(figures.grouped_bars(norms, toks, title="Vector norms per token", x_title="token",
+                                     y_title="‖·‖", **P), key="emb_norms")
 if parts["other"] > 1e-5:
     st.caption(f"The sum also includes token types or an embedding LayerNorm (differs from token + position by {parts['other']:.3f}).")
 
@@ -122,7 +124,8 @@ c1, c2 = st.columns(2)
 c1.metric("Without positional terms: max |layer(shuffled) − shuffled(layer)|", f"{pt['without']['max_diff']:.2e}")
 c2.metric("With the model's positional terms", f"{pt['with']['max_diff']:.2e}")
 st.plotly_chart(figures.grouped_bars({"without positions": pt["without"]["per_token"], "with positions": pt["with"]["per_token"]},
-                                     [src_toks[i] for i in pt["perm"]], y_title="‖difference‖", **P,
+                                     [src_toks[i] for i in pt["perm"]], x_title="token (shuffled order)",
+                                     y_title="‖difference‖", **P,
                                      title=f"{pt['stack']} layer 0: each shuffled token vs its twin in the original order"), key="perm")
 st.caption("Positional terms of this model: " + ("; ".join(pt["terms"]) or "none — so the two runs are the same") +
            ". Without them the layer's outputs are the same vectors, just permuted (differences are float rounding).")

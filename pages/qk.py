@@ -7,6 +7,7 @@ from app import figures
 from app.shell import current_run, sync_url, url_int
 from app.text import md
 from core.probes.analysis import attention_row
+from core.probes.coref import default_query
 from core.trace import KIND_NAMES
 
 st.title("Q·K walkthrough")
@@ -25,14 +26,14 @@ layer = c2.selectbox("Layer", range(n_layers), index=url_int("layer", n_layers))
 head = c3.selectbox("Head", range(n_heads), index=url_int("head", n_heads))
 q_tokens, k_tokens = res.tokens(kind)
 qi = c4.selectbox("Query token", range(len(q_tokens)), format_func=lambda i: f"{i}: {q_tokens[i]}",
-                  index=next((i for i, t in enumerate(q_tokens) if t == "it"), 0))
+                  index=default_query(res, kind, view.ck.tokenizer))
 sync_url(layer=layer, head=head)
 row = attention_row(res.trace, KIND_NAMES[kind].format(layer), head, qi)
 d_k = row["q"].shape[0]
 
 st.markdown(f"**1. The query** q = x·W_Q for “{md(q_tokens[qi])}” (d_k = {d_k}):")
 st.plotly_chart(figures.bars(row["q"], [str(i) for i in range(d_k)], title="q, one bar per dimension",
-                             present=view.present, dark=view.dark), key="q")
+                             x_title="dimension of q", y_title="value", present=view.present, dark=view.dark), key="q")
 st.markdown("**The keys** k_j = x_j·W_K and **values** v_j = x_j·W_V of every token this query can look at:")
 kc, vc = st.columns(2)
 for col, key, what in ((kc, "k", "keys"), (vc, "v", "values")):
@@ -47,10 +48,11 @@ for j, tok in enumerate(k_tokens):
 st.markdown("**2–4. Dot product with every key, scaled by 1/√d_k, mask added, softmax** (a masked key gets exactly 0):")
 st.dataframe(table, hide_index=True, width="stretch")
 st.plotly_chart(figures.bars(row["weights"], k_tokens, title="softmax weights (this row sums to "
-                             f"{float(row['weights'].sum()):.6f})", present=view.present, dark=view.dark,
+                             f"{float(row['weights'].sum()):.6f})", x_title="key token", y_title="weight", present=view.present, dark=view.dark,
                              highlight=int(row["weights"].argmax())), key="w")
 st.markdown("**5. The weighted sum of the values**, Σⱼ wⱼ vⱼ — this head's output for the query:")
-st.plotly_chart(figures.bars(row["output"], [str(i) for i in range(d_k)], title="Σ w·v", present=view.present,
+st.plotly_chart(figures.bars(row["output"], [str(i) for i in range(d_k)], title="Σ w·v", x_title="dimension of the output",
+                             y_title="value", present=view.present,
                              dark=view.dark), key="out")
 diff = float((row["weights"] - row["traced_weights"]).abs().max())
 st.caption(f"Recomputed by hand here vs the model's own traced weights: max |difference| = {diff:.2e}.")

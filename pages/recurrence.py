@@ -58,7 +58,7 @@ else:
     st.plotly_chart(fig, key="xl_attention")
     share = xl.memory_share(weights[layer][head], n_mem)
     st.plotly_chart(figures.bars(share, tokens[split:], title="Share of each query's attention that reaches into "
-                                 "the memory", y_title="attention mass on memory", **plot), key="xl_mem_share")
+                                 "the memory", x_title="query token", y_title="attention mass on memory", **plot), key="xl_mem_share")
     st.subheader("Context fragmentation: loss at each position of a segment")
     losses = meta.get("position_losses")
     if losses:

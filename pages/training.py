@@ -217,9 +217,11 @@ def live():
                                       present=present, dark=dark), key="tr_loss")
         evals = tj.eval_series(snap)
         if evals:
-            fig = figures.lines({}, title="Held-out metrics", x_title="step", present=present, dark=dark)
+            fig = figures.lines({}, title="Held-out metrics", x_title="step", y_title=", ".join(evals),
+                                present=present, dark=dark)
             for metric, (ex, ey) in evals.items():
                 fig.add_scatter(x=ex, y=ey, mode="lines+markers", name=metric)
+            fig.update_layout(showlegend=True)
             g2.plotly_chart(fig, key="tr_metrics")
         else:
             g2.caption("Held-out metrics (exact match, pronoun accuracy or perplexity) appear at each evaluation.")

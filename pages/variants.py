@@ -130,7 +130,7 @@ coverage_view.output("Prompt", text)
 coverage_view.output("Continuation", spec["text"], spec["outside"])
 st.plotly_chart(figures.grouped_bars({"proposed": [len(s["proposed"]) for s in spec["steps"]],
                                       "accepted": [s["accepted"] for s in spec["steps"]]},
-                                     [f"step {i + 1}" for i in range(len(spec["steps"]))],
+                                     [f"step {i + 1}" for i in range(len(spec["steps"]))], x_title="target pass",
                                      title="Per target pass: draft tokens proposed and accepted", y_title="tokens",
                                      **plot), key="spec_bars")
 for i, s in enumerate(spec["steps"]):

@@ -1,4 +1,5 @@
 """Opening a page of the real app in Streamlit's AppTest, the way every page test does."""
+import json
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -22,4 +23,26 @@ def open_page(page: str, model: str | None = None, timeout: float = 120, **param
     assert not at.error, [e.value for e in at.error]
     if model is not None:
         assert at.sidebar.selectbox(key="model").value == model
+    assert not unlabelled(at), unlabelled(at)
     return at
+
+
+def unlabelled(at: AppTest) -> list[str]:
+    """Charts on the page that a reader cannot decode: no title, an axis with tick labels but no title, or several
+    traces with the legend switched off."""
+    out = []
+    for el in at.get("plotly_chart"):
+        fig = json.loads(el.proto.spec)
+        layout = fig["layout"]
+        title = (layout.get("title") or {}).get("text") or ""
+        if not title:
+            out.append(f"a chart without a title ({el.proto.id})")
+        for name, axis in layout.items():
+            if (not name.startswith(("xaxis", "yaxis")) or axis.get("showticklabels") is False
+                    or axis.get("visible") is False):
+                continue
+            if not (axis.get("title") or {}).get("text"):
+                out.append(f"{title[:50]!r}: {name} has no title")
+        if sum(bool(t.get("name")) for t in fig["data"]) > 1 and layout.get("showlegend") is False:
+            out.append(f"{title[:50]!r}: several named traces, legend hidden")
+    return out

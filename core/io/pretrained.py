@@ -125,6 +125,10 @@ class BertTokenizer:
         """Token strings for figures, as BERT has them: ``##ing`` continues a word, ``[CLS]``, ``[SEP]``."""
         return [self.id_to_token(i) for i in ids]
 
+    def word_starts(self, ids) -> list[bool]:
+        """True where a token begins a word (every piece but a ``##`` continuation)."""
+        return [not self.id_to_token(i).startswith("##") for i in ids]
+
     def split_words(self, text: str) -> list[str]:
         """Words the vocabulary does not hold whole, so they became several word pieces."""
         norm, enc = self._encoding(text)

@@ -149,6 +149,15 @@ class Tokenizer:
             out.append(tok if int(i) < len(SPECIALS) else (tok[1:] if tok.startswith("▁") and len(tok) > 1 else tok))
         return out
 
+    def word_starts(self, ids) -> list[bool]:
+        """True where a token begins a word: it carries the word marker (``▁``, or the byte-level space ``Ġ``), is a
+        special token, or does not start with a letter or digit (punctuation split off)."""
+        out = []
+        for i in ids:
+            tok = self.id_to_token(i)
+            out.append(int(i) < len(SPECIALS) or tok[:1] in ("▁", "Ġ") or not tok[:1].isalnum())
+        return out
+
     def split_words(self, text: str) -> list[str]:
         """Words of ``text`` the vocabulary does not hold whole, so they became several sub-word pieces."""
         norm = normalize_text(text)
@@ -181,3 +190,13 @@ def unknown_words_of(enc, norm: str, unk_id: int) -> list[str]:
         if tid == unk_id:
             words[norm[a:b].strip()] = True
     return list(words)
+
+
+def word_index(tok, ids, word: str, start: int = 0) -> int | None:
+    """Index of the first token of ``ids`` (at or after ``start``) that is the whole word ``word``, case-insensitive:
+    not the "it" inside "f|it" or "su|it|case", nor the "it" of "it|s". ``tok`` is any tokenizer with ``display``
+    and ``word_starts`` (:class:`Tokenizer`, :class:`core.io.pretrained.BertTokenizer`)."""
+    ids = [int(i) for i in ids]
+    starts, shown = tok.word_starts(ids) + [True], tok.display(ids)
+    return next((i for i in range(start, len(ids)) if starts[i] and starts[i + 1] and shown[i].lower() == word.lower()),
+                None)

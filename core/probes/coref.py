@@ -25,7 +25,7 @@ import torch
 from ..inference.runner import Run, run
 from ..io.budget import max_positions
 from ..io.checkpoint import Checkpoint
-from ..io.tokenizer import BOS, EOS
+from ..io.tokenizer import BOS, EOS, word_index
 from .analysis import rollout
 
 KINDS = ("self", "cross")
@@ -59,6 +59,22 @@ def locate_any(tokens: list[str], words, start: int = 0) -> int | None:
     """Index of the first token (at or after ``start``) equal to any of ``words``."""
     words = {w.lower() for w in words}
     return next((i for i in range(start, len(tokens)) if _norm(tokens[i]) in words), None)
+
+
+def default_query(res: Run, kind: str, tok, word: str = "it") -> int:
+    """The query row a page opens on for attention ``kind`` ("encoder", "decoder", "cross"): the whole word ``word``
+    (self-attention), or the decoder position that writes the target pronoun (cross-attention: the row whose
+    next-token prediction is il/elle/er/sie/es); else the first token that is not special."""
+    ids = res.src_ids if kind == "encoder" else res.tgt_ids
+    if kind == "cross":
+        j = target_pronoun(res)
+        found = None if j is None else j - 1
+    else:
+        found = word_index(tok, ids, word)
+    if found is not None:
+        return found
+    shown = tok.display(ids)
+    return next((i for i, t in enumerate(shown) if not (t.startswith("[") and t.endswith("]"))), 0)
 
 
 def self_kind(res: Run) -> str:

@@ -201,6 +201,19 @@ def allowed_of(mask: torch.Tensor | None, t_q: int, t_k: int) -> torch.Tensor:
     return torch.isfinite(torch.broadcast_to(m, (t_q, t_k)))
 
 
+def busiest_key(weights: torch.Tensor, allowed: torch.Tensor) -> int | None:
+    """The key column of ``weights [Tq, Tk]`` that receives the most attention in total and can be blocked for every
+    query without leaving a query with no key at all (a fully masked row is NaN); None if there is none."""
+    ok = [j for j in range(weights.shape[-1]) if bool((allowed & ~_column(allowed, j)).any(-1).all())]
+    return max(ok, key=lambda j: float(weights[:, j].sum())) if ok else None
+
+
+def _column(allowed: torch.Tensor, j: int) -> torch.Tensor:
+    only = torch.zeros_like(allowed)
+    only[:, j] = True
+    return only
+
+
 def model_mask(trace: Trace, name: str) -> torch.Tensor:
     """The additive ``[Tq, Tk]`` mask the model itself added in attention ``name`` (zeros if none)."""
     w = trace[f"{name}.weights"]

@@ -106,6 +106,18 @@ def test_mask_edit_changes_weights(model):
 
 
 @pytest.mark.parametrize("model", MODELS)
+def test_default_mask_differs_from_the_models_own(model):
+    """Opened as is, sections 2-3 show a change: the custom mask starts with the head's busiest key blocked."""
+    at = open_page(model, "masking")
+    check(at)
+    weights = charts(at)["p_weights"]["data"][0]["z"]
+    blocked = [j for j in range(len(weights[-1])) if all(row[j] in (0.0, None) for row in weights)]
+    assert len(blocked) == 1  # one key column is zero for every query
+    change = next(m.value for m in at.metric if m.label == "Largest change of a weight in this head")
+    assert float(change) > 0.01
+
+
+@pytest.mark.parametrize("model", MODELS)
 def test_fully_masked_row_is_explained_not_nan(model):
     at = open_page(model, "masking")
     editor = at.data_editor[0]

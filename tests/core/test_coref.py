@@ -183,3 +183,16 @@ def test_resolving_heads_needs_the_right_noun_in_every_item():
     lk_a = torch.tensor([[[0.7, 0.3], [0.6, 0.4], [0.9, 0.1]]])
     lk_b = torch.tensor([[[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]]])
     assert coref.resolving_heads([lk_a, lk_b], [a, b]) == [[True, False, False]]
+
+
+def test_default_query_is_the_pronoun_for_self_and_the_writing_position_for_cross(enfr):
+    item = ITEMS[0]
+    res = run(enfr, item.text, coref.reference(enfr, item))
+    q = coref.default_query(res, "encoder", enfr.tokenizer)
+    assert res.src_tokens[q] == "it"
+    c = coref.default_query(res, "cross", enfr.tokenizer)
+    # the row whose next token is the French pronoun (teacher-forced on the reference)
+    assert res.tgt_tokens[c + 1] in coref.TARGET_PRONOUNS["fr"] and c >= 1
+    # no pronoun anywhere: the first token that is not [BOS]
+    other = run(enfr, "the cat sees the dog", None)
+    assert coref.default_query(other, "cross", enfr.tokenizer) == 1

@@ -182,3 +182,20 @@ def test_normalize_text(raw, expected):
 def test_encode_applies_normal_form(trained):
     _, tok = trained
     assert tok.encode("The\x00 cat\t\tsat on the mat.") == tok.encode("The cat sat on the mat.")
+
+
+@pytest.mark.parametrize("name", ["en-fr", "lm", "mlm", "minilm"])
+def test_word_index_finds_the_word_not_a_piece_of_another(name):
+    """Sub-word splitting puts an "it" inside "fit" and "suitcase" for some vocabularies: the whole word is chosen."""
+    from core.io import registry
+    from core.io.tokenizer import word_index
+
+    tok = registry.load(name).tokenizer
+    text = "The trophy does not fit in the suitcase because it is too big"
+    ids = tok.encode(text)
+    i = word_index(tok, ids, "it")
+    shown = tok.display(ids)
+    # the word "it" is the 10th word: everything before it re-spells the first nine words
+    assert i is not None and shown[i].lower().removeprefix("##") == "it"
+    assert tok.decode(ids[:i]).lower().split() == text.lower().split()[:9]
+    assert word_index(tok, tok.encode("its fit suit"), "it") is None
