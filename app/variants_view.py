@@ -103,13 +103,18 @@ def speculative(name: str, text: str, k: int, max_new: int) -> dict:
     steps = [{"proposed": show(s.proposed) if s.proposed else [], "accepted": s.accepted,
               "target": None if s.target_token is None else show([s.target_token])[0],
               "target_choice": show(s.target_choice) if s.target_choice else []} for s in res.steps]
-    return {"ids": res.ids, "greedy": greedy, "text": ck.tokenizer.decode(res.ids), "steps": steps,
+    why_empty = ("" if res.ids else
+                 f"the prompt already fills the model's window of {max_positions(ck.model)} positions"
+                 if len(prompt) >= max_positions(ck.model) - 2 else
+                 "the model's first choice was the end of the text — a prompt that closes a sentence often closes a "
+                 "paragraph in its training text; leave off the final full stop")
+    return {"ids": res.ids, "greedy": greedy, "why_empty": why_empty, "text": ck.tokenizer.decode(res.ids), "steps": steps,
             "target_passes": res.target_passes, "draft_passes": res.draft_passes, "proposed": res.proposed,
             "accepted": res.accepted, "rate": res.acceptance_rate, "greedy_passes": len(greedy) + 1,
             "notices": notices, "outside": coverage.outside_label(ck) if cov and cov["unknown_words"] else ""}
 
 
-def timing(name: str, text: str, k: int, max_new: int, repeats: int = 3) -> dict:
+def timing(name: str, text: str, k: int, max_new: int, repeats: int = 5) -> dict:
     ck = load_model(name)
     prompt = ck.tokenizer.encode(text)[: max_positions(ck.model) - 2]
     t = time.perf_counter()

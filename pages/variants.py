@@ -3,7 +3,7 @@ import streamlit as st
 
 from app import coverage_view, figures
 from app import variants_view as V
-from app.shell import load_model
+from app.shell import PRESETS, load_model
 from app.text import md
 
 st.title("Heads, GQA & speculative decoding")
@@ -114,8 +114,17 @@ except (ValueError, OSError) as e:
 c1, c2 = st.columns(2)
 k = c1.select_slider("Draft tokens per step k", [1, 2, 3, 4, 6, 8], value=4, key="spec_k")
 max_new = c2.slider("Tokens to generate", 4, 64, 32, key="spec_new")
-text = view.text
+if view.kind == "decoder-only":
+    text = view.text
+else:  # the sidebar holds a sentence to translate, which a language model would simply end
+    text = st.text_input(f"Prompt for {md(name)} (the sidebar sentence is for {md(view.name)})",
+                         PRESETS[name][1] if name in PRESETS else PRESETS["lm"][1], key="spec_prompt")
 spec = V.speculative(name, text, int(k), int(max_new))
+if not spec["ids"]:
+    st.info(f"Nothing was generated: {md(spec['why_empty'])}. Change the sentence in the sidebar; acceptance and "
+            "speed-up mean nothing for zero tokens.")
+    st.button("Time greedy vs speculative", key="spec_time", disabled=True, help="Nothing to time: no token generated.")
+    st.stop()
 a, b, c = st.columns(3)
 a.metric("Tokens generated", len(spec["ids"]))
 b.metric("Target passes", spec["target_passes"], delta=spec["target_passes"] - spec["greedy_passes"],
@@ -137,7 +146,9 @@ for i, s in enumerate(spec["steps"]):
     st.markdown(f"**{i + 1}.** " + V.step_html(s), unsafe_allow_html=True)  # md: trusted (step_html escapes every token with md)
 st.caption("Green: accepted draft tokens; red: rejected; boxed: the target's own token (the correction, "
            "or a bonus token when every proposal was accepted).")
-if st.button("Time greedy vs speculative (A B A B, median of 3)", key="spec_time"):
+if st.button("Time greedy vs speculative (A B A B, median of 5)", key="spec_time"):
     t = V.timing(name, text, int(k), int(max_new))
-    st.markdown(f"Greedy {t['greedy_s'] * 1e3:.1f} ms, speculative {t['speculative_s'] * 1e3:.1f} ms: "
-                f"speed-up **×{t['speedup']:.2f}** ({t['threads']} CPU threads).")
+    (g0, g1), (s0, s1) = t["greedy_range"], t["speculative_range"]
+    st.markdown(f"Medians of {t['repeats']} runs: greedy {t['greedy_s'] * 1e3:.1f} ms (range {g0 * 1e3:.1f}–"
+                f"{g1 * 1e3:.1f}), speculative {t['speculative_s'] * 1e3:.1f} ms (range {s0 * 1e3:.1f}–{s1 * 1e3:.1f}): "
+                f"speed-up **×{t['speedup']:.2f}** ({t['threads']} CPU threads; a busy machine widens the ranges).")

@@ -159,4 +159,5 @@ def compare_timing(target: Transformer, draft: Transformer, prompts: list[list[i
         greedy_t.append(t1 - t0)
         spec_t.append(t2 - t1)
     g, s = median(greedy_t), median(spec_t)
-    return {"greedy_s": g, "speculative_s": s, "speedup": g / s, "repeats": repeats, "k": k}
+    return {"greedy_s": g, "speculative_s": s, "speedup": g / s, "repeats": repeats, "k": k,
+            "greedy_range": (min(greedy_t), max(greedy_t)), "speculative_range": (min(spec_t), max(spec_t))}

@@ -45,3 +45,19 @@ def test_page_renders_all_three_sections(model):
     at.select_slider(key="spec_k").set_value(1).run()
     assert not at.exception and not at.error
     assert any("identical" in s.value for s in at.success)
+
+
+def test_speculative_panel_on_a_translator_page_prompts_the_lm_and_generates():
+    """The sidebar holds a sentence to translate, which ends with a full stop: the English lm would end it at once.
+    The panel asks for its own prompt and generates."""
+    at = variants_page(TRANSLATOR)
+    assert at.text_input(key="spec_prompt").value
+    generated = next(m.value for m in at.metric if m.label == "Tokens generated")
+    assert int(generated) > 0
+
+
+def test_speculative_panel_says_why_when_nothing_is_generated():
+    at = open_page("variants.py", "lm", timeout=240, text="They were happy.")
+    assert any("Nothing was generated" in i.value and "final full stop" in i.value for i in at.info)
+    assert not [m for m in at.metric if m.label in ("Tokens generated", "Draft tokens accepted")]
+    assert at.button(key="spec_time").disabled
