@@ -74,7 +74,7 @@ def repeated_example(name: str, seq_len: int, seed: int) -> tuple[torch.Tensor, 
     stack = fh.stack_of(ck.model)
     trace = Trace()
     with torch.no_grad():
-        ck.model(ids.to(ck.model.embed.tokens.weight.device), trace=trace)
+        ck.model(ids.to(ck.model.device), trace=trace)
     n = ck.model.cfg.n_layers(stack)
     weights = torch.stack([trace[f"{stack}.{i}.self_attn.weights"][0] for i in range(n)]).float().cpu()
     return weights, ck.tokenizer.display(ids[0].tolist())

@@ -481,7 +481,7 @@ class Job:
         if self._probe is None:
             self._probe = self._probe_ids(tokenizer)
         src_ids, tgt_ids = self._probe
-        device = model.embed.tokens.weight.device
+        device = model.device
         was_training = model.training
         model.eval()
         try:

@@ -4,9 +4,11 @@
     at the same size, both with token embeddings (×√d, sinusoidal positions), source padding masks,
     a causal target mask, a tied output projection and cross-entropy, so both do the same work.
     The two are timed alternately (A B A B ...) in one process after a warm-up, and the median of
-    the rounds is reported. Dropout sits in the same places in both (embeddings, sub-layer outputs,
-    attention weights); ours draws its masks with ``core.dropout`` (four elements per 64-bit random
-    draw), nn.Transformer with torch's ``bernoulli_`` (one draw per element).
+    the rounds is reported. Dropout sits in the same places in both: the embedding + positional
+    encoding sums and each sub-layer's output (the paper's sec. 5.4, "Residual Dropout"), and the
+    attention weights (not in the paper; nn.MultiheadAttention applies it through its ``dropout``
+    argument, and so does ours); ours draws its masks with ``core.dropout`` (four elements per 64-bit
+    random draw), nn.Transformer with torch's ``bernoulli_`` (one draw per element).
 (c) Decoder-only (causal LM): our ``kind="decoder-only"`` model (pre-LN, GELU, learned positions,
     tied head) against a compact nanoGPT-style causal LM written below (token + position
     embedding, pre-LN blocks with one fused qkv Linear and ``F.scaled_dot_product_attention
@@ -57,8 +59,10 @@ class TorchBaseline(nn.Module):
                                    num_decoder_layers=cfg.n_decoder_layers, dim_feedforward=cfg.d_ff,
                                    dropout=cfg.dropout, activation=cfg.activation, batch_first=True,
                                    norm_first=cfg.norm == "pre")
-        # Same dropout placement as ours (the paper's sec. 5.4: sub-layer outputs, attention weights,
-        # embeddings): nn.Transformer also drops the FFN's hidden activation, which ours does not.
+        # Same dropout placement as ours: the paper's sec. 5.4 (each sub-layer's output before the residual
+        # add and norm, and the embedding + positional-encoding sums) plus the attention weights, which the
+        # paper does not mention but nn.MultiheadAttention and ours drop. nn.Transformer also drops the
+        # FFN's hidden activation, which neither the paper nor ours does: switched off here.
         for layer in [*self.core.encoder.layers, *self.core.decoder.layers]:
             layer.dropout = nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)

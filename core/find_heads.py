@@ -109,7 +109,7 @@ def _weights(model, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``([layers, B, H, T, T] attention weights, [B, T, V] logits)`` of one traced eval-mode pass."""
     stack = stack_of(model)
     trace = Trace()
-    out = model(ids.to(model.embed.tokens.weight.device), trace=trace)
+    out = model(ids.to(model.device), trace=trace)
     w = torch.stack([trace[f"{stack}.{i}.self_attn.weights"] for i in range(_n_layers(model))])
     return w.float().cpu(), out.logits.float().cpu()
 
@@ -203,7 +203,7 @@ def _ablated_logits(model, heads, ids: torch.Tensor) -> torch.Tensor:
         ablate.setdefault(f"{stack}.{int(layer)}.self_attn", []).append(int(head))
     _check_length(model, ids.shape[1], "repeated sequence")
     with _Eval(model):
-        return model(ids.to(model.embed.tokens.weight.device), ablate=ablate or None).logits.float().cpu()
+        return model(ids.to(model.device), ablate=ablate or None).logits.float().cpu()
 
 
 def ablate_heads_loss(model, heads, *, vocab_low: int = 5, seq_len: int = 24, repeats: int = 2, batch: int = 16,

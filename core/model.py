@@ -239,6 +239,11 @@ class Transformer(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     @property
+    def device(self) -> torch.device:
+        """Where the weights live (inputs go there)."""
+        return self.embed.tokens.weight.device
+
+    @property
     def max_positions(self) -> int:
         """Positions this model reads: ``cfg.max_len``, or fewer where the app bounds the work of one request
         (``position_limit``, set by :func:`core.io.budget.limit_positions`)."""
@@ -270,7 +275,7 @@ class Transformer(nn.Module):
                 continue
             if name not in valid:
                 raise ValueError(f"cannot ablate {name!r}: no such attention; choose from {', '.join(valid)}")
-            m = torch.ones(self.cfg.n_heads, device=self.embed.tokens.weight.device)
+            m = torch.ones(self.cfg.n_heads, device=self.device)
             for h in heads:
                 if not 0 <= int(h) < self.cfg.n_heads:
                     raise ValueError(f"head {h} does not exist in {name} (heads 0..{self.cfg.n_heads - 1})")

@@ -61,9 +61,14 @@ st.caption(f"The current model, {md(view.name)}, uses **{cfg.pos_encoding}** pos
 t_learned, t_rope, t_alibi = st.tabs(["Learned", "RoPE", "ALiBi"])
 with t_learned:
     if cfg.pos_encoding == "learned":
-        table = model.embed.position_table().detach()
+        full = model.embed.position_table().detach()
+        n_show = st.slider("Positions shown", 8, len(full), min(128, len(full)), key="learned_n",
+                           help=f"{view.name} learned {len(full)} position vectors; the first 128 are drawn to begin with "
+                                f"(a {len(full)} × {len(full)} similarity map takes seconds to draw).")
+        table = full[:n_show]
         st.plotly_chart(figures.matrix(table, x_title="dimension", y_title="position", value_name="weight", diverging=True,
-                                       title=f"Learned position vectors of {view.name}", **P), key="learned")
+                                       title=f"Learned position vectors of {view.name}, positions 0–{n_show - 1} of "
+                                             f"{len(full)}", **P), key="learned")
         lsim = ins.position_similarity(table, "cosine")
         st.plotly_chart(figures.matrix(lsim, x_title="position", y_title="position", value_name="cosine",
                                        title="Cosine similarity of the learned position vectors", **P), key="learned_sim")

@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -q torch==2.13.0
-python -m pip install -q -r requirements.txt
+python -m pip install -q -r requirements.txt -c requirements.lock
+python -m pip install -q --no-deps -r requirements-nodeps.txt -c requirements.lock
 exec python -m streamlit run app/main.py "$@"

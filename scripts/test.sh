@@ -12,6 +12,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v hunspell >/dev/null 2>&
     hunspell-de-de python3.11-doc debian-handbook >/dev/null
 fi
 python -m pip install -q torch==2.13.0
-python -m pip install -q -r requirements.txt -r requirements-test.txt
+python -m pip install -q -r requirements.txt -r requirements-test.txt -c requirements.lock
+python -m pip install -q --no-deps -r requirements-nodeps.txt -c requirements.lock
 export CI=${CI:-true}
 python -m pytest -q

@@ -127,7 +127,7 @@ def generate(model: Transformer, src: list[int] | None = None, prompt: list[int]
     if method not in ("greedy", "sample"):
         raise ValueError(f"unknown decoding method {method!r}")
     model.eval()
-    device = model.embed.tokens.weight.device
+    device = model.device
     prefix = _prefix(model, src, prompt)
     src_t = torch.tensor([src], device=device) if model.cfg.kind == "encoder-decoder" else None
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
@@ -161,7 +161,7 @@ def beam_search(model: Transformer, src: list[int] | None = None, prompt: list[i
     if beams < 1:
         raise ValueError("beams must be >= 1")
     model.eval()
-    device = model.embed.tokens.weight.device
+    device = model.device
     prefix = _prefix(model, src, prompt)
     src_t = torch.tensor([src], device=device) if model.cfg.kind == "encoder-decoder" else None
     inc = Incremental(model, src_t)

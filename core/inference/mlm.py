@@ -76,7 +76,7 @@ def fill(ck: Checkpoint, ids: list[int], originals: dict[int, int] | None = None
     if len(ids) > max_positions(model):
         raise ValueError(f"the sentence has {len(ids)} tokens; this model reads at most {max_positions(model)}")
     model.eval()
-    device = model.embed.tokens.weight.device
+    device = model.device
     out = model(torch.tensor([ids], device=device), trace=True)
     probs = out.logits[0].float().softmax(-1).cpu()
     fills = []
@@ -102,7 +102,7 @@ def left_only(lm: Checkpoint, prefix_ids: list[int], top_k: int = 10) -> tuple[l
         raise ValueError("the left-only comparison needs a decoder-only (GPT-style) model")
     lm.model.eval()
     ids = [BOS] + list(prefix_ids)[-(max_positions(lm.model) - 1):]
-    device = lm.model.embed.tokens.weight.device
+    device = lm.model.device
     probs = lm.model(torch.tensor([ids], device=device)).logits[0, -1].float().softmax(-1).cpu()
     top = probs.topk(min(top_k, probs.shape[-1]))
     return top.indices.tolist(), top.values.tolist()
@@ -118,7 +118,7 @@ def both_sides_score(ck: Checkpoint, rows: list[list[int]], lm: Checkpoint | Non
     right side (nats). ``progress(k, n, partial)`` is called after each usable row (``partial``: the result over
     the first k rows, the same keys as the return value)."""
     model = ck.model.eval()
-    device = model.embed.tokens.weight.device
+    device = model.device
     gen = torch.Generator().manual_seed(seed)
 
     def probs(m, ids, at):
@@ -174,7 +174,7 @@ def next_sentence(ck: Checkpoint, a: str, b: str) -> PairResult:
         raise ValueError("both sentences need at least one word")
     ids, types = pair_row(ta, tb, max_positions(model))
     model.eval()
-    device = model.embed.tokens.weight.device
+    device = model.device
     out = model(torch.tensor([ids], device=device), token_types=torch.tensor([types], device=device), trace=True)
     p = float(out.next_sentence[0].float().softmax(-1)[0])
     return PairResult(ids, types, p, out.trace.to("cpu"), len(ta) + len(tb) + 3 > len(ids))

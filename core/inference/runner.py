@@ -72,7 +72,7 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
     """Tokenize, (translate if no target is given), and run one traced forward pass."""
     model, tok, cfg = ck.model, ck.tokenizer, ck.model.cfg
     model.eval()
-    device = model.embed.tokens.weight.device
+    device = model.device
     if not normalize_text(src or ""):
         raise ValueError("Type a sentence first: the text is empty.")
     cov, notices = coverage_notices(ck, src)
@@ -118,7 +118,7 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
 @torch.no_grad()
 def trace_ids(ck: Checkpoint, src_ids: list[int] | None, tgt_ids: list[int]) -> Trace:
     """Traced forward on explicit ids (decoding steps): encoder-decoder takes both, an LM only ``tgt_ids``."""
-    device = ck.model.embed.tokens.weight.device
+    device = ck.model.device
     tgt = torch.tensor([tgt_ids], device=device)
     if ck.model.cfg.kind == "encoder-decoder":
         out = ck.model(torch.tensor([src_ids], device=device), tgt, trace=True)

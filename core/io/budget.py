@@ -39,7 +39,7 @@ def _poly(ts, ys):
 def _measure(model, n: int) -> tuple[int, int]:
     """(trace bytes, attention weights) of one traced run whose sequences are all ``n`` long."""
     from core.trace import Trace
-    device = model.embed.tokens.weight.device
+    device = model.device
     ids = torch.full((1, n), min(5, model.cfg.vocab_size - 1), dtype=torch.long, device=device)
     trace = Trace()
     was = model.training

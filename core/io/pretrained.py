@@ -267,7 +267,7 @@ def sentence_embedding(ck: Checkpoint, texts, batch_size: int = 32) -> torch.Ten
     if isinstance(texts, str):
         texts = [texts]
     model, tok, cfg = ck.model, ck.tokenizer, ck.model.cfg
-    device = model.embed.tokens.weight.device
+    device = model.device
     if ck.meta.get("pooling", "mean") != "mean":
         raise ValueError(f"this model pools with {ck.meta['pooling']!r}, not mean pooling")
     limit = min(max_positions(model), int(ck.meta.get("max_seq_length", cfg.max_len))) - len(tok.frame([]))

@@ -46,7 +46,7 @@ def gradient_x_input(model, src: list[int], dec: list[int], tok_a: int, tok_b: i
     """Gradient × input of the decision ``logit(tok_a) − logit(tok_b)`` at the last decoder position, per
     source token (``[Ts]``): captured and differentiated at the ``encoder.embed.out`` hook point. The
     model's parameters get no gradient (``torch.autograd.grad`` on the embedding only)."""
-    dev = model.embed.tokens.weight.device
+    dev = model.device
     held = {}
 
     def grab(t, _name):
@@ -66,7 +66,7 @@ ENGLISH_PRONOUNS = ("it", "they", "them")
 
 @torch.no_grad()
 def _traced(model, src, dec) -> Trace:
-    dev = model.embed.tokens.weight.device
+    dev = model.device
     return model(torch.tensor([src], device=dev), torch.tensor([dec], device=dev), trace=True).trace.to("cpu")
 
 

@@ -334,7 +334,7 @@ def pronoun_probabilities(ck: Checkpoint, src: str, tgt: str, choices: tuple[str
     pos = locate_any(tok.display(tgt_ids), choices, start=1)
     if pos is None:
         return {}
-    device = model.embed.tokens.weight.device
+    device = model.device
     src_ids = tok.encode(src)[: max_positions(model) - 1] + [EOS]
     dec = torch.tensor([[BOS] + tgt_ids[:pos]], device=device)
     probs = model(torch.tensor([src_ids], device=device), dec, ablate=ablate).logits[0, -1].float().softmax(-1)

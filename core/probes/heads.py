@@ -68,7 +68,7 @@ def batch_scores(model: Transformer, batch: Batch, ablate=None) -> tuple[float, 
     """(mean cross-entropy per target token, next-token accuracy, mean log-probability margin of the reference
     token over the best other token), PAD ignored, teacher forcing."""
     model.eval()
-    dev = model.embed.tokens.weight.device
+    dev = model.device
     b = batch.to(dev)
     out = model(b.src, b.tgt_in, ablate=ablate) if b.src is not None else model(b.tgt_in, ablate=ablate)
     logits = out.logits.float()
@@ -168,7 +168,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, ablate=None, max_new: i
     from ..inference.decoding import forbid
     model.eval()
     masks = model._ablation(ablate)
-    dev = model.embed.tokens.weight.device
+    dev = model.device
     src = src.to(dev)
     memory, pad = model.encode(src, ablate=masks)
     caches, b = model.new_caches(), src.shape[0]
@@ -326,4 +326,4 @@ def to_gqa(model: Transformer, n_kv_heads: int) -> Transformer:
             state[key] = torch.cat((q, pool(k), pool(v)), 0)
     new.load_state_dict(state)
     new.position_limit = getattr(model, "position_limit", None)  # reads no more than the model (core.io.budget)
-    return new.to(model.embed.tokens.weight.device).eval()
+    return new.to(model.device).eval()

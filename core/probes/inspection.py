@@ -270,7 +270,7 @@ def padding_demo(model: Transformer, long_ids: list[int], short_ids: list[int]) 
     cfg = model.cfg
     t, n = max(len(long_ids), len(short_ids)), len(short_ids)
     rows = [list(long_ids) + [cfg.pad_id] * (t - len(long_ids)), list(short_ids) + [cfg.pad_id] * (t - n)]
-    device = model.embed.tokens.weight.device
+    device = model.device
     batch = torch.tensor(rows, device=device)
     is_pad = batch.eq(cfg.pad_id)
     stack = "encoder" if model.encoder is not None else "decoder"
@@ -358,7 +358,7 @@ def patched(model: Transformer, masks: dict | None = None, uncausal=(), heads_of
 def forward_ids(model: Transformer, src_ids: list[int], tgt_ids: list[int] | None = None):
     """Traced forward pass on explicit ids, like :func:`core.inference.runner.run`
     (decoder-only / encoder-only: src only)."""
-    device = model.embed.tokens.weight.device
+    device = model.device
     src = torch.tensor([src_ids], device=device)
     if model.cfg.kind == "encoder-decoder":
         return model(src, torch.tensor([tgt_ids], device=device), trace=True)
@@ -412,7 +412,7 @@ def cheat_demo(model: Transformer, src_ids: list[int], tgt_ids: list[int]) -> di
 @torch.no_grad()
 def translate_ablated(model: Transformer, src_ids: list[int], heads_off: dict) -> list[int]:
     """Greedy translation of ``src_ids`` with heads switched off everywhere (encoder, decoder and cross)."""
-    device = model.embed.tokens.weight.device
+    device = model.device
     with patched(model, heads_off=heads_off):
         return greedy_batch(model, torch.tensor([src_ids], device=device), max_new=max_positions(model) - 1)[0]
 
@@ -517,7 +517,7 @@ def logit_lens(model: Transformer, trace: Trace, position: int, k: int = 5) -> l
     exactly the model's own logits. Returns per stage the top-k ids and probabilities."""
     stack = output_stack(model)
     norm = getattr(model, stack).norm
-    device = model.embed.tokens.weight.device
+    device = model.device
     rows = []
     for label, x in residual_stages(trace, stack):
         h = x[position].to(device)

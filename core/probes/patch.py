@@ -145,7 +145,7 @@ def prepare(ck: Checkpoint, a: Sentence, b: Sentence) -> Setup:
 
 # ------------------------------------------------------------------ running, with and without patches
 def _device(model):
-    return model.embed.tokens.weight.device
+    return model.device
 
 
 def _tensor(rows, device):

@@ -136,7 +136,7 @@ class SyntheticTask(Task):
     def evaluate(self, model, n=200):
         from ..inference.decoding import greedy_batch
         pairs = self.sample(torch.Generator().manual_seed(123_456), n)  # held out: a seed training never uses
-        device = model.embed.tokens.weight.device
+        device = model.device
         b = seq2seq_batch(pairs)
         out = greedy_batch(model, b.src.to(device), max_new=self.max_len)
         exact = sum(o == t for o, (_, t) in zip(out, pairs)) / n
@@ -182,7 +182,7 @@ class InductionTask(Task):
     def evaluate(self, model, n=64):
         """Mean loss on the first copy's tokens and on the second copy's (its first token excluded: nothing
         announces it), on ``n`` held-out rows; ``copy_gain`` = first − second (≈ 0 before the phase change)."""
-        ids = self.rows(torch.Generator().manual_seed(123_456), n).to(model.embed.tokens.weight.device)
+        ids = self.rows(torch.Generator().manual_seed(123_456), n).to(model.device)
         logits = model(ids[:, :-1]).logits.float()
         loss = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")  # [n, 2 * seq_len]
         first, second = float(loss[:, :self.seq_len].mean()), float(loss[:, self.seq_len + 1:].mean())
@@ -298,7 +298,7 @@ class TranslationTask(Task):
 
     def translate(self, model, sources: list[str]) -> list[str]:
         from ..inference.decoding import greedy_batch
-        device = model.embed.tokens.weight.device
+        device = model.device
         hyps = []
         for i in range(0, len(sources), 100):
             src = pad_rows([ids + [EOS] for ids in self.tokenizer.encode_batch(sources[i:i + 100])]).to(device)
@@ -432,7 +432,7 @@ class LMTask(Task):
         """Mean next-token loss and perplexity over ``n`` non-overlapping windows of the valid stream (``n=None``:
         all of them; ``stream``: another stream, e.g. :meth:`test_stream`)."""
         model.eval()
-        device = model.embed.tokens.weight.device
+        device = model.device
         stream = self.valid_stream if stream is None else stream
         starts = list(range(0, len(stream) - self.seq_len - 1, self.seq_len))[:n]
         total, count = 0.0, 0
@@ -609,7 +609,7 @@ class MLMTask(Task):
         the targets shown as ``[MASK]`` alone (the fill-in-the-blank score); and, for a model with a next-sentence
         head, its accuracy on held-out sentence pairs (half true next sentences, half random; nothing masked)."""
         model.eval()
-        device = model.embed.tokens.weight.device
+        device = model.device
         rows = self.valid_rows[:n]
         b = self.corrupt(rows, torch.Generator().manual_seed(123_456))
         logits = model(b.tgt_in.to(device)).logits.float().cpu()

@@ -34,7 +34,7 @@ def truncated_draft(model: Transformer, n_layers: int = 1) -> Transformer:
              if not k.startswith("decoder.layers.") or int(k.split(".")[2]) < n_layers}
     draft.load_state_dict(state)
     draft.position_limit = getattr(model, "position_limit", None)  # reads no more than the model (core.io.budget)
-    return draft.to(model.embed.tokens.weight.device).eval()
+    return draft.to(model.device).eval()
 
 
 class _Cached:
@@ -49,7 +49,7 @@ class _Cached:
 
     def feed(self, ids: list[int]) -> torch.Tensor:
         """Append ``ids``; forbidden-masked logits ``[len(ids), vocab]`` after each of them."""
-        dev = self.model.embed.tokens.weight.device
+        dev = self.model.device
         h = self.model.decode(torch.tensor([ids], device=dev), self.memory, self.pad, start=self.n, caches=self.caches)
         self.n += len(ids)
         self.passes += 1
@@ -109,10 +109,10 @@ def speculative_generate(target: Transformer, draft: Transformer, src: list[int]
     ids = _prefix(target, src, prompt)
     n_prefix = len(ids)
     budget = min(_budget(target, n_prefix, max_new), _budget(draft, n_prefix, max_new))
-    dev = target.embed.tokens.weight.device
+    dev = target.device
     src_t = torch.tensor([src], device=dev) if target.cfg.kind == "encoder-decoder" else None
     tgt, drf = _Cached(target, src_t), _Cached(draft, None if src_t is None else src_t.to(
-        draft.embed.tokens.weight.device))
+        draft.device))
     steps = []
     while len(ids) - n_prefix < budget:
         room = budget - (len(ids) - n_prefix)

@@ -117,6 +117,11 @@ class XLModel(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    @property
+    def device(self) -> torch.device:
+        """Where the weights live, as :attr:`core.model.Transformer.device`."""
+        return self.embed.tokens.weight.device
+
     def bias(self, t: int, m: int) -> torch.Tensor:
         """``[1, H, t, m+t]`` learned relative bias ``b_h[clip(i - j)]`` (masked entries are set by the causal mask)."""
         d = relative_distance(t, m, self.rel_bias.device).clamp(0, self.cfg.max_distance)

@@ -1,5 +1,6 @@
 """End-to-end: train a tiny model in real Chromium, watch the progress and the loss curve move, then open the
 trained model on the Attention page — with no request leaving 127.0.0.1."""
+import os
 import re
 
 import pytest
@@ -85,9 +86,17 @@ def plotted(page, title: str) -> list[dict]:
         return p ? p.data.map(d => ({name: d.name, x: [...d.x], y: [...d.y]})) : []; }""", title)
 
 
+# The preset's whole run (2,000 steps, 3.7 min measured in Chromium during the suite) is what the page promises; the
+# suite runs it only until the page has plotted a few measurements of every head and then stops it, because the phase
+# change itself is asserted from the same preset by tests/core/test_induction.py (CLI, 1,500 steps).
+# ATTENTION_LAB_FULL_PRESET=1 runs it to the end here and checks the scores rise in the browser too.
+FULL_PRESET = os.environ.get("ATTENTION_LAB_FULL_PRESET") == "1"
+
+
 def test_the_induction_preset_grows_induction_heads_live(visit):
-    """Olsson et al.'s phase change in the browser: the preset's per-head induction score starts near 0 and rises
-    through 0.3 during the run (read from the numbers the page plots), with a previous-token head beside it."""
+    """Olsson et al.'s phase change in the browser: the preset measures every head's induction and previous-token
+    score along the run and plots them live, starting near 0 (read from the numbers the page plots); with
+    FULL_PRESET, layer 1's induction score rises through 0.3 with a previous-token head beside it."""
     import json
     import time
     from pathlib import Path
@@ -101,7 +110,23 @@ def test_the_induction_preset_grows_induction_heads_live(visit):
         traces = plotted(page, "Induction score of each head")
         if traces:
             best_seen.append(max(max(t["y"]) for t in traces))
+        return traces
 
+    if not FULL_PRESET:
+        for _ in range(2400):
+            traces = look()
+            if traces and len(traces[0]["x"]) >= 3:
+                break
+            page.wait_for_timeout(250)
+        else:
+            pytest.fail("the preset plotted fewer than 3 measurements in 10 minutes")
+        assert len(traces) == 8 and {t["name"] for t in traces} == {f"L{l} H{h}" for l in (0, 1) for h in range(4)}
+        assert max(t["y"][0] for t in traces) < 0.3  # no induction head at the first measurement
+        assert len(plotted(page, "Previous-token score of each head")) == 8
+        page.get_by_role("button", name="Stop").click()
+        page.locator("[data-testid=stAlertContentWarning]", has_text="Nothing was saved").wait_for(timeout=60_000)
+        assert not visit.errors, visit.errors
+        return
     if not watch_until_saved(page, "Saved as induction-", look, polls=2400):
         pytest.fail(f"the preset did not finish; best induction scores seen {best_seen[-5:]}")
     minutes = (time.monotonic() - t0) / 60
