@@ -293,6 +293,24 @@ def sidebar() -> View | None:
                 present, dark)
 
 
+def page_view() -> View:
+    """The sidebar's model and sentence, as every page starts; the page stops here when there is none."""
+    view = st.session_state.get("view")
+    if view is None:
+        st.stop()
+    return view
+
+
+def page_run(**kw) -> tuple[View, Run]:
+    """:func:`page_view` and the traced run of its sentence; the page stops after a clear message when the sentence
+    cannot be run."""
+    view = page_view()
+    res = current_run(view, **kw)
+    if res is None:
+        st.stop()
+    return view, res
+
+
 def current_run(view: View, **kw) -> Run | None:
     """The traced run of the current sentence, with a clear message instead of a traceback."""
     try:

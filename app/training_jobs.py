@@ -24,10 +24,9 @@ from pathlib import Path
 import torch
 
 from core.io import checkpoint, registry
-from core.config import ModelConfig
 from core.training.tasks import SYNTHETIC, TASKS, TRANSLATION, model_kind
 from core.io.tokenizer import BOS, EOS
-from core.training.trainer import TrainConfig, learning_rate, pick_device, train
+from core.training.trainer import TrainConfig, learning_rate, model_config, pick_device, train
 
 MAX_JOBS = 2  # concurrent training jobs on the whole server
 MAX_STEPS = 5000
@@ -113,9 +112,7 @@ def check_settings(cfg: TrainConfig, name: str) -> list[str]:
     if not errors:  # the model's own rules: divisibility, RoPE needs an even head size, ...
         kind = model_kind(cfg.task)
         try:
-            ModelConfig(kind=kind, vocab_size=100, d_model=cfg.d_model, n_heads=cfg.heads, n_kv_heads=cfg.kv_heads,
-                        n_encoder_layers=cfg.layers, n_decoder_layers=cfg.layers, d_ff=cfg.d_ff,
-                        pos_encoding=cfg.pos_encoding, norm=cfg.norm, activation=cfg.activation).validate()
+            model_config(cfg, kind=kind).validate()
             cfg.validate()
         except ValueError as e:
             errors.append(_sentence(str(e)))

@@ -2,16 +2,13 @@
 import streamlit as st
 
 from app import coverage_view, export, figures
-from app.shell import current_run, sync_url, url_int
+from app.shell import page_run, sync_url, url_int
 from core.probes.analysis import rollout, top_k_only
 from core.probes.coref import default_query
 from core.probes.attribution import stacked_value_weighted
 
 st.title("Attention")
-view = st.session_state.get("view")
-res = current_run(view) if view else None
-if res is None:
-    st.stop()
+view, res = page_run()
 if res.output:
     coverage_view.output("Model output", res.output, res.outside_label)
 

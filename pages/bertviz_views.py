@@ -2,15 +2,12 @@
 import streamlit as st
 
 from app.bertviz_embed import head_view_html, model_view_html
-from app.shell import current_run
+from app.shell import page_run
 
 st.title("bertviz views")
 st.caption("bertviz (Vig 2019) draws every head as lines between tokens. Its JavaScript libraries are bundled "
            "with the app, so this works without internet.")
-view = st.session_state.get("view")
-res = current_run(view) if view else None
-if res is None:
-    st.stop()
+view, res = page_run()
 tokens, attention = {}, {}
 for kind in res.trace.kinds():
     attention[kind] = [res.trace.attention(kind, i) for i in res.trace.layer_indices(kind)]

@@ -6,7 +6,7 @@ from app import progress as progress_bar
 from app import coverage_view
 from app import patch_view as pv
 from app.figures import label, wrap
-from app.shell import note_broken, usable_models
+from app.shell import note_broken, page_view, usable_models
 from app.text import md
 from core.probes import coref
 from core.inference import coverage
@@ -15,9 +15,7 @@ st.title("Coreference probe")
 st.markdown("“The animal didn't cross the street because **it** was too *tired*” — *it* is the animal. "
             "Change one word, “too *wide*”, and *it* is the street. A translator into French must know: "
             "*il* (l'animal) or *elle* (la rue). Which attention heads link *it* to the right noun?")
-view = st.session_state.get("view")
-if view is None:
-    st.stop()
+view = page_view()
 pairs = cv.probe_items(view.name)
 mine = next((i for i, pair in enumerate(pairs) if view.text.strip() in (pair[0].text, pair[1].text)), None)
 choice = st.selectbox("Minimal pair", range(len(pairs)), index=mine or 0,

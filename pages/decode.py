@@ -3,11 +3,10 @@ import streamlit as st
 
 from app import figures
 from app.decode_state import decode_panel
+from app.shell import page_view
 
 st.title("Decode step by step")
-view = st.session_state.get("view")
-if view is None:
-    st.stop()
+view = page_view()
 if view.kind == "encoder-only":
     st.info("This is an encoder-only model: it does not generate text. Pick a translation model or the LM.")
     st.stop()

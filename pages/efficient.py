@@ -8,7 +8,7 @@ import streamlit as st
 import torch
 
 from app import figures
-from app.shell import current_run
+from app.shell import page_run
 from app.text import md
 from core.variants import efficient as E
 
@@ -18,10 +18,7 @@ FEATURES = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 st.title("Efficient attention & cost")
 st.caption("Exact attention builds a T×T matrix: O(T²) time and memory. Three ways around it, applied to the real "
            "queries and keys of the sentence in the sidebar — and what each one changes in the map.")
-view = st.session_state.get("view")
-res = current_run(view) if view else None
-if res is None:
-    st.stop()
+view, res = page_run()
 kind = "encoder" if "encoder" in res.trace.kinds() else "decoder"
 causal = kind == "decoder"
 tokens = res.tokens(kind)[0]

@@ -3,17 +3,14 @@ import streamlit as st
 
 from app import coverage_view, figures
 from app.inspect_state import translation_ablated
-from app.shell import current_run
+from app.shell import current_run, page_run
 from app.text import md
 from core.probes import inspection as ins
 
 st.title("Layer outputs")
 st.markdown("Each sublayer *adds* to a running vector per token, the **residual stream**: "
             "x ← x + Attention(x), then x ← x + FFN(x) (with a LayerNorm before or after, depending on the model).")
-view = st.session_state.get("view")
-res = current_run(view) if view else None
-if res is None:
-    st.stop()
+view, res = page_run()
 model, tok = view.ck.model, view.ck.tokenizer
 P = dict(present=view.present, dark=view.dark)
 stacks = [s for s in ("encoder", "decoder") if f"{s}.embed.out" in res.trace]

@@ -2,13 +2,11 @@
 import streamlit as st
 
 from app import coverage_view, lesson
-from app.shell import models, sync_url, url_int
+from app.shell import models, page_view, sync_url, url_int
 from app.text import md
 
 st.title("Lesson: one sentence through the transformer")
-view = st.session_state.get("view")
-if view is None:
-    st.stop()
+view = page_view()
 name = lesson.lesson_model(view.name, view.kind, models())
 if name is None:
     st.info("The lesson follows a translation model; none is available here. Train one on the Training page.")

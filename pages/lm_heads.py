@@ -3,7 +3,7 @@ import streamlit as st
 
 from app import coverage_view
 from app import lm_heads_view as hv
-from app.shell import load_model, note_broken, traced, usable_models
+from app.shell import load_model, note_broken, page_view, traced, usable_models
 from app.text import md
 from core import find_heads as fh
 from core.io.tokenizer import normalize_text
@@ -14,9 +14,7 @@ st.markdown("Language models trained on text grow the same few kinds of attentio
             "current token; **induction heads** look at the token that *followed* that earlier copy, and so "
             "complete `[A][B] … [A] → [B]` — in-context copying. The test: feed random tokens twice. Nothing can "
             "predict the first copy; a model with induction heads predicts the second.")
-view = st.session_state.get("view")
-if view is None:
-    st.stop()
+view = page_view()
 if hv.usable(view.ck):
     name = view.name
 else:

@@ -4,7 +4,7 @@ import torch
 
 from app import figures
 from app.inspect_state import as_key, cheat, mask_editor, masked_run, padding, prediction_rows
-from app.shell import current_run
+from app.shell import page_run
 from app.text import md
 from core.probes import inspection as ins
 from core.masks import causal_mask
@@ -13,10 +13,7 @@ from core.trace import KIND_NAMES
 st.title("Masking")
 st.latex(r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right),\qquad M_{ij}=0\ \text{(may look)}"
          r"\quad\text{or}\quad -\infty\ \text{(masked: } e^{-\infty}=0\text{)}")
-view = st.session_state.get("view")
-res = current_run(view) if view else None
-if res is None:
-    st.stop()
+view, res = page_run()
 model, tok = view.ck.model, view.ck.tokenizer
 P = dict(present=view.present, dark=view.dark)
 labels = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention"}

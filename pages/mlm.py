@@ -7,7 +7,7 @@ import torch
 from app import coverage_view, figures
 from app import mlm_view as mv
 from app import progress as progress_bar
-from app.shell import PRESETS, load_model, note_broken
+from app.shell import PRESETS, load_model, note_broken, page_view
 from app.text import md
 from core.inference import coverage, mlm
 from core.io.budget import max_positions
@@ -21,9 +21,7 @@ st.markdown("BERT is pre-trained by hiding words and asking the encoder to predi
             "language model reads left to right and sees only what came before (Devlin et al. 2019, sec. 3.1).")
 st.latex(r"\mathcal{L}_{\mathrm{MLM}} = -\sum_{i \in \mathcal{M}} \log p_\theta\!\left(x_i \mid \tilde{x}\right),"
          r"\qquad \tilde{x} = x \text{ with the positions } \mathcal{M} \text{ corrupted}")
-view = st.session_state.get("view")
-if view is None:
-    st.stop()
+view = page_view()
 names = mv.masked_lm_names()
 note_broken()
 if not names:

@@ -3,7 +3,7 @@ import streamlit as st
 
 from app import figures
 from app.inspect_state import permutation, positional_kinds
-from app.shell import current_run
+from app.shell import page_run
 from app.text import md
 from core.probes import inspection as ins
 from core.masks import alibi_slopes
@@ -12,10 +12,7 @@ from core.positional import sinusoidal
 st.title("Positional encoding")
 st.latex(r"PE_{(pos,2i)}=\sin\!\left(pos/N^{2i/d_{model}}\right)\qquad PE_{(pos,2i+1)}=\cos\!\left(pos/N^{2i/d_{model}}\right)"
          r"\qquad\text{(Vaswani et al. 2017, sec. 3.5)}")
-view = st.session_state.get("view")
-res = current_run(view) if view else None
-if res is None:
-    st.stop()
+view, res = page_run()
 model, cfg = view.ck.model, view.ck.model.cfg
 P = dict(present=view.present, dark=view.dark)
 

@@ -4,7 +4,7 @@ import math
 import streamlit as st
 
 from app import figures
-from app.shell import current_run, sync_url, url_int
+from app.shell import page_run, sync_url, url_int
 from app.text import md
 from core.probes.analysis import attention_row
 from core.probes.coref import default_query
@@ -13,10 +13,7 @@ from core.trace import KIND_NAMES
 st.title("Q·K walkthrough")
 st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V"
          r"\qquad\text{(Vaswani et al. 2017, eq. 1)}")
-view = st.session_state.get("view")
-res = current_run(view) if view else None
-if res is None:
-    st.stop()
+view, res = page_run()
 kinds = res.trace.kinds()
 labels = {"encoder": "Encoder self", "decoder": "Decoder self", "cross": "Cross"}
 c1, c2, c3, c4 = st.columns(4)

@@ -3,13 +3,11 @@ import streamlit as st
 
 from app import coverage_view, figures
 from app import variants_view as V
-from app.shell import PRESETS, load_model
+from app.shell import PRESETS, load_model, page_view
 from app.text import md
 
 st.title("Heads, GQA & speculative decoding")
-view = st.session_state.get("view")
-if view is None:
-    st.stop()
+view = page_view()
 plot = dict(present=view.present, dark=view.dark)
 cfg = view.ck.model.cfg
 

@@ -161,13 +161,18 @@ def pick_device(name: str = "auto") -> torch.device:
     return torch.device("cpu")
 
 
-def model_config(cfg: TrainConfig, task) -> ModelConfig:
+def model_config(cfg: TrainConfig, task=None, *, kind: str | None = None, vocab_size: int = 100) -> ModelConfig:
+    """The model a training run builds: the one mapping from :class:`TrainConfig` to :class:`ModelConfig`. With a
+    ``task``, its vocabulary, length and model kind; without one (the Training page checking a form before any data
+    is built), ``kind`` and a stand-in ``vocab_size``."""
     pairs = getattr(task, "sentence_pairs", False)  # BERT pre-training: segments A/B and the next-sentence head
-    return ModelConfig(kind=task.model_kind, vocab_size=task.tokenizer.vocab_size, d_model=cfg.d_model,
+    extra = {} if task is None else {"max_len": task.max_len}
+    return ModelConfig(kind=task.model_kind if task is not None else kind,
+                       vocab_size=task.tokenizer.vocab_size if task is not None else vocab_size, d_model=cfg.d_model,
                        n_heads=cfg.heads, n_kv_heads=cfg.kv_heads, n_encoder_layers=cfg.layers,
-                       n_decoder_layers=cfg.layers, d_ff=cfg.d_ff, dropout=cfg.dropout, max_len=task.max_len,
+                       n_decoder_layers=cfg.layers, d_ff=cfg.d_ff, dropout=cfg.dropout,
                        pos_encoding=cfg.pos_encoding, norm=cfg.norm, activation=cfg.activation, window=cfg.window,
-                       type_vocab_size=2 if pairs else 0, nsp=pairs, attention_only=cfg.attention_only)
+                       type_vocab_size=2 if pairs else 0, nsp=pairs, attention_only=cfg.attention_only, **extra)
 
 
 def loss_fn(model, batch, label_smoothing=0.0):
