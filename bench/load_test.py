@@ -10,6 +10,13 @@ its own Playwright and Chromium (Playwright's sync objects are not thread-safe).
 (``--renders`` in total) are shared out through one queue. Meanwhile another session uses the Training
 page: small settings, "Start training", wait until saved, again, until the renders are done.
 
+``--walk classroom`` makes every session a student in a class instead: open the teacher's shared link (the Lesson
+on the class's sentence), step the Lesson three times, put their own sentence in the sidebar, open the Attention page
+from the navigation, then type sentences there like the default walk; every action is timed from the click or
+Control+Enter to the chart that shows its result. ``--replicas N`` (N > 1) serves the app from N Streamlit processes
+behind nginx (``docs/nginx-attention-lab.conf``: sticky sessions by a cookie, websockets passed through; Debian's
+``nginx`` package), and checks from nginx's log that every browser stayed on one replica.
+
 Every request that is not for the app's own 127.0.0.1 origin is aborted and counted. The server's RSS
 (its process and any children; psutil if installed, else /proc/PID/status VmRSS) is sampled every 0.5 s
 and also read exactly when 25 %, 50 % and 100 % of the renders have completed.
@@ -126,8 +133,10 @@ def _vmrss(pid: int) -> int:
     return 0
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident memory of ``pid`` and all its descendants."""
+def rss_bytes(pid: int | list[int]) -> int:
+    """Resident memory of ``pid`` and all its descendants (of every pid in a list: the replicas together)."""
+    if isinstance(pid, (list, tuple)):
+        return sum(rss_bytes(p) for p in pid)
     try:
         import psutil
     except ImportError:
@@ -303,6 +312,149 @@ def render_session(sid: int, base: str, shared: Shared, start: threading.Barrier
         _wait(start, 0)
 
 
+TEACHER = "The animal didn't cross the street because it was too tired."
+ANY_CHART_SHOWS = ("words => [...document.querySelectorAll('.js-plotly-plot')].some(p => {"
+                   " const t = [...p.querySelectorAll('.xtick text, .ytick text')].map(e => e.textContent);"
+                   " return words.every(w => t.includes(w)); })")
+LESSON_STEP = ("n => { const h = [...document.querySelectorAll('h2')].map(e => e.textContent);"
+               " return h.some(t => t.startsWith(n + ' ·')) && document.querySelector('.js-plotly-plot') !== null; }")
+
+
+def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barrier, log: SessionLog,
+                      render_timeout_ms: int = 120_000) -> None:
+    """One student: the teacher's shared link, three Lesson steps, their own sentence, the Attention page from the
+    navigation, then sentences there until the shared queue is empty. Each action takes one ticket of the queue and
+    is recorded as a render named after the action."""
+    from urllib.parse import quote
+
+    from browser import launch
+    try:
+        with launch() as browser:
+            context, page = _open_context(browser, base, log)
+            try:
+                _wait(start)
+
+                def act(name: str, do, done) -> bool:
+                    i = shared.take()
+                    if i is None:
+                        return False
+                    t0 = time.perf_counter()
+                    try:
+                        do()
+                        done()
+                        t1 = time.perf_counter()
+                        settle(page, render_timeout_ms)
+                        _note_exceptions(page, log)
+                        shared.record(Render(sid, i, name, True, t1 - t0, time.perf_counter() - t0))
+                    except Exception as e:
+                        shared.record(Render(sid, i, name, False, None, None, f"{type(e).__name__}: {e}"[:500]))
+                        _note_exceptions(page, log)
+                    return True
+
+                link = f"{base}/lesson?model={MODEL}&text={quote(TEACHER)}&step=1"
+                if not act("open the shared link", lambda: page.goto(link),
+                           lambda: page.wait_for_function(LESSON_STEP, arg=1, timeout=render_timeout_ms)):
+                    return
+                for n in (2, 3, 4):
+                    if not act(f"lesson step {n}", lambda: page.get_by_role("button", name="Next ▶").click(),
+                               lambda n=n: page.wait_for_function(LESSON_STEP, arg=n, timeout=render_timeout_ms)):
+                        return
+                own, (a, v, j) = SENTENCES[sid % len(SENTENCES)]
+
+                def type_sentence(text):
+                    box = page.get_by_label("Sentence")
+                    box.fill(text)
+                    box.press("Control+Enter")
+
+                if not act("own sentence in the Lesson", lambda: type_sentence(own),
+                           lambda: page.wait_for_function(ANY_CHART_SHOWS, arg=[a, v, j], timeout=render_timeout_ms)):
+                    return
+                if not act("open Attention", lambda: page.get_by_role("link", name="Attention", exact=True).click(),
+                           lambda: page.wait_for_function(HEATMAP_SHOWS, arg=["The", a, v, j],
+                                                          timeout=render_timeout_ms)):
+                    return
+                while (i := shared.take()) is not None:
+                    sentence, (a, v, j) = SENTENCES[i % len(SENTENCES)]
+                    t0 = time.perf_counter()
+                    try:
+                        type_sentence(sentence)
+                        page.wait_for_function(HEATMAP_SHOWS, arg=["The", a, v, j], timeout=render_timeout_ms)
+                        t1 = time.perf_counter()
+                        settle(page, render_timeout_ms)
+                        _note_exceptions(page, log)
+                        shared.record(Render(sid, i, "Attention: " + sentence, True, t1 - t0, time.perf_counter() - t0))
+                    except Exception as e:
+                        shared.record(Render(sid, i, "Attention: " + sentence, False, None, None,
+                                             f"{type(e).__name__}: {e}"[:500]))
+                        _note_exceptions(page, log)
+            finally:
+                context.close()
+    except BaseException as e:
+        log.errors.append("".join(traceback.format_exception_only(type(e), e))[:1000])
+        _wait(start, 0)
+
+
+NGINX_CONF = ROOT / "docs" / "nginx-attention-lab.conf"
+
+
+def start_proxy(ports: list[int], work: Path) -> tuple[subprocess.Popen, str, Path]:
+    """nginx in front of the replicas, from the documented config with its ports and folders filled in; returns the
+    process, the proxy's URL and its access log (one line per request: cookie key, replica)."""
+    import shutil
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(nginx).exists():
+        raise RuntimeError("nginx is not installed (Debian: apt-get install nginx)")
+    port = free_port()
+    text = NGINX_CONF.read_text()
+    servers = "\n".join(f"        server 127.0.0.1:{p};" for p in ports)
+    text = (text.replace("        server 127.0.0.1:8501;\n        server 127.0.0.1:8502;", servers)
+            .replace("listen 127.0.0.1:8500;", f"listen 127.0.0.1:{port};")
+            .replace("/var/lib/attention-lab/nginx", str(work / "nginx")))
+    (work / "nginx").mkdir(exist_ok=True)
+    conf = work / "nginx" / "nginx.conf"
+    conf.write_text(text)
+    proc = subprocess.Popen([nginx, "-c", str(conf), "-g", "daemon off;"], cwd=work, stdout=subprocess.DEVNULL,
+                            stderr=open(work / "nginx" / "stderr.log", "w"))
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline and proc.poll() is None:
+        if healthy(base):
+            return proc, base, work / "nginx" / "access.log"
+        time.sleep(0.2)
+    stop_server(proc)
+    raise RuntimeError("nginx did not start: " + (work / "nginx" / "stderr.log").read_text()[-2000:])
+
+
+PROBES = [f"probe-{k}" for k in range(16)]
+
+
+def probe_replicas(base: str) -> None:
+    """Two requests for each of 16 fixed cookie values: with sticky sessions each value stays on one replica, and
+    16 values reach both replicas (all on one would be a 2 in 65,536 chance)."""
+    for key in PROBES * 2:
+        req = urllib.request.Request(f"{base}/_stcore/health", headers={"Cookie": f"attention_lab_replica={key}"})
+        urllib.request.urlopen(req, timeout=10).read()
+
+
+def stickiness(access_log: Path) -> dict:
+    """From nginx's log: how many browser cookies (sessions) each replica served, how many cookies were ever sent to
+    more than one replica (0 when sessions are sticky), and which replicas the fixed probe cookies reached."""
+    by_key: dict[str, set] = {}
+    for line in access_log.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] != "-" and parts[1] != "-":
+            by_key.setdefault(parts[0], set()).add(parts[1])
+    probes = {k: by_key.pop(k) for k in PROBES if k in by_key}
+    per_replica: dict[str, int] = {}
+    for replicas in by_key.values():
+        for r in replicas:
+            per_replica[r] = per_replica.get(r, 0) + 1
+    return {"cookies": len(by_key), "cookies_on_two_replicas": sum(len(v) > 1 for v in by_key.values()),
+            "cookies_per_replica": dict(sorted(per_replica.items())),
+            "probes_on_two_replicas": sum(len(v) > 1 for v in probes.values()),
+            "probe_replicas": len(set().union(*probes.values())) if probes else 0}
+
+
 def _wait(barrier: threading.Barrier, timeout: float = 300) -> None:
     try:
         barrier.wait(timeout)
@@ -385,8 +537,9 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, repeat_training: bool = True,
-             workdir: Path | None = None, timeout_s: float = 1800) -> dict:
-    """Start a server, run the sessions and the trainer, stop the server; return the full record."""
+             workdir: Path | None = None, timeout_s: float = 1800, walk: str = "attention", replicas: int = 1) -> dict:
+    """Start the server (or ``replicas`` servers behind nginx), run the sessions (``walk``: "attention" or
+    "classroom") and the trainer, stop the servers; return the full record."""
     train = TRAIN_SETTINGS if train is None else train
     tmp = tempfile.TemporaryDirectory(prefix="attention-lab-load-") if workdir is None else None
     work = Path(tmp.name) if tmp else Path(workdir)
@@ -394,14 +547,25 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
     log_path = work / "streamlit.log"
     load_before = os.getloadavg()
     t_start = time.perf_counter()
-    proc, base = start_server(work / "data", log_path)
+    procs, logs_paths = [], []
+    for k in range(replicas):
+        path = log_path if k == 0 else work / f"streamlit-{k}.log"
+        proc, base = start_server(work / "data", path)
+        procs.append(proc)
+        logs_paths.append(path)
+    proxy = access_log = None
+    if replicas > 1:
+        proxy, base, access_log = start_proxy([_port_of(p) for p in procs], work)
+    proc = procs[0]
     try:
-        shared = Shared(renders, proc.pid)
-        sampler = RssSampler(proc.pid, shared.count)
+        pids = [p.pid for p in procs]
+        shared = Shared(renders, pids)
+        sampler = RssSampler(pids, shared.count)
         sampler.start()
         barrier = threading.Barrier(sessions + (1 if train else 0))
         logs = [SessionLog(f"render-{i}") for i in range(sessions)]
-        threads = [threading.Thread(target=render_session, args=(i, base, shared, barrier, logs[i]), daemon=True)
+        target = classroom_session if walk == "classroom" else render_session
+        threads = [threading.Thread(target=target, args=(i, base, shared, barrier, logs[i]), daemon=True)
                    for i in range(sessions)]
         tlog = TrainLog("train")
         if train:
@@ -414,13 +578,19 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
             t.join(max(1, deadline - time.time()))
         hung = sum(t.is_alive() for t in threads)
         sampler.stop()
-        server_alive = proc.poll() is None
+        server_alive = all(p.poll() is None for p in procs)
         server_healthy = server_alive and healthy(base)
         load_after = os.getloadavg()
         wall = time.perf_counter() - t_start
-        log_text = log_path.read_text(errors="replace")
+        log_text = "".join(p.read_text(errors="replace") for p in logs_paths)
+        if access_log:
+            probe_replicas(base)
+        sticky = stickiness(access_log) if access_log else None
     finally:
-        stop_server(proc)
+        if proxy is not None:
+            stop_server(proxy)
+        for p in procs:
+            stop_server(p)
         if tmp:
             tmp.cleanup()
 
@@ -430,10 +600,12 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
     rss = [s[1] for s in sampler.samples] + list(shared.rss_at.values())
     all_logs = logs + ([tlog] if train else [])
     summary = {
-        "sessions": sessions, "renders_requested": renders, "renders_ok": len(ok),
+        "sessions": sessions, "walk": walk, "replicas": replicas, "stickiness": sticky,
+        "renders_requested": renders, "renders_ok": len(ok),
         "renders_failed": sum(not r.ok for r in rs), "renders_missing": renders - len(rs),
         "render_p50_s": _r(percentile(ok, 0.5)), "render_p95_s": _r(percentile(ok, 0.95)),
         "render_max_s": _r(max(ok) if ok else None),
+        "by_action": _by_action(rs),
         "settled_p50_s": _r(percentile(settled, 0.5)), "settled_p95_s": _r(percentile(settled, 0.95)),
         "rss_peak_mb": _r(max(rss) if rss else None, 1),
         "rss_first_mb": _r(sampler.samples[0][1] if sampler.samples else None, 1),
@@ -455,6 +627,21 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
             "sessions": [asdict(lg) for lg in all_logs], "server_log_tail": log_text[-4000:]}
 
 
+def _by_action(renders: list[Render]) -> dict:
+    """p50 / p95 / n per action of the classroom walk ("Attention: <sentence>" renders count as one action)."""
+    groups: dict[str, list[float]] = {}
+    for r in renders:
+        if r.ok:
+            groups.setdefault("type a sentence on Attention" if r.sentence.startswith(("Attention: ", "The "))
+                              else r.sentence, []).append(r.seconds)
+    return {k: {"n": len(v), "p50_s": _r(percentile(v, 0.5)), "p95_s": _r(percentile(v, 0.95))}
+            for k, v in groups.items()}
+
+
+def _port_of(proc: subprocess.Popen) -> int:
+    return int(proc.args[proc.args.index("--server.port") + 1])
+
+
 def _r(x, nd=3):
     return None if x is None else round(x, nd)
 
@@ -465,11 +652,16 @@ def main(argv=None):
     ap.add_argument("--renders", type=int, default=200, help="total, shared out among the sessions")
     ap.add_argument("--train-steps", type=int, default=TRAIN_SETTINGS["Steps"], help="steps of each training run")
     ap.add_argument("--no-train", action="store_true")
+    ap.add_argument("--walk", choices=["attention", "classroom"], default="attention",
+                    help="attention: type sentences on the Attention page; classroom: shared link, Lesson steps, own "
+                         "sentence, Attention page, then sentences")
+    ap.add_argument("--replicas", type=int, default=1, help="app processes behind nginx (sticky sessions)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds before the run is abandoned")
     ap.add_argument("--out", type=Path, help="write the full record (every render, every RSS sample) here")
     args = ap.parse_args(argv)
     train = None if args.no_train else dict(TRAIN_SETTINGS, Steps=args.train_steps)
-    record = run_load(args.sessions, args.renders, train or {}, timeout_s=args.timeout)
+    record = run_load(args.sessions, args.renders, train or {}, timeout_s=args.timeout, walk=args.walk,
+                      replicas=args.replicas)
     s = record["summary"]
     print(f"sessions {s['sessions']} + {'1 training' if train else 'no training'} · renders ok {s['renders_ok']} / "
           f"failed {s['renders_failed']} / missing {s['renders_missing']} of {s['renders_requested']}")
@@ -483,6 +675,10 @@ def main(argv=None):
           f"Streamlit exceptions {s['st_exceptions']} · thread errors {s['thread_errors']} · "
           f"server healthy after: {s['server_healthy_after']} · wall {s['wall_s']} s · "
           f"load average before {s['loadavg_before']} after {s['loadavg_after']} on {s['cpus']} CPUs")
+    for action, v in s["by_action"].items():
+        print(f"  {action}: n {v['n']}, p50 {v['p50_s']} s, p95 {v['p95_s']} s")
+    if s["stickiness"]:
+        print(f"nginx: {s['stickiness']}")
     if args.out:
         args.out.write_text(json.dumps(record, indent=1))
     print(json.dumps(s))
