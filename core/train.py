@@ -7,11 +7,10 @@ checkpoints, exact resume, DistributedDataParallel under ``torchrun``) is :mod:`
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 
-from .io import checkpoint, jsonio
+from .io import checkpoint, cli, jsonio
 from .training.trainer import TrainConfig, train
 
 
@@ -22,21 +21,8 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv=None) -> TrainConfig:
     """The :class:`TrainConfig` the command-line flags ``argv`` ask for (a bad flag: one ``error:`` line, exit 2)."""
-    p = _Parser(prog="python -m core.train", description=__doc__.split("\n")[0])
-    defaults = TrainConfig()
-    for f in dataclasses.fields(TrainConfig):
-        if f.name == "history":
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        default = getattr(defaults, f.name)
-        if isinstance(default, bool):
-            p.add_argument(flag, action="store_true")
-        elif f.name in ("kv_heads", "window", "seq_len", "threads", "batch_tokens"):
-            p.add_argument(flag, type=int, default=default)
-        elif f.name == "max_seconds":
-            p.add_argument(flag, type=float, default=default)
-        else:
-            p.add_argument(flag, type=type(default) if default is not None else str, default=default)
+    p = cli.add_fields(_Parser(prog="python -m core.train", description=__doc__.split("\n")[0]), TrainConfig,
+                       skip=("history",))
     return TrainConfig(**vars(p.parse_args(argv)))
 
 

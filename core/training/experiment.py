@@ -7,7 +7,7 @@ import dataclasses
 from datetime import datetime
 from pathlib import Path
 
-from ..io import jsonio
+from ..io import cli, jsonio
 
 
 def command(module: str, cfg, out: str) -> str:
@@ -21,9 +21,7 @@ def main(module: str, description: str, config_cls, run, summary_keys, argv=None
     ``--out`` and print ``summary_keys`` of it as JSON."""
     p = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     p.add_argument("--out", required=True)
-    for f in dataclasses.fields(config_cls):
-        kind = int if f.name == "threads" else type(f.default)
-        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default)
+    cli.add_fields(p, config_cls)
     args = vars(p.parse_args(argv))
     out = args.pop("out")
     cfg = config_cls(**args)

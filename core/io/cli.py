@@ -1,0 +1,32 @@
+"""Command-line flags read from a dataclass: one ``--field-name`` per field, typed by the field's annotation
+(``int``, ``float``, ``str``, ``bool`` as a switch, ``X | None`` as an optional ``X``). The CLIs of core.train and
+core.training.experiment build their parsers with :func:`add_fields`, so a new config field is a new flag."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+
+
+def _flag_type(hint):
+    """The type argparse converts a flag to, from a field's annotation (``int | None`` → ``int``)."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0] if len(args) == 1 else str
+    return hint if hint in (int, float, str) else str
+
+
+def add_fields(parser: argparse.ArgumentParser, cls, skip=()) -> argparse.ArgumentParser:
+    """Add a flag for every field of dataclass ``cls`` not in ``skip``, with the field's default."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in skip or not f.init:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if hints[f.name] is bool:
+            parser.add_argument(flag, action="store_true", default=default)
+        else:
+            parser.add_argument(flag, type=_flag_type(hints[f.name]), default=default)
+    return parser
