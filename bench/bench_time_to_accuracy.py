@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from core.io import registry  # noqa: E402
 from core.training.tasks import make_task  # noqa: E402
-from core.training.trainer import train  # noqa: E402
+from core.training.trainer import train_model  # noqa: E402
 from core.train import parse_args  # noqa: E402
 
 
@@ -62,11 +62,12 @@ def main():
                 stop.set()
 
     t0 = time.perf_counter()
-    summary = train(cfg, on_step=on_step, stop=stop)
+    trained = train_model(cfg, on_step=on_step, stop=stop)
+    summary = trained.summary
     total = time.perf_counter() - t0
     full = None
     if state["model"] is not None:
-        full = make_task(cfg.task, tokenizer=train.last[1]).evaluate(state["model"].eval(), n=None)
+        full = make_task(cfg.task, tokenizer=trained.tokenizer).evaluate(state["model"].eval(), n=None)
     hit = state["hit"]
     out = {"model": args.model, "target": args.target, "threads": args.threads, "device": summary["device"],
            "reached": hit is not None, "steps": hit[0] if hit else None,

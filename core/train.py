@@ -7,6 +7,7 @@ checkpoints, exact resume, DistributedDataParallel under ``torchrun``) is :mod:`
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -28,6 +29,7 @@ def parse_args(argv=None) -> TrainConfig:
 
 def main(argv=None) -> int:
     """Train as ``argv`` asks; print the JSON summary (rank 0). 0 on success, 2 with one ``error:`` line."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)  # progress lines
     try:
         cfg = parse_args(argv)
         summary = train(cfg)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,7 @@ from ..model import Transformer
 from .tasks import TASKS, make_task
 
 STATE_WEIGHTS, STATE_JSON = checkpoint.STATE_WEIGHTS, checkpoint.STATE_JSON
+LOG = logging.getLogger("core.train")  # progress; the CLI (core/train.py) sends it to stderr
 MODEL_KEYS = ("layers", "d_model", "heads", "kv_heads", "d_ff", "pos_encoding", "norm", "activation", "dropout", "window")
 
 
@@ -332,157 +333,220 @@ class _Dist:
             torch.distributed.destroy_process_group()
 
 
-def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
-    """Train; ``on_step(info)`` is called after every step, ``stop`` (a threading.Event) ends early.
+@dataclass
+class Trained:
+    """What :func:`train_model` returns: the summary (also the CLI's last line), the model and its tokenizer."""
+    summary: dict
+    model: Transformer
+    tokenizer: object
 
-    Returns the summary dict (also the CLI's last line). The model and tokenizer are in
-    ``summary['checkpoint']`` (a folder) when ``cfg.out`` is set, and in ``train.last`` otherwise.
-    """
+
+def train(cfg: TrainConfig, on_step=None, stop=None, log=None) -> dict:
+    """Train; ``on_step(info)`` is called after every step, ``stop`` (a threading.Event) ends early. Returns the
+    summary dict (the CLI's last line); the model is in ``summary['checkpoint']`` (a folder) when ``cfg.out`` is set.
+    :func:`train_model` also returns the model and tokenizer."""
+    return train_model(cfg, on_step=on_step, stop=stop, log=log).summary
+
+
+def train_model(cfg: TrainConfig, on_step=None, stop=None, log=None) -> Trained:
+    """:func:`train`, returning the trained model and tokenizer with the summary. The steps: check the output folder
+    and what a resumed run left (:meth:`_Run.open`), build the task, model and optimiser (:meth:`_Run.build`), take
+    optimiser steps with evaluations and checkpoints (:meth:`_Run.loop`), then evaluate and save (:meth:`_Run.finish`).
+    Progress goes to ``log`` (default: the ``core.train`` logger)."""
     cfg.validate()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    device = pick_device(cfg.device)
-    dist = _Dist(device)
-    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    if not dist.main or cfg.quiet:
-        say = lambda msg: None  # noqa: E731
-    out = Path(cfg.out) if cfg.out else None
-    resumed = None
-    if out is not None and dist.main:
-        checkpoint.recover(out)
-        checkpoint.check_replaceable(out)  # before any training: never rename or delete a folder that is not ours
-        checkpoint.clean_temporaries(out)  # what a killed earlier run left half-written
-    if cfg.resume and not (checkpoint.recover(out) / STATE_JSON).exists():
-        raise ValueError(f"--resume: there is no training checkpoint to resume in {out}")
-    if cfg.resume:
-        resumed = checkpoint.load(out, device)
-        state, tensors = read_state(out)
-        saved = state["train_config"]
-        changed = [k for k in MODEL_KEYS + ("task", "seed", "batch_size", "batch_tokens")
-                   if saved.get(k) != getattr(cfg, k)]
-        if changed:
-            raise ValueError(f"cannot resume: {', '.join(changed)} differ from the run in {out}")
-    text = None
-    if cfg.text:
-        from ..data.lm import load_text
-        text = load_text(cfg.text)
-    task = make_task(cfg.task, text=text, seq_len=cfg.seq_len, tokenizer=resumed.tokenizer if resumed else None,
-                     batch_tokens=cfg.batch_tokens)
-    torch.manual_seed(cfg.seed)
-    model = resumed.model.train() if resumed else Transformer(model_config(cfg, task)).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9, weight_decay=cfg.weight_decay,
-                            fused=device.type in ("cuda", "cpu"))  # CPU: 46.6 -> 1.2 ms per optimizer step, 1M params
-    start, history = 0, []
-    if resumed:
-        try:
-            _load_opt(opt, tensors)
-            # every process gets its own random state back (dropout differs per rank); older checkpoints hold one
-            torch.set_rng_state(tensors.get(f"rng.torch.{dist.rank}", tensors["rng.torch"]))
-            if device.type == "cuda" and f"rng.cuda.{dist.rank}" in tensors:
-                torch.cuda.set_rng_state(tensors[f"rng.cuda.{dist.rank}"], device)
-        except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as e:
-            raise checkpoint.CheckpointError(f"cannot resume from {out}: {STATE_WEIGHTS} does not fit this run's "
-                                             f"optimiser or random state ({' '.join(str(e).split())[:160]})") from None
-        start, history = state["step"], state["history"]
-        if start >= cfg.steps:  # a finished run: its card, summary and weights stay as they are
-            say(f"{out} has already trained {start} steps (--steps {cfg.steps}); nothing to do, nothing rewritten")
-            train.last = (model, task.tokenizer)
-            dist.close()
-            return _finished_summary(resumed, state, out)
-        say(f"resuming {cfg.task} from step {start}")
-    ddp = torch.nn.parallel.DistributedDataParallel(model) if dist.active else model
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else None
-    n_params = model.num_parameters()
-    say(f"{cfg.task}: {n_params:,} parameters on {device}" + (f" × {dist.world} processes" if dist.active else ""))
+    run = _Run(cfg, log)
+    try:
+        run.open()
+        run.build()
+        if run.finished_already():
+            return Trained(_finished_summary(run.resumed, run.state, run.out), run.model, run.task.tokenizer)
+        run.loop(on_step, stop)
+        return Trained(run.finish(), run.model, run.task.tokenizer)
+    finally:
+        run.dist.close()
 
-    known_words = []  # the training source text's words (words.json), collected at the first save
 
-    def save_ckpt(step, metrics=None, summary=None):
-        if out is None:
-            return
-        if not dist.all_true(all(bool(torch.isfinite(p).all()) for p in model.parameters())):
-            raise NonFiniteError(_stopped(step, "the weights became non-finite", out))
-        rng = {f"rng.torch.{r}": t for r, t in enumerate(dist.gather(torch.get_rng_state()))}  # all ranks take part
-        if device.type == "cuda":
-            rng |= {f"rng.cuda.{r}": t for r, t in enumerate(dist.gather(torch.cuda.get_rng_state(device)))}
-        if not dist.main:
-            return
-        secs, toks = _totals()
-        st = {"step": step, "history": history, "train_config": dataclasses.asdict(cfg) | {"history": []},
-              "seconds": round(secs, 3), "tokens": toks}
-        tensors = _opt_tensors(opt) | {"rng.torch": torch.get_rng_state()} | rng
-        meta = {"task": cfg.task, "command": command_line(cfg), "step": step, "metrics": metrics or {}, "parameters": n_params}
-        if not known_words:
-            known_words.append(task.source_words())
-        checkpoint.save(out, model, task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),
-                        card=_card(cfg, summary, n_params, task.description) if summary else None,
-                        extra_files={STATE_WEIGHTS: save(tensors), STATE_JSON: jsonio.dumps(st).encode()},
-                        known_words=known_words[0],
-                        words_source=f"training source text of {cfg.task}: {task.description}")
+class _Run:
+    """One training run's state, shared by its steps."""
 
-    t0, tokens, metrics = time.perf_counter(), 0, {}
-    last_loss = float(history[-1][1]) if history else float("nan")
-    step = start
-    # a resumed run's figures count the whole run: the time and tokens of the runs before it are in its state
-    prior_secs, prior_tokens = (float(state.get("seconds", 0.0)), int(state.get("tokens", 0))) if resumed else (0.0, 0)
+    def __init__(self, cfg: TrainConfig, log=None):
+        self.cfg = cfg
+        self.device = pick_device(cfg.device)
+        self.dist = _Dist(self.device)
+        self.say = log or LOG.info
+        if not self.dist.main or cfg.quiet:
+            self.say = lambda msg: None
+        self.out = Path(cfg.out) if cfg.out else None
+        self.resumed, self.state, self.tensors = None, {}, {}
+        self.start, self.history, self.step, self.tokens, self.metrics = 0, [], 0, 0, {}
+        self.known_words: list = []  # the training source text's words (words.json), collected at the first save
+        self.last_loss = float("nan")
 
-    def _totals():
-        return prior_secs + time.perf_counter() - t0, prior_tokens + tokens
+    # ---------------------------------------------------------------- open: output folder, resume
+    def open(self) -> None:
+        """Make the output folder safe to write (recover, refuse a foreign folder, clear temporaries) and, for
+        ``--resume``, read the run to continue and refuse one whose settings differ."""
+        cfg, out = self.cfg, self.out
+        if out is not None and self.dist.main:
+            checkpoint.recover(out)
+            checkpoint.check_replaceable(out)  # before any training: never rename or delete a folder that is not ours
+            checkpoint.clean_temporaries(out)  # what a killed earlier run left half-written
+        if cfg.resume and not (checkpoint.recover(out) / STATE_JSON).exists():
+            raise ValueError(f"--resume: there is no training checkpoint to resume in {out}")
+        if cfg.resume:
+            self.resumed = checkpoint.load(out, self.device)
+            self.state, self.tensors = read_state(out)
+            saved = self.state["train_config"]
+            changed = [k for k in MODEL_KEYS + ("task", "seed", "batch_size", "batch_tokens")
+                       if saved.get(k) != getattr(cfg, k)]
+            if changed:
+                raise ValueError(f"cannot resume: {', '.join(changed)} differ from the run in {out}")
 
-    def _summary(step, metrics):
-        secs, toks = _totals()
-        return {"task": cfg.task, "steps": step, "seconds": round(secs, 2),
-                "tokens_per_s": round(toks * dist.world / max(secs, 1e-9), 1), "final_loss": last_loss,
-                "metrics": metrics, "parameters": n_params, "device": str(device),
-                "checkpoint": str(out) if out else None}
+    # ---------------------------------------------------------------- build: task, model, optimiser
+    def build(self) -> None:
+        """The task (data and tokenizer), the model and AdamW; a resumed run's optimiser and random state."""
+        cfg, resumed, device, dist = self.cfg, self.resumed, self.device, self.dist
+        text = None
+        if cfg.text:
+            from ..data.lm import load_text
+            text = load_text(cfg.text)
+        self.task = make_task(cfg.task, text=text, seq_len=cfg.seq_len,
+                              tokenizer=resumed.tokenizer if resumed else None, batch_tokens=cfg.batch_tokens)
+        torch.manual_seed(cfg.seed)
+        self.model = resumed.model.train() if resumed else Transformer(model_config(cfg, self.task)).to(device)
+        # fused on CPU too: 46.6 -> 1.2 ms per optimizer step for 1 M parameters (docs/BENCHMARKS.md sec. 2)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
+                                     weight_decay=cfg.weight_decay, fused=device.type in ("cuda", "cpu"))
+        if resumed:
+            try:
+                _load_opt(self.opt, self.tensors)
+                # every process gets its own random state back (dropout differs per rank); older checkpoints hold one
+                torch.set_rng_state(self.tensors.get(f"rng.torch.{dist.rank}", self.tensors["rng.torch"]))
+                if device.type == "cuda" and f"rng.cuda.{dist.rank}" in self.tensors:
+                    torch.cuda.set_rng_state(self.tensors[f"rng.cuda.{dist.rank}"], device)
+            except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as e:
+                raise checkpoint.CheckpointError(
+                    f"cannot resume from {self.out}: {STATE_WEIGHTS} does not fit this run's optimiser or random "
+                    f"state ({' '.join(str(e).split())[:160]})") from None
+            self.start, self.history = self.state["step"], self.state["history"]
+        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if dist.active else self.model
+        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else None
+        self.n_params = self.model.num_parameters()
 
-    while step < cfg.steps:
-        if stop is not None and stop.is_set():
-            break
-        if cfg.max_seconds is not None and time.perf_counter() - t0 > cfg.max_seconds:
-            break
+    def finished_already(self) -> bool:
+        """A resumed run that already reached ``--steps``: its card, summary and weights stay as they are."""
+        if self.resumed and self.start >= self.cfg.steps:
+            self.say(f"{self.out} has already trained {self.start} steps (--steps {self.cfg.steps}); nothing to do, "
+                     "nothing rewritten")
+            return True
+        if self.resumed:
+            self.say(f"resuming {self.cfg.task} from step {self.start}")
+        return False
+
+    # ---------------------------------------------------------------- loop
+    def _totals(self) -> tuple[float, int]:
+        """Seconds and tokens of the whole run (a resumed run's earlier parts are in its state)."""
+        return (float(self.state.get("seconds", 0.0)) + time.perf_counter() - self.t0,
+                int(self.state.get("tokens", 0)) + self.tokens)
+
+    def _one_step(self) -> float:
+        """One optimiser step on the next batch; returns its learning rate."""
+        cfg, model, opt = self.cfg, self.model, self.opt
         model.train()
-        batch = task.batch(step, cfg.batch_size, cfg.seed, dist.rank, dist.world).to(device)
-        lr = learning_rate(step + 1, cfg, model.cfg.d_model)
+        batch = self.task.batch(self.step, cfg.batch_size, cfg.seed, self.dist.rank, self.dist.world).to(self.device)
+        lr = learning_rate(self.step + 1, cfg, model.cfg.d_model)
         for g in opt.param_groups:
             g["lr"] = lr
-        if autocast is not None:
-            with autocast:
-                loss = loss_fn(ddp, batch, cfg.label_smoothing)
+        if self.autocast is not None:
+            with self.autocast:
+                loss = loss_fn(self.ddp, batch, cfg.label_smoothing)
         else:
-            loss = loss_fn(ddp, batch, cfg.label_smoothing)
+            loss = loss_fn(self.ddp, batch, cfg.label_smoothing)
         loss_value = float(loss.detach())
-        if not dist.all_true(math.isfinite(loss_value)):
-            raise NonFiniteError(_stopped(step + 1, f"the loss became {loss_value}", out))
+        if not self.dist.all_true(math.isfinite(loss_value)):
+            raise NonFiniteError(_stopped(self.step + 1, f"the loss became {loss_value}", self.out))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
         opt.step()
-        step += 1
-        tokens += batch.n_tokens()
-        last_loss = loss_value
-        history.append([step, round(last_loss, 6)])
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            metrics = task.evaluate(model) if dist.main else {}
-        info = {"step": step, "steps": cfg.steps, "loss": last_loss, "lr": lr, "metrics": metrics,
-                "elapsed": time.perf_counter() - t0, "tokens_per_s": tokens * dist.world / (time.perf_counter() - t0)}
-        if on_step is not None:
-            on_step(info | {"model": model, "tokenizer": task.tokenizer})
-        if step % max(1, cfg.steps // 20) == 0 or step == cfg.steps:
-            bar = "#" * int(20 * step / cfg.steps)
-            say(f"[{bar:<20}] step {step}/{cfg.steps} loss {last_loss:.4f} lr {lr:.2e} "
-                f"{info['tokens_per_s']:.0f} tok/s {jsonio.dumps(metrics) if metrics else ''}")
-        if out is not None and step % cfg.ckpt_every == 0 and step < cfg.steps:
-            save_ckpt(step, metrics)
-            dist.barrier()
-    if dist.main and (not metrics or (step % cfg.eval_every and step != cfg.steps)):
-        metrics = task.evaluate(model)
-    summary = _summary(step, metrics)  # the one the card, the checkpoint's meta and the printed line all show
-    save_ckpt(step, metrics, summary=summary)
-    dist.barrier()
-    summary = dict(summary)
-    summary["history"] = history
-    train.last = (model, task.tokenizer)
-    dist.close()
-    return summary
+        self.step += 1
+        self.tokens += batch.n_tokens()
+        self.last_loss = loss_value
+        self.history.append([self.step, round(loss_value, 6)])
+        return lr
+
+    def loop(self, on_step=None, stop=None) -> None:
+        """Steps until ``--steps``, ``--max-seconds`` or ``stop``; evaluations, progress and checkpoints on the way."""
+        cfg, dist = self.cfg, self.dist
+        self.say(f"{cfg.task}: {self.n_params:,} parameters on {self.device}"
+                 + (f" × {dist.world} processes" if dist.active else ""))
+        self.t0, self.step = time.perf_counter(), self.start
+        self.last_loss = float(self.history[-1][1]) if self.history else float("nan")
+        while self.step < cfg.steps:
+            if stop is not None and stop.is_set():
+                break
+            if cfg.max_seconds is not None and time.perf_counter() - self.t0 > cfg.max_seconds:
+                break
+            lr = self._one_step()
+            step = self.step
+            if step % cfg.eval_every == 0 or step == cfg.steps:
+                self.metrics = self.task.evaluate(self.model) if dist.main else {}
+            elapsed = time.perf_counter() - self.t0
+            info = {"step": step, "steps": cfg.steps, "loss": self.last_loss, "lr": lr, "metrics": self.metrics,
+                    "elapsed": elapsed, "tokens_per_s": self.tokens * dist.world / elapsed}
+            if on_step is not None:
+                on_step(info | {"model": self.model, "tokenizer": self.task.tokenizer})
+            if step % max(1, cfg.steps // 20) == 0 or step == cfg.steps:
+                self.say(f"step {step}/{cfg.steps} ({step / cfg.steps:.0%}) loss {self.last_loss:.4f} lr {lr:.2e} "
+                         f"{info['tokens_per_s']:.0f} tok/s {jsonio.dumps(self.metrics) if self.metrics else ''}")
+            if self.out is not None and step % cfg.ckpt_every == 0 and step < cfg.steps:
+                self.save(self.metrics)
+                dist.barrier()
+
+    # ---------------------------------------------------------------- save and finish
+    def summary(self) -> dict:
+        """The run's figures as the card, the checkpoint's meta and the CLI's last line show them."""
+        secs, toks = self._totals()
+        return {"task": self.cfg.task, "steps": self.step, "seconds": round(secs, 2),
+                "tokens_per_s": round(toks * self.dist.world / max(secs, 1e-9), 1), "final_loss": self.last_loss,
+                "metrics": self.metrics, "parameters": self.n_params, "device": str(self.device),
+                "checkpoint": str(self.out) if self.out else None}
+
+    def save(self, metrics=None, summary=None) -> None:
+        """An atomic checkpoint (weights, tokenizer, optimiser and random state; the card with ``summary``)."""
+        cfg, model, out, dist = self.cfg, self.model, self.out, self.dist
+        if out is None:
+            return
+        if not dist.all_true(all(bool(torch.isfinite(p).all()) for p in model.parameters())):
+            raise NonFiniteError(_stopped(self.step, "the weights became non-finite", out))
+        rng = {f"rng.torch.{r}": t for r, t in enumerate(dist.gather(torch.get_rng_state()))}  # all ranks take part
+        if self.device.type == "cuda":
+            rng |= {f"rng.cuda.{r}": t for r, t in enumerate(dist.gather(torch.cuda.get_rng_state(self.device)))}
+        if not dist.main:
+            return
+        secs, toks = self._totals()
+        st = {"step": self.step, "history": self.history, "train_config": dataclasses.asdict(cfg) | {"history": []},
+              "seconds": round(secs, 3), "tokens": toks}
+        tensors = _opt_tensors(self.opt) | {"rng.torch": torch.get_rng_state()} | rng
+        meta = {"task": cfg.task, "command": command_line(cfg), "step": self.step, "metrics": metrics or {},
+                "parameters": self.n_params}
+        if not self.known_words:
+            self.known_words.append(self.task.source_words())
+        checkpoint.save(out, model, self.task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),
+                        card=_card(cfg, summary, self.n_params, self.task.description) if summary else None,
+                        extra_files={STATE_WEIGHTS: save(tensors), STATE_JSON: jsonio.dumps(st).encode()},
+                        known_words=self.known_words[0],
+                        words_source=f"training source text of {cfg.task}: {self.task.description}")
+
+    def finish(self) -> dict:
+        """The last evaluation and the final save; the summary with the loss history."""
+        cfg, step = self.cfg, self.step
+        if self.dist.main and (not self.metrics or (step % cfg.eval_every and step != cfg.steps)):
+            self.metrics = self.task.evaluate(self.model)
+        summary = self.summary()  # the one the card, the checkpoint's meta and the printed line all show
+        self.save(self.metrics, summary=summary)
+        self.dist.barrier()
+        return dict(summary) | {"history": self.history}
