@@ -150,13 +150,7 @@ def bench_decoder_only(cfg, batch, length, rounds, steps, warmup):
         "ours": lambda: train_step(lambda s, _: ours(s).logits, x, None, y, ours_params),
         "nanogpt": lambda: train_step(lambda s, _: ref(s), x, None, y, ref_params),
     }
-    for fn in runs.values():
-        for _ in range(warmup):
-            fn()
-    times = {k: [] for k in runs}
-    for _ in range(rounds):
-        for name, fn in runs.items():  # A B A B ...
-            times[name].append(timed(fn, steps))
+    times = alternate(runs, rounds, steps, warmup)
     tokens = batch * length
     result = {}
     for name, ts in times.items():
@@ -194,6 +188,18 @@ def timed(fn, steps):
     return (time.perf_counter() - t0) / steps
 
 
+def alternate(runs: dict, rounds: int, steps: int, warmup: int) -> dict[str, list[float]]:
+    """Each of ``runs`` warmed up, then timed in turn (A B A B ...) for ``rounds`` rounds of ``steps`` calls."""
+    for fn in runs.values():
+        for _ in range(warmup):
+            fn()
+    times = {k: [] for k in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            times[name].append(timed(fn, steps))
+    return times
+
+
 def bench_training(cfg, batch, src_len, tgt_len, rounds, steps, warmup):
     torch.manual_seed(0)
     ours = Transformer(cfg).train()
@@ -204,13 +210,7 @@ def bench_training(cfg, batch, src_len, tgt_len, rounds, steps, warmup):
         "ours": lambda: train_step(lambda s, t: ours(s, t).logits, src, tgt_in, tgt_out, ours_params),
         "torch": lambda: train_step(ref, src, tgt_in, tgt_out, ref_params),
     }
-    for fn in runs.values():
-        for _ in range(warmup):
-            fn()
-    times = {k: [] for k in runs}
-    for _ in range(rounds):
-        for name, fn in runs.items():  # A B A B ...
-            times[name].append(timed(fn, steps))
+    times = alternate(runs, rounds, steps, warmup)
     tokens = batch * (src_len + tgt_len)
     result = {}
     for name, ts in times.items():

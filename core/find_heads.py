@@ -40,7 +40,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from .io import jsonio, registry
+from .io import cli, jsonio, registry
 from .io.budget import max_positions
 from .io.tokenizer import BOS, SPECIALS, normalize_text
 from .trace import Trace
@@ -309,8 +309,7 @@ def main(argv=None) -> int:
                       text=args.text, k=args.top)
         print(jsonio.dumps(data, ensure_ascii=False))  # strict JSON: a NaN would be printed as null
     except (ValueError, OSError) as e:
-        print("error: " + (" ".join(str(e).split()) or e.__class__.__name__), file=sys.stderr)
-        return 2
+        return cli.refuse(e)
     return 0
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .inference.runner import run
-from .io import checkpoint, jsonio, registry
+from .io import checkpoint, cli, jsonio, registry
 
 
 def trace_json(ck, src: str, tgt: str | None = None) -> dict:
@@ -40,8 +40,7 @@ def main(argv=None) -> int:
         else:
             print(text)
     except (ValueError, OSError) as e:
-        print("error: " + (" ".join(str(e).split()) or e.__class__.__name__), file=sys.stderr)
-        return 2
+        return cli.refuse(e)
     return 0
 
 

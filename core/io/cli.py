@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import types
 import typing
 
@@ -30,3 +31,9 @@ def add_fields(parser: argparse.ArgumentParser, cls, skip=()) -> argparse.Argume
         else:
             parser.add_argument(flag, type=_flag_type(hints[f.name]), default=default)
     return parser
+
+
+def refuse(e: Exception) -> int:
+    """A CLI's answer to a bad request: one ``error:`` line on stderr, exit status 2."""
+    print("error: " + (" ".join(str(e).split()) or e.__class__.__name__), file=sys.stderr)
+    return 2

@@ -25,7 +25,7 @@ from ..config import ModelConfig
 from ..model import Transformer
 from .budget import max_positions
 from .checkpoint import Checkpoint, check_finite
-from .tokenizer import normalize_text, split_words_of, unknown_words_of
+from .tokenizer import VocabLookup, normalize_text, split_words_of, unknown_words_of
 
 # short name -> (importable package, folder inside it, pip name, human description)
 PACKAGES = {
@@ -60,7 +60,7 @@ def installed(name: str) -> bool:
 
 
 # --------------------------------------------------------------------------- tokenizer
-class BertTokenizer:
+class BertTokenizer(VocabLookup):
     """BERT's WordPiece tokenizer behind the interface of :class:`core.io.tokenizer.Tokenizer`.
 
     ``encode`` gives word pieces only; :meth:`frame` adds ``[CLS] … [SEP]`` as BERT reads a sentence.
@@ -114,12 +114,6 @@ class BertTokenizer:
         if skip_special:
             ids = [i for i in ids if i not in self.special_ids]
         return self.hf.decode(ids, skip_special_tokens=False).strip()
-
-    def id_to_token(self, i: int) -> str:
-        return self.hf.id_to_token(int(i)) or "[UNK]"
-
-    def token_to_id(self, tok: str) -> int | None:
-        return self.hf.token_to_id(tok)
 
     def display(self, ids) -> list[str]:
         """Token strings for figures, as BERT has them: ``##ing`` continues a word, ``[CLS]``, ``[SEP]``."""

@@ -30,7 +30,17 @@ def _pre_tokenizer():
                                     pre_tokenizers.Punctuation(behavior="isolated")])
 
 
-class Tokenizer:
+class VocabLookup:
+    """Id ↔ token lookups over a Hugging Face tokenizer ``self.hf`` (ours and BERT's share them)."""
+
+    def id_to_token(self, i: int) -> str:
+        return self.hf.id_to_token(int(i)) or "[UNK]"
+
+    def token_to_id(self, tok: str) -> int | None:
+        return self.hf.token_to_id(tok)
+
+
+class Tokenizer(VocabLookup):
     """Wraps a ``tokenizers.Tokenizer``; ids exclude specials unless asked."""
 
     def __init__(self, hf: HFTokenizer):
@@ -131,12 +141,6 @@ class Tokenizer:
     def decode(self, ids, skip_special: bool = True) -> str:
         ids = [int(i) for i in ids if not (skip_special and int(i) < len(SPECIALS))]
         return self.hf.decode(ids, skip_special_tokens=False).strip()
-
-    def id_to_token(self, i: int) -> str:
-        return self.hf.id_to_token(int(i)) or "[UNK]"
-
-    def token_to_id(self, tok: str) -> int | None:
-        return self.hf.token_to_id(tok)
 
     def display(self, ids) -> list[str]:
         """Token strings for figures: the word marker ``▁`` dropped, specials kept as ``[BOS]`` etc."""
