@@ -145,8 +145,9 @@ def test_bundled_lm_tiny_writes_english_from_its_corpus():
 
 
 def test_english_lm_beats_its_n_gram_baselines_and_writes_english():
-    """The card's held-out perplexity (test split, read once) is below the interpolated bigram's on the same tokens,
-    which is below the unigram's; sampled continuations are made of words its training text holds."""
+    """The card's held-out perplexity (test split, read once) is at most 0.6 × the interpolated bigram's on the same
+    tokens (issue 18's goal; 70.6 / 140.7 = 0.50 measured), which is below the unigram's; sampled continuations are made
+    of words its training text holds."""
     import re
     from core.inference.decoding import generate
 
@@ -154,13 +155,18 @@ def test_english_lm_beats_its_n_gram_baselines_and_writes_english():
     held = ck.meta["heldout"]
     assert held["perplexity"] < held["bigram_perplexity"] < held["unigram_perplexity"]
     assert held["perplexity_vs_bigram"] == pytest.approx(held["perplexity"] / held["bigram_perplexity"])
+    assert held["perplexity_vs_bigram"] <= 0.6
     known = set(ck.known_words)
     tok = ck.tokenizer
     words = []
-    for seed, prompt in enumerate(["The function returns", "You can use the", "Debian is"]):
-        r = generate(ck.model, prompt=tok.encode(prompt), method="sample", top_k=20, seed=seed, max_new=40)
+    # six prompts of 60 tokens: the model often ends a paragraph early, and three short samples gave only 40 words, where
+    # one invented name ("Contributed by Nanas Zijla") moved the share by 7 points (155 words: 98.1 %)
+    prompts = ["The function returns", "You can use the", "Debian is", "The package", "If the file",
+               "This module provides"]
+    for seed, prompt in enumerate(prompts):
+        r = generate(ck.model, prompt=tok.encode(prompt), method="sample", top_k=20, seed=seed, max_new=60)
         text = tok.decode(r.ids)
         assert "\ufffd" not in text, text
         words += re.findall(r"[a-z]+", text.lower())
-    assert len(words) >= 40
+    assert len(words) >= 100
     assert sum(w in known for w in words) / len(words) >= 0.95, words
