@@ -60,7 +60,7 @@ with t_learned:
     if cfg.pos_encoding == "learned":
         full = model.embed.position_table().detach()
         n_show = st.slider("Positions shown", 8, len(full), min(128, len(full)), key="learned_n",
-                           help=f"{view.name} learned {len(full)} position vectors; the first 128 are drawn to begin with "
+                           help=f"{md(view.name)} learned {len(full)} position vectors; the first 128 are drawn to begin with "
                                 f"(a {len(full)} × {len(full)} similarity map takes seconds to draw).")
         table = full[:n_show]
         st.plotly_chart(figures.matrix(table, x_title="dimension", y_title="position", value_name="weight", diverging=True,

@@ -11,6 +11,8 @@ from app import figures, nav, theme
 
 ROOT = Path(__file__).resolve().parents[2]
 
+AXES = dict(title="t", x_title="x", y_title="y")  # every chart names its axes (figures requires them)
+
 
 def test_presentation_sizes_are_set_on_the_figure_and_win_over_a_template():
     fig = figures.heatmap(torch.rand(5, 5), list("abcde"), list("abcde"), title="A title", present=True)
@@ -32,17 +34,17 @@ def test_subplot_titles_and_legends_are_projector_size():
 
 @pytest.mark.parametrize("dark,colour", [(False, "#31333f"), (True, "#fafafa")])
 def test_chart_text_takes_the_page_text_colour(dark, colour):
-    fig = figures.bars([0.2, 0.8], ["a", "b"], title="t", dark=dark)
+    fig = figures.bars([0.2, 0.8], ["a", "b"], title="t", x_title="x", y_title="y", dark=dark)
     assert fig.layout.xaxis.tickfont.color == fig.layout.yaxis.title.font.color == colour
 
 
 def test_cell_text_is_legible_or_hidden():
-    few = figures.matrix(torch.rand(3, 4), show_values=True, present=True)
+    few = figures.matrix(torch.rand(3, 4), **AXES, show_values=True, present=True)
     assert few.data[0].textfont.size == theme.CELL and few.data[0].texttemplate == "%{text}"
-    many = figures.matrix(torch.rand(3, 40), show_values=True, present=True)  # 936 px / 40 = 23 px a cell
+    many = figures.matrix(torch.rand(3, 40), **AXES, show_values=True, present=True)  # 936 px / 40 = 23 px a cell
     assert many.data[0].texttemplate == "" and many.data[0].text is None
     assert "%{z" in many.data[0].hovertemplate  # the value is still in the hover
-    normal = figures.matrix(torch.rand(3, 40), show_values=True)
+    normal = figures.matrix(torch.rand(3, 40), **AXES, show_values=True)
     assert normal.data[0].texttemplate == "%{text}"
     mask = figures.mask_map(torch.zeros(30, 30), list("x" * 30), list("x" * 30), present=True)
     assert mask.data[0].texttemplate == ""
@@ -54,16 +56,16 @@ def test_long_titles_wrap_and_keep_their_tags():
     assert wrapped == "<b>one two three<br>four five six<br>seven eight<br>nine ten</b>"
     assert theme.wrap_title("a<br>b c", width=1) == "a<br>b<br>c"
     fig = figures.lines({"x": [1, 2]}, title="A chart title that is far too long for half a projector page",
-                        present=True)
+                        x_title="x", y_title="y", present=True)
     lines = fig.layout.title.text.split("<br>")
     assert len(lines) == 2 and all(len(x) <= theme.TITLE_CHARS for x in lines)
     assert fig.layout.margin.t >= 1.3 * theme.TITLE * 2  # room for both lines above the plot
 
 
 def test_log_axes_label_only_decades_in_presentation_mode():
-    fig = figures.log_axes(figures.lines({"x": [1, 10, 100]}, [1, 10, 100], present=True), present=True)
+    fig = figures.log_axes(figures.lines({"x": [1, 10, 100]}, [1, 10, 100], **AXES, present=True), present=True)
     assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.dtick == 1
-    assert figures.log_axes(figures.lines({"x": [1, 10]}, [1, 10])).layout.xaxis.dtick is None
+    assert figures.log_axes(figures.lines({"x": [1, 10]}, [1, 10], **AXES)).layout.xaxis.dtick is None
 
 
 def test_dark_presentation_heatmap_puts_the_strongest_weight_in_full_ink():
