@@ -141,7 +141,7 @@ def text_colour(fig: go.Figure, dark: bool) -> go.Figure:
     colour = TEXT["dark" if dark else "light"]
     fig.update_layout(colorway=HEAD_COLOURS["dark" if dark else "light"], font=dict(color=colour),
                       title=dict(font=dict(color=colour)),
-                      legend=dict(font=dict(color=colour)))
+                      legend=dict(font=dict(color=colour), title=dict(font=dict(color=colour))))
     fig.update_xaxes(tickfont=dict(color=colour), title_font=dict(color=colour))
     fig.update_yaxes(tickfont=dict(color=colour), title_font=dict(color=colour))
     return fig
@@ -183,7 +183,8 @@ def present_layout(fig: go.Figure) -> go.Figure:
     top = 20 + round(1.3 * TITLE * lines) + (AXIS_TITLE + TICK + 24 if _top_axis(fig) else 0)
     fig.update_layout(margin=dict(t=max(top, 40)))
     fig.update_layout(font=dict(size=TICK), title=dict(font=dict(size=TITLE)),
-                      legend=dict(font=dict(size=TICK)), hoverlabel=dict(font=dict(size=TICK)))
+                      legend=dict(font=dict(size=TICK), title=dict(font=dict(size=TICK))),
+                      hoverlabel=dict(font=dict(size=TICK)))
     fig.update_xaxes(tickfont=dict(size=TICK), title_font=dict(size=AXIS_TITLE), automargin=True)
     fig.update_yaxes(tickfont=dict(size=TICK), title_font=dict(size=AXIS_TITLE), automargin=True)
     for ann in fig.layout.annotations or ():

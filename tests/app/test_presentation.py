@@ -29,7 +29,8 @@ def test_subplot_titles_and_legends_are_projector_size():
     grid = figures.grid(torch.rand(2, 3, 4, 4), list("abcd"), list("abcd"), present=True)
     assert grid.layout.annotations and all(a.font.size >= 18 for a in grid.layout.annotations)
     bars = figures.query_bars(torch.rand(4, 5), list("abcde"), "it", present=True)
-    assert bars.layout.legend.font.size == theme.TICK
+    assert bars.layout.legend.font.size == bars.layout.legend.title.font.size == theme.TICK
+    assert bars.layout.legend.title.text == "head"
 
 
 @pytest.mark.parametrize("dark,colour", [(False, "#31333f"), (True, "#fafafa")])
