@@ -429,12 +429,18 @@ def start_proxy(ports: list[int], work: Path) -> tuple[subprocess.Popen, str, Pa
 PROBES = [f"probe-{k}" for k in range(16)]
 
 
-def probe_replicas(base: str) -> None:
+def probe_replicas(base: str) -> int:
     """Two requests for each of 16 fixed cookie values: with sticky sessions each value stays on one replica, and
-    16 values reach both replicas (all on one would be a 2 in 65,536 chance)."""
+    16 values reach both replicas (all on one would be a 2 in 65,536 chance). Returns the requests that failed (a
+    swamped server times out; the run's record must still be written)."""
+    failed = 0
     for key in PROBES * 2:
         req = urllib.request.Request(f"{base}/_stcore/health", headers={"Cookie": f"attention_lab_replica={key}"})
-        urllib.request.urlopen(req, timeout=10).read()
+        try:
+            urllib.request.urlopen(req, timeout=30).read()
+        except OSError:
+            failed += 1
+    return failed
 
 
 def stickiness(access_log: Path) -> dict:
@@ -584,9 +590,8 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
         load_after = os.getloadavg()
         wall = time.perf_counter() - t_start
         log_text = "".join(p.read_text(errors="replace") for p in logs_paths)
-        if access_log:
-            probe_replicas(base)
-        sticky = stickiness(access_log) if access_log else None
+        probes_failed = probe_replicas(base) if access_log else 0
+        sticky = stickiness(access_log) | {"probe_requests_failed": probes_failed} if access_log else None
     finally:
         if proxy is not None:
             stop_server(proxy)

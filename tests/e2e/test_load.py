@@ -53,7 +53,7 @@ def test_sessions_stay_on_one_replica_and_both_replicas_serve(record):
     sticky = record["summary"]["stickiness"]
     assert sticky["cookies"] >= SESSIONS + 1, sticky  # one cookie per browser (the students and the trainer)
     assert sticky["cookies_on_two_replicas"] == 0 and sticky["probes_on_two_replicas"] == 0, sticky
-    assert sticky["probe_replicas"] == 2, sticky
+    assert sticky["probe_replicas"] == 2 and sticky["probe_requests_failed"] == 0, sticky
 
 
 def test_the_training_session_finishes_its_run(record):
