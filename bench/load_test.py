@@ -275,6 +275,32 @@ def _open_attention(page, base: str):
     page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
 
 
+def type_sentence(page, text: str) -> None:
+    """The sidebar's Sentence box, by role (on the Lesson page the title also answers to "Sentence"), then run."""
+    box = page.get_by_role("textbox", name="Sentence")
+    box.fill(text)
+    box.press("Control+Enter")
+
+
+def render_sentence(page, sid: int, i: int, shared: Shared, log: SessionLog, timeout_ms: int, label: str = "") -> bool:
+    """Type sentence ``i`` of SENTENCES on the Attention page and time it until the heatmap shows its words (and
+    until the script finished); the render is recorded either way. True when it rendered."""
+    sentence, (a, v, j) = SENTENCES[i % len(SENTENCES)]
+    t0 = time.perf_counter()
+    try:
+        type_sentence(page, sentence)
+        page.wait_for_function(HEATMAP_SHOWS, arg=["The", a, v, j], timeout=timeout_ms)
+        t1 = time.perf_counter()
+        settle(page, timeout_ms)
+        _note_exceptions(page, log)
+        shared.record(Render(sid, i, label + sentence, True, t1 - t0, time.perf_counter() - t0))
+        return True
+    except Exception as e:
+        shared.record(Render(sid, i, label + sentence, False, None, None, f"{type(e).__name__}: {e}"[:500]))
+        _note_exceptions(page, log)
+        return False
+
+
 def render_session(sid: int, base: str, shared: Shared, start: threading.Barrier, log: SessionLog,
                    render_timeout_ms: int = 120_000) -> None:
     """One learner: open the Attention page, then type sentences from the shared queue until it is empty."""
@@ -286,23 +312,8 @@ def render_session(sid: int, base: str, shared: Shared, start: threading.Barrier
                 _open_attention(page, base)
                 _wait(start)
                 while (i := shared.take()) is not None:
-                    sentence, (a, v, j) = SENTENCES[i % len(SENTENCES)]
-                    t0 = None
-                    try:
-                        box = page.get_by_label("Sentence")
-                        box.fill(sentence)
-                        t0 = time.perf_counter()
-                        box.press("Control+Enter")
-                        page.wait_for_function(HEATMAP_SHOWS, arg=["The", a, v, j], timeout=render_timeout_ms)
-                        t1 = time.perf_counter()
-                        settle(page, render_timeout_ms)
-                        t2 = time.perf_counter()
-                        _note_exceptions(page, log)
-                        shared.record(Render(sid, i, sentence, True, t1 - t0, t2 - t0))
-                    except Exception as e:  # a failed render is recorded, then the page is reopened
-                        shared.record(Render(sid, i, sentence, False, None, None, f"{type(e).__name__}: {e}"[:500]))
-                        try:
-                            _note_exceptions(page, log)
+                    if not render_sentence(page, sid, i, shared, log, render_timeout_ms):
+                        try:  # a failed render is recorded, then the page is reopened
                             _open_attention(page, base)
                         except Exception as e2:
                             log.errors.append(f"reopen: {type(e2).__name__}: {e2}"[:500])
@@ -361,13 +372,7 @@ def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barr
                                lambda n=n: page.wait_for_function(LESSON_STEP, arg=n, timeout=render_timeout_ms)):
                         return
                 own, (a, v, j) = SENTENCES[sid % len(SENTENCES)]
-
-                def type_sentence(text):  # by role: on the Lesson page the title also answers to "Sentence"
-                    box = page.get_by_role("textbox", name="Sentence")
-                    box.fill(text)
-                    box.press("Control+Enter")
-
-                if not act("own sentence in the Lesson", lambda: type_sentence(own),
+                if not act("own sentence in the Lesson", lambda: type_sentence(page, own),
                            lambda: page.wait_for_function(ANY_CHART_SHOWS, arg=[a, v, j], timeout=render_timeout_ms)):
                     return
                 if not act("open Attention", lambda: page.get_by_role("link", name="Attention", exact=True).click(),
@@ -375,19 +380,7 @@ def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barr
                                                           timeout=render_timeout_ms)):
                     return
                 while (i := shared.take()) is not None:
-                    sentence, (a, v, j) = SENTENCES[i % len(SENTENCES)]
-                    t0 = time.perf_counter()
-                    try:
-                        type_sentence(sentence)
-                        page.wait_for_function(HEATMAP_SHOWS, arg=["The", a, v, j], timeout=render_timeout_ms)
-                        t1 = time.perf_counter()
-                        settle(page, render_timeout_ms)
-                        _note_exceptions(page, log)
-                        shared.record(Render(sid, i, "Attention: " + sentence, True, t1 - t0, time.perf_counter() - t0))
-                    except Exception as e:
-                        shared.record(Render(sid, i, "Attention: " + sentence, False, None, None,
-                                             f"{type(e).__name__}: {e}"[:500]))
-                        _note_exceptions(page, log)
+                    render_sentence(page, sid, i, shared, log, render_timeout_ms, label="Attention: ")
             finally:
                 context.close()
     except BaseException as e:
