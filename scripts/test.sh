@@ -16,4 +16,6 @@ python -m pip install -q torch==2.13.0
 python -m pip install -q -r requirements.txt -r requirements-test.txt -c requirements.lock
 python -m pip install -q --no-deps -r requirements-nodeps.txt -c requirements.lock
 export CI=${CI:-true}
-python -m pytest -q
+# two workers, a whole test file each (module fixtures built once): most of the suite is one Python thread
+# waiting on Streamlit, Chromium or a small model, so the second core roughly halves the wall time
+python -m pytest -q -n 2 --dist loadfile

@@ -7,6 +7,11 @@ import torch
 # app/guard.py turns an exception escaping a page into a short message for the user; under test it re-raises, so a
 # page that fails still fails its test (tests/app/test_page_guard.py checks the guard itself with this unset).
 os.environ.setdefault("ATTENTION_LAB_RAISE_ERRORS", "1")
+# scripts/test.sh runs the suite on two pytest-xdist workers (one file at a time each): each worker writes what the
+# app saves (trained models, jobs) to a folder of its own, so two tests never write one file at once
+if os.environ.get("PYTEST_XDIST_WORKER") and "ATTENTION_LAB_DATA" not in os.environ:
+    import tempfile
+    os.environ["ATTENTION_LAB_DATA"] = tempfile.mkdtemp(prefix=f"attention-lab-{os.environ['PYTEST_XDIST_WORKER']}-")
 
 
 @pytest.fixture(scope="module")
