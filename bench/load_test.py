@@ -196,6 +196,7 @@ class Render:
     seconds: float | None  # Control+Enter → the heatmap shows the new sentence's words
     settled_s: float | None = None  # ... → the script has finished (the rest of the page drawn)
     error: str | None = None
+    client: str = "browser"  # or "scripted" (bench/ws_students.py: the first chart message, not its drawing)
 
 
 @dataclass
@@ -211,19 +212,27 @@ class SessionLog:
 class Shared:
     """What the threads share: the render queue, the results, the RSS readings at milestones."""
 
-    def __init__(self, total: int, pid: int, milestones=(0.25, 0.5, 1.0)):
+    def __init__(self, total: int, pid: int, milestones=(0.25, 0.5, 1.0), walks: int = 0):
+        """``walks`` renders are kept for the walks' own actions (``take(walk=True)``), so a fast student looping
+        on the Attention page cannot use up the tickets a slower one needs to finish its walk."""
         self.total, self.pid = total, pid
         self.lock = threading.Lock()
         self._next = itertools.count()
+        self._walks_left, self._extra_left = min(walks, total), total - min(walks, total)
         self.renders: list[Render] = []
         self.marks = {m: max(1, round(m * total)) for m in milestones}
         self.rss_at: dict[float, float] = {}
         self.done = threading.Event()
 
-    def take(self) -> int | None:
+    def take(self, walk: bool = False) -> int | None:
         with self.lock:
-            i = next(self._next)
-        return i if i < self.total else None
+            if walk and self._walks_left:
+                self._walks_left -= 1
+            elif self._extra_left:
+                self._extra_left -= 1
+            else:
+                return None
+            return next(self._next)
 
     def record(self, r: Render) -> None:
         with self.lock:
@@ -332,6 +341,10 @@ LESSON_STEP = ("n => { const h = [...document.querySelectorAll('h2')].map(e => e
                " return h.some(t => t.startsWith(n + ' ·')) && document.querySelector('.js-plotly-plot') !== null; }")
 
 
+CLASSROOM_WALK = ["open the shared link", "lesson step 2", "lesson step 3", "lesson step 4",
+                  "own sentence in the Lesson", "open Attention"]
+
+
 def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barrier, log: SessionLog,
                       render_timeout_ms: int = 120_000) -> None:
     """One student: the teacher's shared link, three Lesson steps, their own sentence, the Attention page from the
@@ -347,7 +360,7 @@ def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barr
                 _wait(start)
 
                 def act(name: str, do, done) -> bool:
-                    i = shared.take()
+                    i = shared.take(walk=True)
                     if i is None:
                         return False
                     t0 = time.perf_counter()
@@ -386,6 +399,72 @@ def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barr
     except BaseException as e:
         log.errors.append("".join(traceback.format_exception_only(type(e), e))[:1000])
         _wait(start, 0)
+
+
+def scripted_classroom(first_sid: int, n: int, base: str, shared: Shared, start: threading.Barrier,
+                       log: SessionLog, timeout_s: float = 120) -> None:
+    """``n`` scripted students (bench/ws_students.py) in one thread, one websocket each, on the classroom walk of
+    ``classroom_session``. An action counts as rendered when its run finished with no exception, sent at least one
+    chart, and left the address bar as the browser would show it (the Lesson's step, the new sentence)."""
+    from urllib.parse import parse_qs
+
+    import ws_students
+
+    async def student(k: int):
+        sid = first_sid + k
+        client = ws_students.Client(base, cookie=f"scripted-{sid}", timeout_s=timeout_s)
+
+        async def act(name: str, do, expect: dict | None = None, walk: bool = True) -> bool:
+            i = shared.take(walk)
+            if i is None:
+                return False
+            try:
+                run = await do()
+                query = {k: v[0] for k, v in parse_qs(client.query).items()}
+                wrong = {k: query.get(k) for k, v in (expect or {}).items() if query.get(k) != v}
+                problem = (f"exception: {run.exceptions[0]}" if run.exceptions else "no chart" if not run.charts
+                           else f"address bar {wrong}" if wrong else None)
+                log.st_exceptions += run.exceptions
+                shared.record(Render(sid, i, name, problem is None, run.chart_s, run.done_s, problem,
+                                     client="scripted"))
+            except Exception as e:
+                shared.record(Render(sid, i, name, False, None, None, f"{type(e).__name__}: {e}"[:500],
+                                     client="scripted"))
+            return True
+
+        try:
+            await client.connect()
+            if not await act("open the shared link", lambda: client.open("lesson", model=MODEL, text=TEACHER, step=1),
+                             {"step": "1"}):
+                return
+            for n_ in (2, 3, 4):
+                if not await act(f"lesson step {n_}", lambda: client.click("lesson", "Next ▶"), {"step": str(n_)}):
+                    return
+            own, _ = SENTENCES[sid % len(SENTENCES)]
+            if not await act("own sentence in the Lesson", lambda: client.type("lesson", "Sentence", own),
+                             {"text": own}):
+                return
+            if not await act("open Attention", lambda: client.switch("attention"), {"text": own}):
+                return
+            while True:
+                sentence, _ = SENTENCES[(sid + len(shared.renders)) % len(SENTENCES)]
+                if not await act("Attention: " + sentence, lambda s=sentence: client.type("attention", "Sentence", s),
+                                 {"text": sentence}, walk=False):
+                    return
+        except Exception as e:
+            log.errors.append(f"scripted {sid}: {type(e).__name__}: {e}"[:500])
+        finally:
+            await client.close()
+
+    async def all_students():
+        await asyncio.gather(*(student(k) for k in range(n)))
+
+    import asyncio
+    try:
+        _wait(start)
+        asyncio.run(all_students())
+    except BaseException as e:
+        log.errors.append("".join(traceback.format_exception_only(type(e), e))[:1000])
 
 
 NGINX_CONF = ROOT / "docs" / "nginx-attention-lab.conf"
@@ -537,9 +616,11 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, repeat_training: bool = True,
-             workdir: Path | None = None, timeout_s: float = 1800, walk: str = "attention", replicas: int = 1) -> dict:
+             workdir: Path | None = None, timeout_s: float = 1800, walk: str = "attention", replicas: int = 1,
+             scripted: int = 0) -> dict:
     """Start the server (or ``replicas`` servers behind nginx), run the sessions (``walk``: "attention" or
-    "classroom") and the trainer, stop the servers; return the full record."""
+    "classroom"), ``scripted`` more students on the classroom walk without a browser (bench/ws_students.py) and
+    the trainer, stop the servers; return the full record."""
     train = TRAIN_SETTINGS if train is None else train
     tmp = tempfile.TemporaryDirectory(prefix="attention-lab-load-") if workdir is None else None
     work = Path(tmp.name) if tmp else Path(workdir)
@@ -559,14 +640,18 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
     proc = procs[0]
     try:
         pids = [p.pid for p in procs]
-        shared = Shared(renders, pids)
+        shared = Shared(renders, pids, walks=len(CLASSROOM_WALK) * (sessions + scripted) if walk == "classroom" else 0)
         sampler = RssSampler(pids, shared.count)
         sampler.start()
-        barrier = threading.Barrier(sessions + (1 if train else 0))
+        barrier = threading.Barrier(sessions + (1 if train else 0) + (1 if scripted else 0))
         logs = [SessionLog(f"render-{i}") for i in range(sessions)]
         target = classroom_session if walk == "classroom" else render_session
         threads = [threading.Thread(target=target, args=(i, base, shared, barrier, logs[i]), daemon=True)
                    for i in range(sessions)]
+        if scripted:
+            logs.append(SessionLog("scripted"))
+            threads.append(threading.Thread(target=scripted_classroom, daemon=True,
+                                            args=(sessions, scripted, base, shared, barrier, logs[-1])))
         tlog = TrainLog("train")
         if train:
             threads.append(threading.Thread(target=train_session, args=(base, shared, barrier, tlog, train,
@@ -599,12 +684,17 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
     rss = [s[1] for s in sampler.samples] + list(shared.rss_at.values())
     all_logs = logs + ([tlog] if train else [])
     summary = {
-        "sessions": sessions, "walk": walk, "replicas": replicas, "stickiness": sticky,
+        "sessions": sessions, "scripted_sessions": scripted, "walk": walk, "replicas": replicas, "stickiness": sticky,
         "renders_requested": renders, "renders_ok": len(ok),
         "renders_failed": sum(not r.ok for r in rs), "renders_missing": renders - len(rs),
         "render_p50_s": _r(percentile(ok, 0.5)), "render_p95_s": _r(percentile(ok, 0.95)),
         "render_max_s": _r(max(ok) if ok else None),
         "by_action": _by_action(rs),
+        "by_client": {c: {"n": len(v), "chart_p50_s": _r(percentile(v, 0.5)), "chart_p95_s": _r(percentile(v, 0.95)),
+                          "done_p50_s": _r(percentile(d, 0.5)), "done_p95_s": _r(percentile(d, 0.95))}
+                      for c in ("browser", "scripted")
+                      for v, d in [([r.seconds for r in rs if r.ok and r.client == c and r.seconds is not None],
+                                    [r.settled_s for r in rs if r.ok and r.client == c])] if d},
         "settled_p50_s": _r(percentile(settled, 0.5)), "settled_p95_s": _r(percentile(settled, 0.95)),
         "rss_peak_mb": _r(max(rss) if rss else None, 1),
         "rss_first_mb": _r(sampler.samples[0][1] if sampler.samples else None, 1),
@@ -655,12 +745,14 @@ def main(argv=None):
                     help="attention: type sentences on the Attention page; classroom: shared link, Lesson steps, own "
                          "sentence, Attention page, then sentences")
     ap.add_argument("--replicas", type=int, default=1, help="app processes behind nginx (sticky sessions)")
+    ap.add_argument("--scripted", type=int, default=0,
+                    help="more students on the classroom walk as scripted websocket clients (bench/ws_students.py)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds before the run is abandoned")
     ap.add_argument("--out", type=Path, help="write the full record (every render, every RSS sample) here")
     args = ap.parse_args(argv)
     train = None if args.no_train else dict(TRAIN_SETTINGS, Steps=args.train_steps)
     record = run_load(args.sessions, args.renders, train or {}, timeout_s=args.timeout, walk=args.walk,
-                      replicas=args.replicas)
+                      replicas=args.replicas, scripted=args.scripted)
     s = record["summary"]
     print(f"sessions {s['sessions']} + {'1 training' if train else 'no training'} · renders ok {s['renders_ok']} / "
           f"failed {s['renders_failed']} / missing {s['renders_missing']} of {s['renders_requested']}")
@@ -674,6 +766,9 @@ def main(argv=None):
           f"Streamlit exceptions {s['st_exceptions']} · thread errors {s['thread_errors']} · "
           f"server healthy after: {s['server_healthy_after']} · wall {s['wall_s']} s · "
           f"load average before {s['loadavg_before']} after {s['loadavg_after']} on {s['cpus']} CPUs")
+    for client, v in s["by_client"].items():
+        print(f"  {client} students: n {v['n']}, first chart p50 {v['chart_p50_s']} s, p95 {v['chart_p95_s']} s; "
+              f"script finished p50 {v['done_p50_s']} s, p95 {v['done_p95_s']} s")
     for action, v in s["by_action"].items():
         print(f"  {action}: n {v['n']}, p50 {v['p50_s']} s, p95 {v['p95_s']} s")
     if s["stickiness"]:

@@ -9,9 +9,14 @@ import torch
 os.environ.setdefault("ATTENTION_LAB_RAISE_ERRORS", "1")
 # scripts/test.sh runs the suite on two pytest-xdist workers (one file at a time each): each worker writes what the
 # app saves (trained models, jobs) to a folder of its own, so two tests never write one file at once
-if os.environ.get("PYTEST_XDIST_WORKER") and "ATTENTION_LAB_DATA" not in os.environ:
-    import tempfile
-    os.environ["ATTENTION_LAB_DATA"] = tempfile.mkdtemp(prefix=f"attention-lab-{os.environ['PYTEST_XDIST_WORKER']}-")
+# and uses one torch thread: two workers at torch's default of one thread per core made the card re-measures 4x
+# slower (en-fr 93 s alone, 377 s beside the other worker; 2 cores, 4 busy threads); servers and subprocesses the
+# tests start keep their own defaults
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
+    if "ATTENTION_LAB_DATA" not in os.environ:
+        import tempfile
+        os.environ["ATTENTION_LAB_DATA"] = tempfile.mkdtemp(prefix=f"attention-lab-{os.environ['PYTEST_XDIST_WORKER']}-")
 
 
 @pytest.fixture(scope="module")

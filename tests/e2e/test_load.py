@@ -1,8 +1,9 @@
-"""Many users at once, reduced: 2 Chromium sessions walk through a class (the teacher's shared Lesson link, three
-steps, their own sentence, the Attention page, then more sentences: 14 actions) while a 3rd trains a tiny model on the
-Training page, against 2 app replicas behind nginx with sticky sessions (docs/nginx-attention-lab.conf). The code is
-bench/load_test.py's (the full run: ``python bench/load_test.py --sessions 30 --renders 300 --walk classroom
---replicas 2``, docs/RELIABILITY.md); no wall-clock assertions here."""
+"""Many users at once, reduced: 2 Chromium sessions and 2 scripted websocket students (bench/ws_students.py) walk
+through a class (the teacher's shared Lesson link, three steps, their own sentence, the Attention page, then more
+sentences: 28 actions) while a 5th session trains a tiny model on the Training page, against 2 app replicas behind
+nginx with sticky sessions (docs/nginx-attention-lab.conf). The code is bench/load_test.py's (the full run of a class
+of 30: ``python bench/load_test.py --sessions 4 --scripted 26 --renders 300 --walk classroom --replicas 2``,
+docs/RELIABILITY.md); no wall-clock assertions here."""
 import sys
 from pathlib import Path
 
@@ -15,9 +16,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import load_test  # noqa: E402
 
 pytestmark = pytest.mark.e2e
-SESSIONS, RENDERS = 2, 14
-WALK = ["open the shared link", "lesson step 2", "lesson step 3", "lesson step 4", "own sentence in the Lesson",
-        "open Attention"]
+SESSIONS, SCRIPTED, RENDERS = 2, 2, 28
+WALK = load_test.CLASSROOM_WALK
 RSS_GROWTH_LIMIT_MB = 300
 
 
@@ -27,7 +27,8 @@ def record(tmp_path_factory):
     # another test module's browser may already run one (the sessions start their own, in their own threads)
     require_chromium()
     return load_test.run_load(SESSIONS, RENDERS, load_test.TINY_TRAIN_SETTINGS, repeat_training=False,
-                              workdir=tmp_path_factory.mktemp("load"), timeout_s=300, walk="classroom", replicas=2)
+                              workdir=tmp_path_factory.mktemp("load"), timeout_s=300, walk="classroom", replicas=2,
+                              scripted=SCRIPTED)
 
 
 def test_the_sentences_are_single_tokens_the_model_knows():
@@ -42,16 +43,17 @@ def test_every_session_renders_every_time(record):
     failed = [r for r in record["renders"] if not r["ok"]]
     assert failed == [], failed
     assert s["renders_ok"] == RENDERS and s["renders_missing"] == 0, s
-    assert {r["session"] for r in record["renders"]} == set(range(SESSIONS))
+    assert {r["session"] for r in record["renders"]} == set(range(SESSIONS + SCRIPTED))
+    assert {r["client"] for r in record["renders"]} == {"browser", "scripted"}
     assert s["thread_errors"] == 0 and s["threads_hung"] == 0, [x["errors"] for x in record["sessions"]]
-    for sid in range(SESSIONS):  # every student did the whole walk, in order
+    for sid in range(SESSIONS + SCRIPTED):  # every student did the whole walk, in order
         mine = sorted((r for r in record["renders"] if r["session"] == sid), key=lambda r: r["index"])
         assert [r["sentence"] for r in mine][:len(WALK)] == WALK, mine
 
 
 def test_sessions_stay_on_one_replica_and_both_replicas_serve(record):
     sticky = record["summary"]["stickiness"]
-    assert sticky["cookies"] >= SESSIONS + 1, sticky  # one cookie per browser (the students and the trainer)
+    assert sticky["cookies"] >= SESSIONS + SCRIPTED + 1, sticky  # one cookie per student and the trainer
     assert sticky["cookies_on_two_replicas"] == 0 and sticky["probes_on_two_replicas"] == 0, sticky
     assert sticky["probe_replicas"] == 2 and sticky["probe_requests_failed"] == 0, sticky
 
