@@ -8,9 +8,9 @@ from __future__ import annotations
 import html
 import math
 
+import numpy as np
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
 from app import theme
 
@@ -24,7 +24,7 @@ def label(tok: str) -> str:
 def _style(fig: go.Figure, present: bool, height: int | None = None, dark: bool = False) -> go.Figure:
     """Theme and type sizes; in presentation mode every title, axis, legend and cell text at projector size
     (app/theme.py)."""
-    fig.update_layout(template="plotly_dark" if dark else "plotly_white",
+    fig.update_layout(template=theme.TEMPLATE["dark" if dark else "light"],
                       font=dict(size=20 if present else 13), margin=dict(l=10, r=10, t=70 if present else 50, b=10))
     if height:
         fig.update_layout(height=height)
@@ -55,25 +55,46 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
 
 def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present: bool = False,
          dark: bool = False) -> go.Figure:
-    """Small multiples: every layer (rows) × head (columns) of ``weights [L, H, Tq, Tk]``."""
-    n_l, n_h = weights.shape[:2]
-    fig = make_subplots(rows=n_l, cols=n_h, horizontal_spacing=0.01, vertical_spacing=0.02,
-                        subplot_titles=[f"L{l} H{h}" for l in range(n_l) for h in range(n_h)])
-    qs, ks = [label(t) for t in q_tokens], [label(t) for t in k_tokens]
-    custom = _hover_cells(qs, ks) if len(qs) * len(ks) * n_l * n_h <= HOVER_CELLS else None
-    where = "%{customdata[0]} → %{customdata[1]}" if custom is not None else "query %{y} → key %{x}"
-    # the thumbnails' values go as one float32 array each (sent as binary; nested lists are checked cell by cell)
-    cells = weights.detach().float().cpu().numpy()
+    """Small multiples: every layer (rows of tiles) × head (columns of tiles) of ``weights [L, H, Tq, Tk]``.
+
+    Drawn as one heatmap of tiles with a blank row and column between them, the axes naming layer and head, rather
+    than as L × H subplots: plotly builds and styles each subplot's axes one by one in Python, which took 0.24 s for
+    en-fr's 4 × 8 (most of an Attention page's run, and what limited a class of 30, docs/RELIABILITY.md); one
+    trace takes 0.024 s (tests/app/test_grid_figure.py checks every tile against the weights)."""
+    n_l, n_h, tq, tk = weights.shape
+    step_q, step_k = tq + 1, tk + 1
+    tiles = torch.full((n_l * step_q - 1, n_h * step_k - 1), float("nan"))
     for l in range(n_l):
         for h in range(n_h):
-            fig.add_trace(go.Heatmap(z=cells[l, h], colorscale="Greys" if present else "Blues",
-                                     zmin=0, zmax=1, showscale=False, customdata=custom,
-                                     hovertemplate=f"layer {l} head {h}<br>{where}: %{{z:.4f}}<extra></extra>"),
-                          row=l + 1, col=h + 1)
-    fig.update_xaxes(showticklabels=False)
-    fig.update_yaxes(showticklabels=False, autorange="reversed")
+            tiles[l * step_q:l * step_q + tq, h * step_k:h * step_k + tk] = weights[l, h].detach().float().cpu()
+    qs, ks = [label(t) for t in q_tokens], [label(t) for t in k_tokens]
+    custom = _tile_hover(qs, ks, n_l, n_h) if tiles.numel() <= HOVER_CELLS else None
+    where = "%{customdata[0]}<br>%{customdata[1]} → %{customdata[2]}" if custom is not None else "row %{y}, column %{x}"
+    # the values go as one float32 array (sent as binary; nested lists are checked cell by cell); NaN between tiles
+    fig = go.Figure(go.Heatmap(z=tiles.numpy(), colorscale="Greys" if present else "Blues", zmin=0, zmax=1,
+                               showscale=False, customdata=custom, hoverongaps=False,
+                               hovertemplate=f"{where}: %{{z:.4f}}<extra></extra>"))
+    fig.update_xaxes(title="head", tickvals=[h * step_k + (tk - 1) / 2 for h in range(n_h)],
+                     ticktext=[f"H{h}" for h in range(n_h)], showgrid=False, zeroline=False)
+    fig.update_yaxes(title="layer", tickvals=[l * step_q + (tq - 1) / 2 for l in range(n_l)],
+                     ticktext=[f"L{l}" for l in range(n_l)], autorange="reversed", showgrid=False, zeroline=False)
     fig.update_layout(title=title)
     return _style(fig, present, height=140 + 150 * n_l, dark=dark)
+
+
+def _tile_hover(qs: list[str], ks: list[str], n_l: int, n_h: int):
+    """Per cell of :func:`grid`'s tiles ``[layer and head, query, key]``, empty between tiles; built as one string
+    array (plotly checks a nested list cell by cell: 50 ms for en-fr's 4 × 8 tiles of 9 tokens)."""
+    tq, tk = len(qs), len(ks)
+    l_r, i_r = np.divmod(np.arange(n_l * (tq + 1) - 1), tq + 1)
+    h_c, j_c = np.divmod(np.arange(n_h * (tk + 1) - 1), tk + 1)
+    gap = (i_r[:, None] == tq) | (j_c[None, :] == tk)
+    where = np.char.add(np.char.add("layer ", l_r.astype(str))[:, None], np.char.add(" head ", h_c.astype(str))[None])
+    query = np.broadcast_to(np.array(qs + [""], dtype=object)[i_r][:, None], gap.shape)
+    key = np.broadcast_to(np.array(ks + [""], dtype=object)[j_c][None, :], gap.shape)
+    custom = np.stack([where.astype(object), query, key], axis=-1)
+    custom[gap] = ""
+    return custom
 
 
 def query_bars(weights: torch.Tensor, k_tokens, query_token: str, *, present: bool = False,

@@ -15,7 +15,11 @@ on the class's sentence), step the Lesson three times, put their own sentence in
 from the navigation, then type sentences there like the default walk; every action is timed from the click or
 Control+Enter to the chart that shows its result. ``--replicas N`` (N > 1) serves the app from N Streamlit processes
 behind nginx (``docs/nginx-attention-lab.conf``: sticky sessions by a cookie, websockets passed through; Debian's
-``nginx`` package), and checks from nginx's log that every browser stayed on one replica.
+``nginx`` package), and checks from nginx's log that every browser stayed on one replica. ``--scripted N`` adds N
+students on the classroom walk that speak Streamlit's websocket protocol without a browser (``bench/ws_students.py``;
+30 Chromium processes do not fit on 2 cores beside the app), and ``--think S`` gives every student S seconds
+(0.5–1.5×, seeded) of reading before each action; the class of 30 in docs/RELIABILITY.md is
+``--sessions 4 --scripted 26 --renders 300 --walk classroom --replicas 2 [--think 10]``.
 
 Every request that is not for the app's own 127.0.0.1 origin is aborted and counted. The server's RSS
 (its process and any children; psutil if installed, else /proc/PID/status VmRSS) is sampled every 0.5 s
@@ -28,9 +32,11 @@ record (every render, every RSS sample). ``tests/e2e/test_load.py`` runs a reduc
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -212,10 +218,12 @@ class SessionLog:
 class Shared:
     """What the threads share: the render queue, the results, the RSS readings at milestones."""
 
-    def __init__(self, total: int, pid: int, milestones=(0.25, 0.5, 1.0), walks: int = 0):
+    def __init__(self, total: int, pid: int, milestones=(0.25, 0.5, 1.0), walks: int = 0, think_s: float = 0.0):
         """``walks`` renders are kept for the walks' own actions (``take(walk=True)``), so a fast student looping
-        on the Attention page cannot use up the tickets a slower one needs to finish its walk."""
-        self.total, self.pid = total, pid
+        on the Attention page cannot use up the tickets a slower one needs to finish its walk. ``think_s``: a
+        student's pause before each action (``pause``)."""
+        self.total, self.pid, self.think_s = total, pid, think_s
+        self._rngs: dict[int, random.Random] = {}
         self.lock = threading.Lock()
         self._next = itertools.count()
         self._walks_left, self._extra_left = min(walks, total), total - min(walks, total)
@@ -246,6 +254,13 @@ class Shared:
 
     def count(self) -> int:
         return len(self.renders)
+
+    def pause(self, sid: int, first: bool = False) -> float:
+        """Seconds student ``sid`` waits before an action: reading time, uniform in 0.5–1.5 × ``think_s``; before
+        the first, uniform in 0–1 × ``think_s`` (a class opens the teacher's link over that many seconds, not in
+        the same millisecond). Seeded per student, so a rerun pauses the same."""
+        rng = self._rngs.setdefault(sid, random.Random(sid))
+        return self.think_s * (rng.uniform(0, 1) if first else rng.uniform(0.5, 1.5))
 
 
 def _open_context(browser, base: str, log: SessionLog):
@@ -360,6 +375,7 @@ def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barr
                 _wait(start)
 
                 def act(name: str, do, done) -> bool:
+                    time.sleep(shared.pause(sid, first=name == CLASSROOM_WALK[0]))
                     i = shared.take(walk=True)
                     if i is None:
                         return False
@@ -392,7 +408,10 @@ def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barr
                            lambda: page.wait_for_function(HEATMAP_SHOWS, arg=["The", a, v, j],
                                                           timeout=render_timeout_ms)):
                     return
-                while (i := shared.take()) is not None:
+                while True:
+                    time.sleep(shared.pause(sid))
+                    if (i := shared.take()) is None:
+                        break
                     render_sentence(page, sid, i, shared, log, render_timeout_ms, label="Attention: ")
             finally:
                 context.close()
@@ -415,6 +434,7 @@ def scripted_classroom(first_sid: int, n: int, base: str, shared: Shared, start:
         client = ws_students.Client(base, cookie=f"scripted-{sid}", timeout_s=timeout_s)
 
         async def act(name: str, do, expect: dict | None = None, walk: bool = True) -> bool:
+            await asyncio.sleep(shared.pause(sid, first=name == CLASSROOM_WALK[0]))
             i = shared.take(walk)
             if i is None:
                 return False
@@ -459,7 +479,6 @@ def scripted_classroom(first_sid: int, n: int, base: str, shared: Shared, start:
     async def all_students():
         await asyncio.gather(*(student(k) for k in range(n)))
 
-    import asyncio
     try:
         _wait(start)
         asyncio.run(all_students())
@@ -617,10 +636,11 @@ def percentile(values: list[float], q: float) -> float | None:
 
 def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, repeat_training: bool = True,
              workdir: Path | None = None, timeout_s: float = 1800, walk: str = "attention", replicas: int = 1,
-             scripted: int = 0) -> dict:
+             scripted: int = 0, think_s: float = 0.0) -> dict:
     """Start the server (or ``replicas`` servers behind nginx), run the sessions (``walk``: "attention" or
     "classroom"), ``scripted`` more students on the classroom walk without a browser (bench/ws_students.py) and
-    the trainer, stop the servers; return the full record."""
+    the trainer, stop the servers; return the full record. ``think_s``: each student's pause before an action
+    (``Shared.pause``; 0: every action right after the last)."""
     train = TRAIN_SETTINGS if train is None else train
     tmp = tempfile.TemporaryDirectory(prefix="attention-lab-load-") if workdir is None else None
     work = Path(tmp.name) if tmp else Path(workdir)
@@ -640,7 +660,8 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
     proc = procs[0]
     try:
         pids = [p.pid for p in procs]
-        shared = Shared(renders, pids, walks=len(CLASSROOM_WALK) * (sessions + scripted) if walk == "classroom" else 0)
+        shared = Shared(renders, pids, walks=len(CLASSROOM_WALK) * (sessions + scripted) if walk == "classroom" else 0,
+                        think_s=think_s)
         sampler = RssSampler(pids, shared.count)
         sampler.start()
         barrier = threading.Barrier(sessions + (1 if train else 0) + (1 if scripted else 0))
@@ -684,7 +705,7 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
     rss = [s[1] for s in sampler.samples] + list(shared.rss_at.values())
     all_logs = logs + ([tlog] if train else [])
     summary = {
-        "sessions": sessions, "scripted_sessions": scripted, "walk": walk, "replicas": replicas, "stickiness": sticky,
+        "sessions": sessions, "scripted_sessions": scripted, "think_s": think_s, "walk": walk, "replicas": replicas, "stickiness": sticky,
         "renders_requested": renders, "renders_ok": len(ok),
         "renders_failed": sum(not r.ok for r in rs), "renders_missing": renders - len(rs),
         "render_p50_s": _r(percentile(ok, 0.5)), "render_p95_s": _r(percentile(ok, 0.95)),
@@ -747,12 +768,14 @@ def main(argv=None):
     ap.add_argument("--replicas", type=int, default=1, help="app processes behind nginx (sticky sessions)")
     ap.add_argument("--scripted", type=int, default=0,
                     help="more students on the classroom walk as scripted websocket clients (bench/ws_students.py)")
+    ap.add_argument("--think", type=float, default=0.0,
+                    help="a student's reading time before each action, seconds (0.5-1.5x, seeded); 0: none")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds before the run is abandoned")
     ap.add_argument("--out", type=Path, help="write the full record (every render, every RSS sample) here")
     args = ap.parse_args(argv)
     train = None if args.no_train else dict(TRAIN_SETTINGS, Steps=args.train_steps)
     record = run_load(args.sessions, args.renders, train or {}, timeout_s=args.timeout, walk=args.walk,
-                      replicas=args.replicas, scripted=args.scripted)
+                      replicas=args.replicas, scripted=args.scripted, think_s=args.think)
     s = record["summary"]
     print(f"sessions {s['sessions']} + {'1 training' if train else 'no training'} · renders ok {s['renders_ok']} / "
           f"failed {s['renders_failed']} / missing {s['renders_missing']} of {s['renders_requested']}")

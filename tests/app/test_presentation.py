@@ -25,9 +25,9 @@ def test_presentation_sizes_are_set_on_the_figure_and_win_over_a_template():
     assert normal.layout.title.font.size is None and normal.layout.xaxis.tickfont.size is None
 
 
-def test_subplot_titles_and_legends_are_projector_size():
+def test_grid_labels_and_legends_are_projector_size():
     grid = figures.grid(torch.rand(2, 3, 4, 4), list("abcd"), list("abcd"), present=True)
-    assert grid.layout.annotations and all(a.font.size >= 18 for a in grid.layout.annotations)
+    assert grid.layout.xaxis.tickfont.size == grid.layout.yaxis.tickfont.size == theme.TICK  # H0 … / L0 …
     bars = figures.query_bars(torch.rand(4, 5), list("abcde"), "it", present=True)
     assert bars.layout.legend.font.size == bars.layout.legend.title.font.size == theme.TICK
     assert bars.layout.legend.title.text == "head"
