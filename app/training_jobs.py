@@ -1,8 +1,11 @@
-"""Training jobs for the Training page: ``core.training.trainer.train`` in a background thread, read through snapshots.
+"""Training jobs for the Training page: ``core.training.trainer.train`` in a process of its own, read through snapshots.
 
-The worker thread never touches Streamlit. It writes its progress (loss history, held-out metrics,
-attention snapshots, status) into the :class:`Job` under a lock, and the page only reads copies of it
-(:meth:`Job.snapshot`). A module-level registry limits how many jobs the whole server runs at once,
+Each job trains in a child process (multiprocessing, spawn) on :data:`TRAIN_THREADS` torch threads: its thread
+settings cannot reach the server's, a crash in it ends only the job, and the server's Python keeps its own lock
+for the pages (a job in a thread of the server slowed every page of that server). The child sends every step
+(loss, held-out metrics, attention snapshots, head scores) down a pipe; a reader thread in the server writes them
+into the :class:`Job` under a lock, and the page only reads copies (:meth:`Job.snapshot`). Stop and pause are
+events both processes share. A module-level registry limits how many jobs the whole server runs at once,
 and :func:`check_settings` caps the model and run size so one learner cannot monopolise the machine.
 
 A finished run is copied from its temporary folder into ``registry.user_dir()/<name>``, where the
@@ -13,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -50,14 +54,10 @@ PROBE_SENTENCE = "The animal didn't cross the street because it was too tired."
 MODEL_FILES = (checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.TOKENIZER, checkpoint.CARD)
 FINISHED = ("done", "stopped", "error")
 
-# torch.set_num_threads() sets the calling thread's OpenMP thread count and also a process-wide value from
-# which every thread created later initialises itself (Streamlit runs each script rerun in a new thread).
-# The app's threads keep the count the process started with; a training job limits only its own thread.
-DEFAULT_THREADS = torch.get_num_threads()  # recorded at import, before any job ran
-TRAIN_THREADS = 1  # intra-op threads of one training job
+TRAIN_THREADS = 1  # torch threads of one training job's process
+_MP = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of the server's threads or state is forked
 
 _lock = threading.Lock()
-_threads_lock = threading.Lock()
 _active: set["Job"] = set()
 _ids = itertools.count(1)
 
@@ -175,24 +175,6 @@ def active_jobs() -> int:
         return len(_active)
 
 
-def limit_this_thread(n: int) -> None:
-    """Give the calling thread ``n`` intra-op threads and leave every other thread's count at the default.
-
-    ``torch.set_num_threads(n)`` here sets this thread's count, but also the process-wide value that each
-    new thread copies on its first torch call; a helper thread then puts that value back to
-    :data:`DEFAULT_THREADS` (which changes only the helper's own count, not this thread's). This thread must
-    have made its first torch call before, or it would copy the restored default later.
-    """
-    torch.get_num_threads()  # initialises this thread's count now
-    with _threads_lock:  # two jobs starting at once must not restore in between each other's steps
-        torch.set_num_threads(n)
-        restore = threading.Thread(target=torch.set_num_threads, args=(DEFAULT_THREADS,), name="threads-restore")
-        restore.start()
-        restore.join()
-
-
-# --------------------------------------------------------------------------- uploads
-
 def uploads_dir() -> Path:
     return registry.data_dir() / "uploads"
 
@@ -272,7 +254,7 @@ def save_upload(data: bytes, shown_name: str = "the file") -> Path:
 # --------------------------------------------------------------------------- the job
 
 class Job:
-    """One training run in a daemon thread. Create, then :meth:`start`; read with :meth:`snapshot`."""
+    """One training run in a child process. Create, then :meth:`start`; read with :meth:`snapshot`."""
 
     def __init__(self, cfg: TrainConfig, name: str, label: str | None = None):
         cfg = dataclasses.replace(cfg, history=[])
@@ -284,17 +266,17 @@ class Job:
         self.label = label or f"{name} ({cfg.task}, {cfg.pos_encoding}, d{cfg.d_model} L{cfg.layers} H{cfg.heads})"
         self.published = False  # the page has announced the saved model
         self._lock = threading.Lock()
-        self._stop, self._pause = threading.Event(), threading.Event()
+        self._stop, self._pause = _MP.Event(), _MP.Event()
         self._status, self._error, self._saved = "created", None, None
         self._history: list[dict] = []  # one row per step
         self._evals: list[dict] = []  # {"step": s, **metrics} each time the held-out set was scored
         self._snapshots: list[dict] = []
         self._head_scores: list[dict] = []  # the induction task: {"step", "induction", "previous_token"} per eval
-        self._last_metrics = None
+        self._threads: set[int] = set()  # torch threads the child reported at each step
         self._paused_s, self._paused_since = 0.0, None
         self._snap_steps = sorted({max(1, round(i * cfg.steps / (N_SNAPSHOTS - 1))) for i in range(N_SNAPSHOTS)})
-        self._probe = None
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # reads the child's messages
+        self._proc = None
 
     # ---- control (page side)
     def start(self) -> "Job":
@@ -352,7 +334,7 @@ class Job:
                     "status": status, "error": self._error, "saved": self._saved,
                     "step": step, "steps": self.cfg.steps, "history": list(self._history),
                     "evals": list(self._evals), "snapshots": list(self._snapshots),
-                    "head_scores": list(self._head_scores),
+                    "head_scores": list(self._head_scores), "threads": sorted(self._threads),
                     "elapsed": active, "paused_s": paused, "remaining": remaining,
                     "tokens_per_s": last["tokens_per_s"] if last else 0.0, "config": dataclasses.asdict(self.cfg)}
 
@@ -365,16 +347,20 @@ class Job:
     def _work(self) -> None:
         tmp = None
         try:
-            limit_this_thread(min(TRAIN_THREADS, DEFAULT_THREADS))
             work_root = registry.data_dir() / "tmp"
             work_root.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f"train-{self.id}-", dir=work_root))
-            # threads=None: train() must not call torch.set_num_threads (this thread's count is set above)
+            # threads=None: train() leaves the thread count as the child set it
             evals = N_HEAD_SCORES if self.cfg.task == "induction" else 10
             cfg = dataclasses.replace(self.cfg, out=str(tmp / "ckpt"), resume=False, threads=None, quiet=True,
                                       ckpt_every=self.cfg.steps + 1, eval_every=max(5, self.cfg.steps // evals),
                                       max_seconds=MAX_RUN_S, history=[])
-            train(cfg, on_step=self._on_step, stop=self._stop)
+            outcome = self._run_child(cfg)
+            if outcome is None:
+                raise RuntimeError(f"the training process ended unexpectedly (exit code {self._proc.exitcode})")
+            if outcome[0] == "failed":
+                self._set(status="error", error=outcome[1])
+                return
             if self._stop.is_set():
                 self._set(status="stopped")
                 return
@@ -394,108 +380,167 @@ class Job:
         except Exception as e:  # shown to the learner; the thread must not die silently
             self._set(status="error", error=f"{type(e).__name__}: {e}" if not isinstance(e, ValueError) else str(e))
         finally:
+            if self._proc is not None and self._proc.is_alive():
+                self._proc.kill()
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
             with _lock:
                 _active.discard(self)
             release_upload(self.cfg.text)  # the uploaded text was needed for this run only
 
-    def _on_step(self, info: dict) -> None:
-        step = info["step"]
-        row = {k: info[k] for k in ("step", "loss", "lr", "elapsed", "tokens_per_s")}
-        new_eval = info["metrics"] and info["metrics"] is not self._last_metrics
-        self._last_metrics = info["metrics"]
-        snap = heads = None
-        if new_eval and self.cfg.task == "induction":
-            try:
-                heads = self._induction_scores(info["model"], step)
-            except Exception as e:  # a failed measurement must not end the run
-                heads = {"step": step, "error": str(e)}
-        if step in self._snap_steps:
-            try:
-                snap = self._attention_snapshot(info["model"], info["tokenizer"], step)
-            except Exception as e:  # a failed picture must not end the run
-                snap = {"step": step, "error": str(e)}
-        with self._lock:
-            row["elapsed"] -= self._paused_s
-            row["tokens_per_s"] = info["tokens_per_s"] * info["elapsed"] / max(row["elapsed"], 1e-9)
-            self._history.append(row)
-            if new_eval:
-                self._evals.append({"step": step, **{k: v for k, v in info["metrics"].items()
-                                                     if isinstance(v, (int, float)) and not is_count(k)}})
-            if snap is not None:
-                self._snapshots.append(snap)
-            if heads is not None:
-                self._head_scores.append(heads)
-        self._wait_while_paused()
-
-    def _induction_scores(self, model, step: int) -> dict:
-        """core.find_heads.head_scores on 16 held-out rows of the task's own shape (random syllables, repeated)."""
-        from core import find_heads
-        scores = find_heads.head_scores(model, seq_len=self.cfg.seq_len or 16, batch=16, seed=1)
-        return {"step": step, "induction": scores["induction"], "previous_token": scores["previous_token"]}
-
-    def _wait_while_paused(self) -> None:
-        if not self._pause.is_set():
-            return
-        began = time.monotonic()
-        with self._lock:
-            self._paused_since = began
-        while self._pause.is_set() and not self._stop.is_set():
-            if time.monotonic() - began > MAX_PAUSE_S:
-                self._set(error=f"Stopped after being paused for more than {MAX_PAUSE_S / 60:.0f} minutes.")
-                self._stop.set()
-                break
-            time.sleep(0.05)
-        with self._lock:
-            self._paused_s += time.monotonic() - began
-            self._paused_since = None
-
-    # ---- attention snapshots
-    def _probe_ids(self, tokenizer) -> tuple[list[int] | None, list[int]]:
-        """(source ids, decoder input ids) of the fixed probe; the reference target is teacher-forced."""
-        task = self.cfg.task
-        if task == "induction":  # its own syllables, twice: the induction stripe appears as the heads form
-            ids = tokenizer.encode(PROBE_INDUCTION)
-            return None, [BOS] + ids
-        if task in SYNTHETIC:
-            src = tokenizer.encode(PROBE_SYNTHETIC)
-            tgt = list(src) if task == "copy" else src[::-1] if task == "reverse" else sorted(src)
-            return src + [EOS], [BOS] + tgt
-        if task in TRANSLATION:
-            from core.data import corpus_for, lang_of
-            pair = corpus_for(task).pair_for(PROBE_SENTENCE, lang_of(task))
-            return tokenizer.encode(pair.src) + [EOS], [BOS] + tokenizer.encode(pair.tgt)
-        text = PROBE_SENTENCE
-        if self.cfg.text:
-            from core.data.lm import load_text
-            text = next((ln for ln in load_text(self.cfg.text).splitlines() if ln.strip()), PROBE_SENTENCE)
-        if task == "mlm":  # an encoder reads the sentence as it is
-            return None, tokenizer.encode(text)[:24]
-        return None, ([BOS] + tokenizer.encode(text))[:24]
-
-    def _attention_snapshot(self, model, tokenizer, step: int) -> dict:
-        if self._probe is None:
-            self._probe = self._probe_ids(tokenizer)
-        src_ids, tgt_ids = self._probe
-        device = model.device
-        was_training = model.training
-        model.eval()
+    def _run_child(self, cfg: TrainConfig) -> tuple[str, str | None] | None:
+        """Start the child and apply its messages until it says how it ended (None: it died without saying)."""
+        receive, send = _MP.Pipe(duplex=False)
+        self._proc = _MP.Process(target=_child, args=(cfg, self._snap_steps, send, self._stop, self._pause),
+                                 name=f"train-{self.id}", daemon=True)
+        self._proc.start()
+        send.close()  # the child holds the only sending end: its exit ends recv() with EOFError
         try:
-            with torch.no_grad():
-                tgt = torch.tensor([tgt_ids], device=device)
-                if src_ids is not None:
-                    trace = model(torch.tensor([src_ids], device=device), tgt, trace=True).trace
-                    kind, keys = "cross", src_ids
-                else:
-                    trace = model(tgt, trace=True).trace
-                    kind, keys = trace.kinds()[0], tgt_ids  # decoder (LM) or encoder (masked LM)
-                layer = trace.n_layers(kind) - 1
-                weights = trace.attention(kind, layer)[0].float().mean(0).cpu()  # [Tq, Tk], mean over heads
+            while True:
+                try:
+                    kind, payload = receive.recv()
+                except EOFError:
+                    return None
+                if kind == "step":
+                    self._record(payload)
+                elif kind == "pause":
+                    with self._lock:
+                        self._paused_since = time.monotonic()
+                elif kind == "resume":
+                    with self._lock:
+                        self._paused_s += payload
+                        self._paused_since = None
+                elif kind == "note":
+                    self._set(error=payload)
+                else:  # "finished" or "failed"
+                    return kind, payload
         finally:
-            model.train(was_training)
-        return {"step": step, "kind": kind, "layer": layer, "weights": weights,
-                "q_tokens": tokenizer.display(tgt_ids), "k_tokens": tokenizer.display(keys)}
+            receive.close()
+            self._proc.join(30)
+
+    def _record(self, msg: dict) -> None:
+        row = msg["row"]
+        with self._lock:
+            active = row["elapsed"] - self._paused_s
+            row["tokens_per_s"] = row["tokens_per_s"] * row["elapsed"] / max(active, 1e-9)
+            row["elapsed"] = active
+            self._history.append(row)
+            self._threads.add(msg["threads"])
+            if "metrics" in msg:
+                self._evals.append({"step": row["step"], **msg["metrics"]})
+            if "snap" in msg:
+                snap = msg["snap"]
+                if "weights" in snap:
+                    snap["weights"] = torch.tensor(snap["weights"])
+                self._snapshots.append(snap)
+            if "heads" in msg:
+                self._head_scores.append(msg["heads"])
+
+
+# --------------------------------------------------------------------------- the child process
+
+def _child(cfg: TrainConfig, snap_steps: list[int], send, stop, pause) -> None:
+    """Train ``cfg`` on :data:`TRAIN_THREADS` threads; after each step send its row (and the held-out metrics,
+    attention snapshot and head scores due at it), then wait while ``pause`` is set."""
+    torch.set_num_threads(TRAIN_THREADS)
+    last, probe = None, None
+
+    def on_step(info: dict) -> None:
+        nonlocal last, probe
+        step = info["step"]
+        msg = {"row": {k: info[k] for k in ("step", "loss", "lr", "elapsed", "tokens_per_s")},
+               "threads": torch.get_num_threads()}
+        if info["metrics"] and info["metrics"] is not last:
+            msg["metrics"] = {k: v for k, v in info["metrics"].items() if isinstance(v, (int, float)) and not is_count(k)}
+            if cfg.task == "induction":
+                try:
+                    msg["heads"] = _induction_scores(cfg, info["model"], step)
+                except Exception as e:  # a failed measurement must not end the run
+                    msg["heads"] = {"step": step, "error": str(e)}
+        last = info["metrics"]
+        if step in snap_steps:
+            try:
+                probe = probe or _probe_ids(cfg, info["tokenizer"])
+                msg["snap"] = _attention_snapshot(info["model"], info["tokenizer"], probe, step)
+            except Exception as e:  # a failed picture must not end the run
+                msg["snap"] = {"step": step, "error": str(e)}
+        send.send(("step", msg))
+        _wait_while_paused(send, stop, pause)
+
+    try:
+        train(cfg, on_step=on_step, stop=stop)
+        send.send(("finished", None))
+    except Exception as e:  # told to the learner; ValueErrors are the trainer's own readable messages
+        send.send(("failed", str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"))
+    finally:
+        send.close()
+
+
+def _wait_while_paused(send, stop, pause) -> None:
+    if not pause.is_set() or stop.is_set():
+        return
+    began = time.monotonic()
+    send.send(("pause", None))
+    while pause.is_set() and not stop.is_set():
+        if time.monotonic() - began > MAX_PAUSE_S:
+            send.send(("note", f"Stopped after being paused for more than {MAX_PAUSE_S / 60:.0f} minutes."))
+            stop.set()
+            break
+        time.sleep(0.05)
+    send.send(("resume", time.monotonic() - began))
+
+
+def _induction_scores(cfg: TrainConfig, model, step: int) -> dict:
+    """core.find_heads.head_scores on 16 held-out rows of the task's own shape (random syllables, repeated)."""
+    from core import find_heads
+    scores = find_heads.head_scores(model, seq_len=cfg.seq_len or 16, batch=16, seed=1)
+    return {"step": step, "induction": scores["induction"], "previous_token": scores["previous_token"]}
+
+
+def _probe_ids(cfg: TrainConfig, tokenizer) -> tuple[list[int] | None, list[int]]:
+    """(source ids, decoder input ids) of the fixed probe; the reference target is teacher-forced."""
+    task = cfg.task
+    if task == "induction":  # its own syllables, twice: the induction stripe appears as the heads form
+        ids = tokenizer.encode(PROBE_INDUCTION)
+        return None, [BOS] + ids
+    if task in SYNTHETIC:
+        src = tokenizer.encode(PROBE_SYNTHETIC)
+        tgt = list(src) if task == "copy" else src[::-1] if task == "reverse" else sorted(src)
+        return src + [EOS], [BOS] + tgt
+    if task in TRANSLATION:
+        from core.data import corpus_for, lang_of
+        pair = corpus_for(task).pair_for(PROBE_SENTENCE, lang_of(task))
+        return tokenizer.encode(pair.src) + [EOS], [BOS] + tokenizer.encode(pair.tgt)
+    text = PROBE_SENTENCE
+    if cfg.text:
+        from core.data.lm import load_text
+        text = next((ln for ln in load_text(cfg.text).splitlines() if ln.strip()), PROBE_SENTENCE)
+    if task == "mlm":  # an encoder reads the sentence as it is
+        return None, tokenizer.encode(text)[:24]
+    return None, ([BOS] + tokenizer.encode(text))[:24]
+
+
+def _attention_snapshot(model, tokenizer, probe, step: int) -> dict:
+    """The mean over heads of the last layer's attention on the probe (cross-attention for a translator), as lists."""
+    src_ids, tgt_ids = probe
+    device = model.device
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            tgt = torch.tensor([tgt_ids], device=device)
+            if src_ids is not None:
+                trace = model(torch.tensor([src_ids], device=device), tgt, trace=True).trace
+                kind, keys = "cross", src_ids
+            else:
+                trace = model(tgt, trace=True).trace
+                kind, keys = trace.kinds()[0], tgt_ids  # decoder (LM) or encoder (masked LM)
+            layer = trace.n_layers(kind) - 1
+            weights = trace.attention(kind, layer)[0].float().mean(0).cpu()  # [Tq, Tk], mean over heads
+    finally:
+        model.train(was_training)
+    return {"step": step, "kind": kind, "layer": layer, "weights": weights.tolist(),
+            "q_tokens": tokenizer.display(tgt_ids), "k_tokens": tokenizer.display(keys)}
 
 
 def loss_series(snap: dict, smoothing: float = 0.0) -> tuple[list[int], list[float]]:

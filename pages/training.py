@@ -58,8 +58,8 @@ st.caption("The sidebar sentence is not used while training (a model learns from
 current = jobs[-1] if jobs else None
 running = current is not None and not current.finished
 st.caption(f"Device: **{tj.device_name()}** · training jobs on this server: {tj.active_jobs()} of {tj.MAX_JOBS} · "
-           f"one CPU thread per job · limits: {tj.MAX_STEPS:,} steps, d_model ≤ {tj.MAX_D_MODEL}, "
-           f"≤ {tj.MAX_LAYERS} layers")
+           f"each job in a process of its own on one CPU thread · limits: {tj.MAX_STEPS:,} steps, "
+           f"d_model ≤ {tj.MAX_D_MODEL}, ≤ {tj.MAX_LAYERS} layers")
 
 # ----------------------------------------------------------------- settings
 

@@ -1,6 +1,8 @@
 """app/training_jobs.py without a browser: uploads, settings, the job's life cycle, limits and torch threads."""
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 
@@ -47,35 +49,28 @@ def files_under(folder):
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
-# --------------------------------------------------------------------------- torch threads
+# --------------------------------------------------------------------------- its own process
 
-def test_job_thread_limit_does_not_leak_into_later_threads(data, monkeypatch):
-    original = in_fresh_thread(torch.get_num_threads)
-    # at least 2, so the worker's limit of 1 is distinguishable even on a 1-core machine
-    default = max(2, original)
-    in_fresh_thread(lambda: torch.set_num_threads(default))
-    monkeypatch.setattr(tj, "DEFAULT_THREADS", default, raising=False)
-    limit = getattr(tj, "TRAIN_THREADS", 1)
-    seen = []
-    real_train = tj.train
+def test_a_job_trains_in_its_own_process_and_leaves_the_servers_threads_alone(data):
+    before = torch.get_num_threads(), in_fresh_thread(torch.get_num_threads)
+    job = tj.Job(TrainConfig(steps=5, **TINY), "threads-1").start()
+    assert job.join(120), job.snapshot()
+    snap = job.snapshot()
+    assert snap["status"] == "done", snap["error"]
+    assert snap["threads"] == [tj.TRAIN_THREADS]  # every step ran on the job's own budget
+    assert job._proc.pid != os.getpid() and job._proc.exitcode == 0
+    assert (torch.get_num_threads(), in_fresh_thread(torch.get_num_threads)) == before
 
-    def spy(cfg, on_step=None, stop=None, **kw):
-        def hook(info):
-            seen.append((threading.current_thread().name, torch.get_num_threads()))
-            on_step(info)
-        return real_train(cfg, on_step=hook, stop=stop, **kw)
 
-    monkeypatch.setattr(tj, "train", spy)
-    try:
-        job = tj.Job(TrainConfig(steps=5, **TINY), "threads-1").start()
-        assert job.join(120), job.snapshot()
-        assert job.snapshot()["status"] == "done", job.snapshot()["error"]
-        assert seen and {n for n, _ in seen} == {f"train-{job.id}"}
-        assert {c for _, c in seen} == {limit}, seen  # the trainer ran within its own budget
-        assert in_fresh_thread(torch.get_num_threads) == default  # every later thread keeps the default
-        assert in_fresh_thread(lambda: (torch.ones(1000).sum(), torch.get_num_threads())[1]) == default
-    finally:
-        in_fresh_thread(lambda: torch.set_num_threads(original))
+def test_a_training_process_that_dies_ends_its_job_with_a_message_and_frees_its_slot(data):
+    job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **TINY), "killed-1").start()
+    wait_for(lambda: job.snapshot()["step"] >= 2, what="the first steps")
+    os.kill(job._proc.pid, signal.SIGKILL)  # what a crash in torch would do to the child
+    assert job.join(60)
+    snap = job.snapshot()
+    assert snap["status"] == "error" and "ended unexpectedly" in snap["error"] and snap["saved"] is None
+    assert tj.active_jobs() == 0 and not (data / "models" / "killed-1").exists()
+    assert not any((data / "tmp").iterdir())
 
 
 # --------------------------------------------------------------------------- uploads
