@@ -58,6 +58,7 @@ def test_a_job_trains_in_its_own_process_and_leaves_the_servers_threads_alone(da
     snap = job.snapshot()
     assert snap["status"] == "done", snap["error"]
     assert snap["threads"] == [tj.TRAIN_THREADS]  # every step ran on the job's own budget
+    assert snap["nice"] == [os.nice(0) + tj.TRAIN_NICE]  # and yielded the CPU to the pages
     assert job._proc.pid != os.getpid() and job._proc.exitcode == 0
     assert (torch.get_num_threads(), in_fresh_thread(torch.get_num_threads)) == before
 
