@@ -31,7 +31,7 @@ st.markdown("Dai et al. (2019): a language model reads a long text in segments. 
             "states of the previous segment as extra keys and values — the **memory**, with no gradient through "
             "it — and positions are *relative* (here a learned per-head bias on the distance i − j, started "
             "as ALiBi), so the cached states stay valid at new offsets.")
-if not (XL_DIR / "xl_config.json").exists():
+if not (XL_DIR / "config.json").exists():
     st.info(f"No Transformer-XL model at {XL_DIR}. Train one with `python -m core.variants.xl --out assets/models/xl`.")
 else:
     model, tok, meta = load_xl(str(XL_DIR))

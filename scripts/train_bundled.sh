@@ -40,6 +40,6 @@ python -m core.train --task mlm     --out assets/models/mlm     --seed 0 --layer
 python scripts/bundle.py assets/models/copy assets/models/reverse assets/models/en-fr-tiny assets/models/en-de-tiny \
   assets/models/en-fr assets/models/en-de assets/models/lm-tiny assets/models/lm \
   assets/models/mlm
-# Transformer-XL (its own trainer and card, assets/models/xl/README.md); the lm corpus stream changes it too
+# Transformer-XL (its own trainer; the same folder format, "architecture": "transformer-xl" in config.json); the lm corpus stream changes it too
 python -m core.variants.xl --out assets/models/xl --steps 300 --seg-len 16 --mem-len 16 --d-model 64 --layers 2 --batch-size 16 \
   --lr 0.003 --seed 0

@@ -2,6 +2,11 @@
 (+ ``words.json``: the lower-cased words of the training source text, ``{"source": ..., "words": [sorted]}``,
 which :mod:`core.inference.coverage` checks a user's sentence against).
 
+Every model the lab writes uses this one format. ``config.json`` is ``{"format", "architecture", "model", "meta"}``:
+``architecture`` names the class that reads ``model`` (``"transformer"``, :class:`core.model.Transformer`, the
+default when absent; ``"transformer-xl"``, :class:`core.variants.xl.XLModel`), so a folder is never opened as
+the wrong model and the model list (:mod:`core.io.registry`) shows only the ones the pages can run.
+
 Nothing is ever unpickled. A folder is written next to its destination and swapped in by
 renames, so a kill at any moment leaves either the old or the new checkpoint, whole.
 """
@@ -24,6 +29,7 @@ from . import jsonio
 from .tokenizer import Tokenizer
 
 FORMAT = "attention-lab/1"
+TRANSFORMER = "transformer"  # config.json's "architecture" when it has none
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.md"
 WORDS = "words.json"
 PATCHING = "patching.json"  # core.probes.patch's scoreboard, kept beside the weights
@@ -229,16 +235,27 @@ def save(path, model: Transformer, tokenizer: Tokenizer, meta: dict | None = Non
     ``known_words`` (the training source text's words; described by ``words_source``) go to ``words.json``."""
     if tokenizer.vocab_size != model.cfg.vocab_size:
         raise CheckpointError(f"tokenizer has {tokenizer.vocab_size} tokens but the model expects {model.cfg.vocab_size}")
-    config = {"format": FORMAT, "model": model.cfg.to_dict(), "meta": meta or {}}
+    return write(path, _weights(model), model.cfg.to_dict(), tokenizer, meta, card, extra_files=extra_files,
+                 known_words=known_words, words_source=words_source)
+
+
+def write(path, weights: dict[str, torch.Tensor], model_config: dict, tokenizer: Tokenizer | None,
+          meta: dict | None = None, card: str | None = None, *, architecture: str = TRANSFORMER,
+          extra_files: dict[str, bytes] | None = None, known_words=None, words_source: str = "") -> Path:
+    """The folder of any architecture's model: ``weights`` (name → tensor), its config's fields, tokenizer (if it
+    has one), meta, card; written next to ``path`` and swapped in (:func:`write_dir_atomically`)."""
+    config = {"format": FORMAT, "architecture": architecture, "model": model_config, "meta": meta or {}}
     foreign = sorted(set(extra_files or {}) - OWN_FILES)
     if foreign:
         raise CheckpointError(f"{', '.join(foreign)}: not a checkpoint file (a checkpoint holds only "
                               f"{', '.join(sorted(OWN_FILES))})")
+    weights = {k: v.detach().cpu().contiguous() for k, v in weights.items()}
 
     def fill(tmp: Path):
-        save_file(_weights(model), str(tmp / WEIGHTS), metadata={"format": FORMAT})
+        save_file(weights, str(tmp / WEIGHTS), metadata={"format": FORMAT})
         _fsync_write(tmp / CONFIG, jsonio.dumps(config, indent=2).encode())  # strict: a NaN metric is null
-        _fsync_write(tmp / TOKENIZER, tokenizer.to_str().encode())
+        if tokenizer is not None:
+            _fsync_write(tmp / TOKENIZER, tokenizer.to_str().encode())
         if card:
             _fsync_write(tmp / CARD, card.encode())
         if known_words is not None:
@@ -260,7 +277,8 @@ def _refuse_pickle(path: Path) -> None:
                               "and never unpickles (that would run arbitrary code)")
 
 
-def read_config(path) -> dict:
+def read_config(path, architecture: str = TRANSFORMER) -> dict:
+    """The checked ``config.json`` of a folder holding a model of ``architecture``."""
     path = recover(path)
     if not path.is_dir():
         raise CheckpointError(f"no checkpoint folder at {path}")
@@ -274,7 +292,30 @@ def read_config(path) -> dict:
         raise CheckpointError(f"{path.name}: {CONFIG} is not valid JSON ({e})") from None
     if not isinstance(config, dict) or config.get("format") != FORMAT or not isinstance(config.get("model"), dict):
         raise CheckpointError(f"{path.name}: {CONFIG} is not an Attention Lab config (expected format {FORMAT!r})")
+    found = config.get("architecture", TRANSFORMER)
+    if found != architecture:
+        where = OPENED_BY.get(found) if isinstance(found, str) else None
+        raise CheckpointError(f"{path.name} holds a {found!r} model, not a {architecture!r} one"
+                              + (f"; {where} opens it" if where else ""))
     return config
+
+
+# Where each architecture's folders are opened, for the message that refuses a folder opened as another one.
+OPENED_BY = {TRANSFORMER: "core.io.checkpoint.load (every page's model list)",
+             "transformer-xl": "the Transformer-XL page (core.variants.xl.load)"}
+
+
+def architecture(path) -> str | None:
+    """The architecture a checkpoint folder's ``config.json`` names (``"transformer"`` when it names none), or
+    ``None`` when there is no readable Attention Lab config."""
+    try:
+        config = json.loads((Path(path) / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        return None
+    found = config.get("architecture", TRANSFORMER)
+    return found if isinstance(found, str) else None
 
 
 # The meta fields something reads, and their types; other fields may hold any JSON value.
@@ -305,6 +346,40 @@ def check_finite(state: dict[str, torch.Tensor], where: str) -> None:
                               + (f" and {len(bad) - 3} more tensors" if len(bad) > 3 else ""))
 
 
+def read_weights(path: Path, parameters: int) -> dict[str, torch.Tensor]:
+    """``model.safetensors`` of a folder whose config holds ``parameters`` numbers: never a pickle, never larger than
+    such a model can be (float64 at most, plus the header), every number finite."""
+    weights = path / WEIGHTS
+    if not weights.exists():
+        others = [p.name for p in path.iterdir() if p.suffix in (".pt", ".pth", ".bin", ".pkl", ".ckpt")]
+        hint = f" (found {', '.join(others)}: pickle formats are refused)" if others else ""
+        raise CheckpointError(f"{path.name}: {WEIGHTS} is missing{hint}")
+    _refuse_pickle(weights)
+    size, ceiling = weights.stat().st_size, 8 * parameters + 2 ** 26
+    if size > ceiling:
+        raise CheckpointError(f"{path.name}: {WEIGHTS} is {size:,} bytes, more than a model of this config can "
+                              f"hold ({parameters:,} parameters)")
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"{path.name}: {WEIGHTS} is truncated or corrupt ({e})") from None
+    check_finite(state, f"{path.name}: {WEIGHTS}")
+    return state
+
+
+def check_matches(path: Path, state: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
+    """Refuse weights whose names or shapes differ from what the config's model holds (``expected``)."""
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{path.name}: weights do not match the config: "
+                              f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+    for k, v in expected.items():
+        if state[k].shape != v.shape:
+            raise CheckpointError(f"{path.name}: shape mismatch for {k}: file {tuple(state[k].shape)}, "
+                                  f"config expects {tuple(v.shape)}")
+
+
 def load(path, device: str | torch.device = "cpu") -> Checkpoint:
     """Load and verify a checkpoint folder; any mismatch raises :class:`CheckpointError` naming it.
 
@@ -322,32 +397,9 @@ def load(path, device: str | torch.device = "cpu") -> Checkpoint:
     if tokenizer.vocab_size != cfg.vocab_size:
         raise CheckpointError(f"{path.name}: vocabulary mismatch: tokenizer.json has {tokenizer.vocab_size} tokens, "
                               f"the config says {cfg.vocab_size}")
-    weights = path / WEIGHTS
-    if not weights.exists():
-        others = [p.name for p in path.iterdir() if p.suffix in (".pt", ".pth", ".bin", ".pkl", ".ckpt")]
-        hint = f" (found {', '.join(others)}: pickle formats are refused)" if others else ""
-        raise CheckpointError(f"{path.name}: {WEIGHTS} is missing{hint}")
-    _refuse_pickle(weights)
-    size, ceiling = weights.stat().st_size, 8 * cfg.estimated_parameters() + 2 ** 26  # float64 at most, + header
-    if size > ceiling:
-        raise CheckpointError(f"{path.name}: {WEIGHTS} is {size:,} bytes, more than a model of this config can "
-                              f"hold ({cfg.estimated_parameters():,} parameters)")
-    try:
-        state = load_file(str(weights))
-    except (SafetensorError, OSError, ValueError) as e:
-        raise CheckpointError(f"{path.name}: {WEIGHTS} is truncated or corrupt ({e})") from None
-    check_finite(state, f"{path.name}: {WEIGHTS}")
+    state = read_weights(path, cfg.estimated_parameters())
     model = Transformer(cfg)
-    expected = _weights(model)
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"{path.name}: weights do not match the config: "
-                              f"missing {missing[:5]}, unexpected {unexpected[:5]}")
-    for k, v in expected.items():
-        if state[k].shape != v.shape:
-            raise CheckpointError(f"{path.name}: shape mismatch for {k}: file {tuple(state[k].shape)}, "
-                                  f"config expects {tuple(v.shape)}")
+    check_matches(path, state, _weights(model))
     known = read_words(path)
     model.load_state_dict(state, strict=not cfg.tie_embeddings)
     model.to(device).eval()

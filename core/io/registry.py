@@ -1,6 +1,7 @@
 """Where models live: bundled ones in ``assets/models/<name>/``, user-trained ones in the data folder."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -20,9 +21,26 @@ def user_dir() -> Path:
 
 
 def _listed(folder: Path) -> list[str]:
+    """The model folders in ``folder`` that the pages can open: a ``config.json`` and a valid name, and not another
+    architecture's checkpoint (the Transformer-XL folder has its own page). A folder whose config cannot be read
+    stays listed, so choosing it shows why it cannot be loaded."""
     if not folder.is_dir():
         return []
-    return sorted(p.name for p in folder.iterdir() if (p / "config.json").exists() and NAME.match(p.name))
+    return sorted(p.name for p in folder.iterdir() if (p / "config.json").exists() and NAME.match(p.name)
+                  and _architecture(p / "config.json") in (None, "transformer"))
+
+
+@functools.lru_cache(maxsize=256)
+def _architecture_at(config: Path, mtime_ns: int) -> str | None:
+    from . import checkpoint
+    return checkpoint.architecture(config.parent)
+
+
+def _architecture(config: Path) -> str | None:
+    try:
+        return _architecture_at(config, config.stat().st_mtime_ns)
+    except OSError:
+        return None
 
 
 def bundled() -> list[str]:

@@ -276,40 +276,42 @@ def memory_share(weights: torch.Tensor, n_mem: int) -> list[float]:
 
 
 # ----------------------------------------------------------------------------- files
-def save(model: XLModel, folder, *, meta: dict, tokenizer=None, card: str | None = None) -> None:
-    """safetensors weights + ``xl_config.json`` (+ tokenizer.json, README.md); no pickle. The config is not
-    named ``config.json`` on purpose: that name marks a folder as a lab checkpoint for core.io.registry."""
-    import json
-    from pathlib import Path
+ARCHITECTURE = "transformer-xl"  # config.json's "architecture" (core.io.checkpoint: the one folder format)
 
-    from safetensors.torch import save_file
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    sd = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}  # tied
-    save_file(sd, str(folder / "model.safetensors"))
-    (folder / "xl_config.json").write_text(jsonio.dumps({"config": model.cfg.to_dict(), **meta}, indent=2))
-    if tokenizer is not None:
-        tokenizer.save(folder / "tokenizer.json")
-    if card:
-        (folder / "README.md").write_text(card)
+
+def _weights(model: XLModel) -> dict[str, torch.Tensor]:
+    return {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}  # tied to embed.tokens
+
+
+def save(model: XLModel, folder, *, meta: dict, tokenizer=None, card: str | None = None):
+    """The lab's checkpoint folder (core.io.checkpoint: safetensors + ``config.json`` + ``tokenizer.json`` +
+    ``card.md``, written atomically; no pickle) with ``"architecture": "transformer-xl"``."""
+    from ..io import checkpoint
+    return checkpoint.write(folder, _weights(model), model.cfg.to_dict(), tokenizer, meta, card,
+                            architecture=ARCHITECTURE)
 
 
 def load(folder):
-    """``(model, tokenizer or None, meta)`` from :func:`save`'s folder."""
-    import json
+    """``(model, tokenizer or None, meta)`` from :func:`save`'s folder; a folder that is not a Transformer-XL
+    checkpoint, or whose files disagree with its config, raises :class:`core.io.checkpoint.CheckpointError`."""
     from pathlib import Path
 
-    from safetensors.torch import load_file
-
+    from ..io import checkpoint
     from ..io.tokenizer import Tokenizer
     folder = Path(folder)
-    meta = json.loads((folder / "xl_config.json").read_text())
-    model = XLModel(XLConfig(**meta.pop("config")))
-    sd = load_file(str(folder / "model.safetensors"))
-    sd["lm_head.weight"] = sd["embed.tokens.weight"]
-    model.load_state_dict(sd)
+    config = checkpoint.read_config(folder, architecture=ARCHITECTURE)
+    try:
+        model = XLModel(XLConfig(**config["model"]))
+    except (TypeError, ValueError) as e:
+        raise checkpoint.CheckpointError(f"{folder.name}: invalid Transformer-XL config: {e}") from None
+    meta = checkpoint.check_meta(config.get("meta", {}), f"{folder.name}: {checkpoint.CONFIG} meta")
+    expected = _weights(model)
+    state = checkpoint.read_weights(folder, sum(v.numel() for v in expected.values()))
+    checkpoint.check_matches(folder, state, expected)
+    state["lm_head.weight"] = state["embed.tokens.weight"]
+    model.load_state_dict(state)
     model.eval()
-    tok = Tokenizer.load(folder / "tokenizer.json") if (folder / "tokenizer.json").exists() else None
+    tok = Tokenizer.load(folder / checkpoint.TOKENIZER) if (folder / checkpoint.TOKENIZER).exists() else None
     return model, tok, meta
 
 
@@ -328,6 +330,11 @@ def main(argv=None) -> int:
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
+    from ..io import checkpoint, cli
+    try:
+        checkpoint.check_replaceable(a.out)  # before training, not after
+    except checkpoint.CheckpointError as e:
+        return cli.refuse(e)
     task, train_stream, valid_stream = lm_data(a.seg_len)
     cfg = XLConfig(vocab_size=task.tokenizer.vocab_size, d_model=a.d_model, n_heads=4, n_layers=a.layers,
                    d_ff=4 * a.d_model, seg_len=a.seg_len, mem_len=a.mem_len)

@@ -141,3 +141,57 @@ def test_two_segment_attention_shapes():
     assert n_mem == 4 and len(weights) == 2 and weights[-1].shape == (4, 6, 10)
     with pytest.raises(ValueError):
         two_segment_attention(model, [5])
+
+
+# ----------------------------------------------------------------------------- the shipped folder, one format
+def test_the_shipped_xl_folder_is_a_lab_checkpoint_and_reproduces_its_card():
+    """assets/models/xl is written like every other model (config.json with its architecture, card.md), and the
+    validation losses its card states are measured again from the shipped weights."""
+    from core.io import checkpoint, registry
+    from core.variants.xl import lm_data
+    folder = registry.BUNDLED / "xl"
+    assert sorted(p.name for p in folder.iterdir()) == ["card.md", "config.json", "model.safetensors",
+                                                        "tokenizer.json"]
+    assert checkpoint.architecture(folder) == "transformer-xl"
+    model, tok, meta = load(folder)
+    assert tok is not None and tok.vocab_size == model.cfg.vocab_size
+    _, _, valid = lm_data(model.cfg.seg_len)
+    again = summarize(position_losses(model, valid))
+    for key, value in meta["metrics"].items():
+        assert again[key] == pytest.approx(value, abs=2e-3), key
+    card = (folder / "card.md").read_text()
+    assert meta["command"] in card and f"with memory {meta['metrics']['with_memory_first4']:.3f}" in card
+
+
+def test_a_folder_is_only_opened_as_its_own_architecture(tmp_path):
+    from core.io import checkpoint, registry
+    assert "xl" not in registry.bundled() and "xl" not in registry.available()  # the pages' model list
+    with pytest.raises(checkpoint.CheckpointError, match="'transformer-xl' model.*Transformer-XL page"):
+        registry.load("xl")
+    with pytest.raises(checkpoint.CheckpointError, match="'transformer' model, not a 'transformer-xl'"):
+        load(registry.BUNDLED / "copy")
+
+
+def test_a_damaged_xl_folder_is_refused_with_a_message(tmp_path):
+    from core.io import checkpoint
+    model = tiny()
+    save(model, tmp_path / "xl", meta={"command": "test"})
+    assert checkpoint.architecture(tmp_path / "xl") == "transformer-xl"
+    bad = XLModel(XLConfig(vocab_size=40, d_model=32, n_heads=4, n_layers=1, d_ff=64, seg_len=8, mem_len=8,
+                           max_distance=32))
+    from safetensors.torch import save_file
+    save_file({k: v.contiguous() for k, v in bad.state_dict().items() if k != "lm_head.weight"},
+              str(tmp_path / "xl" / "model.safetensors"))
+    with pytest.raises(checkpoint.CheckpointError, match="do not match the config"):
+        load(tmp_path / "xl")
+    (tmp_path / "xl" / "model.safetensors").write_bytes(b"\x80\x04pickled")
+    with pytest.raises(checkpoint.CheckpointError, match="pickle"):
+        load(tmp_path / "xl")
+
+
+def test_the_cli_refuses_to_overwrite_a_folder_that_is_not_a_checkpoint(tmp_path, capsys):
+    from core.variants.xl import main
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["--out", str(tmp_path), "--steps", "1"]) == 2
+    assert "not an Attention Lab checkpoint folder" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
