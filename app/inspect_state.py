@@ -10,6 +10,7 @@ import streamlit as st
 import torch
 
 from app.cache import bounded
+from core.masks import additive
 from core.probes import inspection as ins
 
 
@@ -40,7 +41,7 @@ def padding(name: str, ids: tuple, short_text: str) -> dict | None:
 @bounded
 def masked_run(name: str, src_ids: tuple, tgt_ids: tuple, attn_names: tuple, allowed: tuple):
     """The model re-run with an extra additive mask (from ``allowed``) in the given self-attentions."""
-    extra = ins.additive(torch.tensor(allowed, dtype=torch.bool))
+    extra = additive(torch.tensor(allowed, dtype=torch.bool))
     return ins.run_patched(_model(name).model, list(src_ids), list(tgt_ids), masks={n: extra for n in attn_names})
 
 

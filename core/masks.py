@@ -12,7 +12,9 @@ import torch
 NEG_INF = float("-inf")
 
 
-def _additive(allowed: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def additive(allowed: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """0 where ``allowed`` is True, ``-inf`` where it is False: any boolean "may look" table as an additive mask."""
+    allowed = allowed.bool()
     zero = torch.zeros((), dtype=dtype, device=allowed.device)
     return torch.where(allowed, zero, torch.full((), NEG_INF, dtype=dtype, device=allowed.device))
 
@@ -25,12 +27,12 @@ def causal_mask(t_q: int, t_k: int | None = None, offset: int = 0, device=None) 
     t_k = t_q + offset if t_k is None else t_k
     i = torch.arange(t_q, device=device)[:, None] + offset
     j = torch.arange(t_k, device=device)[None, :]
-    return _additive(j <= i)
+    return additive(j <= i)
 
 
 def padding_mask(key_is_pad: torch.Tensor) -> torch.Tensor:
     """``[batch, 1, 1, t_k]`` from a boolean ``[batch, t_k]`` (True = padding token)."""
-    return _additive(~key_is_pad)[:, None, None, :]
+    return additive(~key_is_pad)[:, None, None, :]
 
 
 def window_mask(t_q: int, window: int, t_k: int | None = None, offset: int = 0, device=None) -> torch.Tensor:
@@ -38,17 +40,18 @@ def window_mask(t_q: int, window: int, t_k: int | None = None, offset: int = 0, 
     t_k = t_q + offset if t_k is None else t_k
     i = torch.arange(t_q, device=device)[:, None] + offset
     j = torch.arange(t_k, device=device)[None, :]
-    return _additive((i - j).abs() < window)
+    return additive((i - j).abs() < window)
 
 
-def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
-    """Sum of additive masks (``-inf`` wins); None when nothing is masked."""
+def combine(*masks: torch.Tensor | None, batched: bool = True) -> torch.Tensor | None:
+    """Sum of additive masks (``-inf`` wins); None when nothing is masked. A 2-D sum becomes ``[1, 1, t_q, t_k]``
+    (scores' shape) unless ``batched`` is False (a page drawing the ``[t_q, t_k]`` table)."""
     out = None
     for m in masks:
         if m is None:
             continue
         out = m if out is None else out + m
-    if out is not None and out.dim() == 2:
+    if batched and out is not None and out.dim() == 2:
         out = out[None, None]
     return out
 

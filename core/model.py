@@ -144,10 +144,14 @@ class EncoderLayer(nn.Module):
         self.ffn_res = None if cfg.attention_only else Residual(cfg)
 
     def forward(self, x, ctx, name, cache=None):
+        return self.feed_forward(self.self_attention(x, ctx, name, cache), ctx.hooks, name)
+
+    def self_attention(self, x, ctx, name, cache=None):
+        """The (masked) self-attention sublayer with its residual connection."""
         hk = ctx.hooks
         x, _ = self.attn_res(x, lambda h: self.self_attn(h, trace=hk, name=f"{name}.self_attn", cache=cache,
                                                          **ctx.self_kwargs()), hk, f"{name}.attn_out", f"{name}.resid_mid")
-        return self.feed_forward(x, hk, name)
+        return x
 
     def feed_forward(self, x, hk, name):
         """The FFN sublayer with its residual connection (the identity in an attention-only model)."""
@@ -171,16 +175,14 @@ class DecoderLayer(EncoderLayer):
 
     def forward(self, x, ctx, name, cache=None):
         hk = ctx.hooks
-        x, _ = self.attn_res(x, lambda h: self.self_attn(h, trace=hk, name=f"{name}.self_attn",
-                                                         cache=None if cache is None else cache["self"],
-                                                         **ctx.self_kwargs()), hk, f"{name}.attn_out", f"{name}.resid_mid")
+        x = self.self_attention(x, ctx, name, None if cache is None else cache["self"])
         x, _ = self.cross_res(x, lambda h: self.cross_attn(
             h, ctx.memory, mask=ctx.cross_mask, trace=hk, name=f"{name}.cross_attn",
             cache=None if cache is None else cache["cross"]), hk, f"{name}.cross_out", f"{name}.resid_cross")
         return self.feed_forward(x, hk, name)
 
 
-class _Run:
+class RunContext:
     """What one pass through a stack needs besides x: masks, biases, rotary tables, and the
     :class:`~core.hooks.Hooks` (trace, ablation, patching) called at every hook point."""
 
@@ -345,7 +347,7 @@ class Transformer(nn.Module):
         pad = pad if bool(pad.any()) else None
         win, bias, rope = self._self_attention_terms(src.shape[1], 0, src.device)
         mask = combine(None if pad is None else padding_mask(pad), win)
-        ctx = _Run(hk, mask=mask, bias=bias, rope=rope)
+        ctx = RunContext(hk, mask=mask, bias=bias, rope=rope)
         x = self.embed(src, token_types=token_types, trace=hk, name="encoder.embed")
         x = hk.point("encoder.output", self.encoder(x, ctx, "encoder"))
         return x, pad
@@ -356,7 +358,7 @@ class Transformer(nn.Module):
         hk = self._hooks(trace, ablate, hooks)
         win, bias, rope = self._self_attention_terms(tgt.shape[1], start, tgt.device)
         cross_mask = None if src_pad is None else padding_mask(src_pad)
-        ctx = _Run(hk, mask=win, causal=True, bias=bias, rope=rope, memory=memory, cross_mask=cross_mask)
+        ctx = RunContext(hk, mask=win, causal=True, bias=bias, rope=rope, memory=memory, cross_mask=cross_mask)
         x = self.embed(tgt, start=start, trace=hk, name="decoder.embed")
         return hk.point("decoder.output", self.decoder(x, ctx, "decoder", caches))
 

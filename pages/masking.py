@@ -7,7 +7,7 @@ from app.inspect_state import as_key, cheat, mask_editor, masked_run, padding, p
 from app.shell import page_run
 from app.text import md
 from core.probes import inspection as ins
-from core.masks import causal_mask
+from core.masks import additive, causal_mask, combine, window_mask
 from core.trace import KIND_NAMES
 
 st.title("Masking")
@@ -48,7 +48,7 @@ with t_pad:
         c2.metric(f"{pd_['stack']} output: batch vs alone, max |difference|", f"{pd_['max_diff']:.1e}")
 with t_win:
     w = st.slider("Window: query i sees keys with |i − j| < window", 1, max(T, 2), min(3, T), key="window")
-    win = ins.window(T, w, causal)
+    win = combine(window_mask(T, w), causal_mask(T) if causal else None, batched=False)
     st.plotly_chart(figures.mask_map(win, q_tokens, k_tokens, title=f"Sliding window {w}" + (" + causal" if causal else ""),
                                      **P), key="m_win")
 with t_custom:
@@ -60,8 +60,8 @@ with t_custom:
                                               f"“{md(k_tokens[busiest])}”, is blocked for every query."))
     allowed = mask_editor(q_tokens, k_tokens, own_allowed, key=f"custom_{kind}_{T}_{layer}_{head}",
                           block=() if busiest is None else (busiest,))
-    custom = ins.additive(allowed)
-    st.plotly_chart(figures.mask_map(ins.combine2(own, custom), q_tokens, k_tokens, title="Your mask (+ the model's own)", **P),
+    custom = additive(allowed)
+    st.plotly_chart(figures.mask_map(combine(own, custom, batched=False), q_tokens, k_tokens, title="Your mask (+ the model's own)", **P),
                     key="m_custom")
 
 st.header(f"2. Scores → + mask → softmax (layer {layer}, head {head})")

@@ -26,8 +26,8 @@ from ..io import registry
 from ..io.budget import max_positions
 from ..io.checkpoint import CheckpointError, read_config
 from ..io.tokenizer import BOS, EOS
-from ..masks import NEG_INF, alibi_bias, causal_mask, combine, padding_mask, window_mask
-from ..model import Transformer, _Run
+from ..masks import additive, alibi_bias, causal_mask, combine, padding_mask
+from ..model import RunContext, Transformer
 from ..positional import apply_rope, rope_cache, shift_matrix, sinusoidal
 from ..trace import Trace
 
@@ -163,7 +163,7 @@ def permutation_test(model: Transformer, ids: list[int], perm: list[int]) -> dic
         h = inp + table[:t] if positional and table is not None else inp
         if emb.norm is not None:
             h = emb.norm(h)
-        ctx = _Run(None, mask=win if positional else None, causal=causal and positional,
+        ctx = RunContext(None, mask=win if positional else None, causal=causal and positional,
                    bias=bias if positional else None, rope=rope if positional else None)
         return layer(h, ctx, f"{stack_name}.0")[0]
 
@@ -177,20 +177,6 @@ def permutation_test(model: Transformer, ids: list[int], perm: list[int]) -> dic
 
 
 # ======================================================================= masks
-def additive(allowed: torch.Tensor) -> torch.Tensor:
-    """0 where ``allowed`` is True, ``-inf`` where it is False (the convention of :mod:`core.masks`)."""
-    return torch.zeros(allowed.shape).masked_fill(~allowed.bool(), NEG_INF)
-
-
-def combine2(*masks: torch.Tensor | None) -> torch.Tensor:
-    """Sum of ``[Tq, Tk]`` additive masks (−∞ wins), kept 2-D; None entries are skipped."""
-    out = None
-    for m in masks:
-        if m is not None:
-            out = m.float() if out is None else out + m.float()
-    return out
-
-
 def allowed_of(mask: torch.Tensor | None, t_q: int, t_k: int) -> torch.Tensor:
     """Boolean ``[t_q, t_k]`` view of an additive mask (None = everything allowed)."""
     if mask is None:
@@ -415,12 +401,6 @@ def translate_ablated(model: Transformer, src_ids: list[int], heads_off: dict) -
     device = model.device
     with patched(model, heads_off=heads_off):
         return greedy_batch(model, torch.tensor([src_ids], device=device), max_new=max_positions(model) - 1)[0]
-
-
-def window(t: int, size: int, causal: bool) -> torch.Tensor:
-    """The ``[t, t]`` sliding-window mask of :func:`core.masks.window_mask`, optionally with the causal mask."""
-    m = window_mask(t, size)
-    return m + causal_mask(t) if causal else m
 
 
 # ======================================================================= layers

@@ -10,7 +10,7 @@ from core import ModelConfig, Transformer
 from core.probes import inspection as ins
 from core.io import registry
 from core.inference.decoding import Incremental
-from core.masks import causal_mask, window_mask
+from core.masks import additive, causal_mask, combine, window_mask
 from core.positional import sinusoidal
 
 KINDS = ("encoder-decoder", "decoder-only", "encoder-only")
@@ -132,7 +132,7 @@ def test_apply_mask_gives_exact_zeros_and_unit_rows():
 def test_apply_mask_reports_fully_masked_rows():
     allowed = torch.ones(4, 4, dtype=torch.bool)
     allowed[2] = False
-    m = ins.apply_mask(torch.randn(4, 4), ins.additive(allowed))
+    m = ins.apply_mask(torch.randn(4, 4), additive(allowed))
     assert m["empty_rows"] == [2]
     assert torch.isnan(m["weights"][2]).all() and m["row_masked_max"][2] is None
     assert (m["row_sums"][[0, 1, 3]] - 1).abs().max() < 1e-6
@@ -140,7 +140,7 @@ def test_apply_mask_reports_fully_masked_rows():
 
 def test_additive_and_allowed_round_trip():
     allowed = torch.rand(5, 5) > 0.5
-    add = ins.additive(allowed)
+    add = additive(allowed)
     assert set(add[allowed].tolist()) <= {0.0} and bool(torch.isneginf(add[~allowed]).all())
     assert torch.equal(ins.allowed_of(add, 5, 5), allowed)
     assert ins.allowed_of(None, 2, 3).all()
@@ -174,7 +174,7 @@ def test_extra_mask_changes_output_and_is_traced(kind):
     allowed = torch.ones(len(SRC), len(SRC), dtype=torch.bool)
     allowed[:, 1] = False
     allowed[1, 1] = True
-    out = ins.run_patched(model, SRC, TGT, masks={name: ins.additive(allowed)})
+    out = ins.run_patched(model, SRC, TGT, masks={name: additive(allowed)})
     assert (out.logits - logits(model)).abs().max() > 1e-4
     w = out.trace[f"{name}.weights"][0]
     assert bool((w[:, torch.arange(len(SRC)) != 1][:, :, 1] == 0).all())
@@ -254,9 +254,11 @@ def test_cheat_demo(kind):
     torch.testing.assert_close(one["cheat"]["logits"][-1], one["normal"]["logits"][-1], atol=1e-5, rtol=0)
 
 
-def test_window_helper():
-    w = ins.window(5, 2, causal=True)
+def test_window_and_causal_combined_for_a_page():
+    w = combine(window_mask(5, 2), causal_mask(5), batched=False)
+    assert w.shape == (5, 5)
     assert torch.isfinite(w).tolist() == [[0 <= i - j < 2 for j in range(5)] for i in range(5)]
+    assert combine(window_mask(5, 2), causal_mask(5)).shape == (1, 1, 5, 5)  # what scores broadcast against
 
 
 # --------------------------------------------------------------------- layers
