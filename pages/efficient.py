@@ -29,7 +29,7 @@ head = c2.selectbox("Head", range(n_heads), key="eff_head")
 q, k, v = E.head_qkv(res.trace, kind, layer, head)
 exact, _ = E.softmax_attention(q, k, v, causal=causal)
 stack = "Encoder" if kind == "encoder" else "Decoder (causal)"
-if (exact - res.trace.attention(kind, layer)[0, head].float()).abs().max() > 1e-4:
+if E.gap(exact, res.trace.attention(kind, layer)[0, head])["max"] > 1e-4:
     st.info("This model adds a bias or mask to the scores that the approximations below leave out; "
             "“exact” here is softmax(QKᵀ/√d) of its real queries and keys.")
 plot = dict(present=view.present, dark=view.dark)
@@ -48,12 +48,12 @@ m = p1.select_slider("Random features m", FEATURES, value=64, key="favor_feature
 seed = p2.number_input("Seed", 0, 10_000, 0, key="favor_seed")
 orthogonal = p3.toggle("Orthogonal features", True, key="favor_orth", help="FAVOR+: orthogonal ω, lower variance")
 fav = E.favor_attention(q, k, v, m, int(seed), causal, orthogonal=orthogonal)
-err = (fav.weights - exact).abs()
+err = E.gap(fav.weights, exact)
 a, b = st.columns(2)
 a.plotly_chart(heat(exact, f"{stack} L{layer} H{head} · exact softmax"), key="favor_exact")
 b.plotly_chart(heat(fav.weights, f"Performer approximation · m = {m}"), key="favor_approx")
-st.markdown(f"Mean |error| **{err.mean():.4f}**, max **{err.max():.4f}** (a weight is at most 1).")
-norm = float((q.norm(dim=-1).max() + k.norm(dim=-1).max()) / q.shape[-1] ** 0.25)
+st.markdown(f"Mean |error| **{err['mean']:.4f}**, max **{err['max']:.4f}** (a weight is at most 1).")
+norm = E.favor_reach(q, k)
 st.caption(f"Each kernel value's relative error is about √(e^‖x+y‖² / m) with x = q/d^¼, y = k/d^¼ (Choromanski "
            f"et al., Lemma 2); here ‖x‖ + ‖y‖ reaches {norm:.1f}, so sharp heads (large scores) need very many features.")
 curve = {name: E.favor_error_curve(q, k, FEATURES, seeds=range(4), causal=causal, orthogonal=o)
@@ -66,7 +66,7 @@ with st.expander("Linear attention (elu + 1 features, Katharopoulos et al. 2020)
     lin = E.linear_attention_weights(q, k, causal=causal)
     st.plotly_chart(heat(lin, "Linear attention φ(q)·φ(k), φ = elu + 1"), key="linear_map")
     st.caption(f"A different kernel, not an approximation of this model's softmax: mean |difference| "
-               f"{(lin - exact).abs().mean():.4f}. It runs in O(T) memory through φ(K)ᵀV.")
+               f"{E.gap(lin, exact)['mean']:.4f}. It runs in O(T) memory through φ(K)ᵀV.")
 
 st.header("Reformer: LSH buckets")
 st.markdown(r"Random rotation $R$, bucket $h(x)=\arg\max[xR;\,-xR]$: a query only attends to keys in its own bucket.")
@@ -106,7 +106,7 @@ row = f2.selectbox("Follow query", range(len(tokens)), index=len(tokens) - 1, fo
                    key="flash_row")
 tiled = E.tiled_attention(q, k, v, block, block, causal=causal, watch=row)
 _, exact_out = E.softmax_attention(q, k, v, causal=causal)
-gaps = [float((st_["estimate"] - exact_out[row]).abs().max()) for st_ in tiled.steps]
+gaps = E.step_gaps(tiled.steps, exact_out[row])
 st.dataframe({"key block": [" ".join(figures.label(t) for t in tokens[a:b]) for a, b in (x["keys"] for x in tiled.steps)],
               "block max score": [float(x["block_max"]) for x in tiled.steps],
               "running max m": [float(x["m"]) for x in tiled.steps],
@@ -119,7 +119,7 @@ fig = figures.lines({f"query {row}: {figures.label(tokens[row])}": gaps}, list(r
 fig.update_xaxes(dtick=1)
 st.plotly_chart(fig, key="flash_curve")
 skipped = tiled.blocks_total - tiled.blocks_computed
-st.markdown(f"All rows: max |tiled − exact| **{(tiled.out - exact_out).abs().max():.1e}**. Largest score buffer held: "
+st.markdown(f"All rows: max |tiled − exact| **{E.gap(tiled.out, exact_out)['max']:.1e}**. Largest score buffer held: "
             f"**{tiled.largest_scores}** numbers (one tile) instead of {len(tokens)}×{len(tokens)} = "
             f"{len(tokens) ** 2}. Tiles computed: {tiled.blocks_computed} of {tiled.blocks_total}"
             + (f" — the causal mask lets {skipped} tile(s) wholly above the diagonal be skipped." if causal else "."))

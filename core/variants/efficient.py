@@ -160,15 +160,27 @@ def favor_attention(q, k, v, n_features: int = 256, seed: int = 0, causal: bool 
     return FavorResult(weights, out, proj)
 
 
+def gap(approx: torch.Tensor, exact: torch.Tensor) -> dict[str, float]:
+    """How far an approximation is from the exact result: ``{"mean": mean |a − e|, "max": max |a − e|}``."""
+    diff = (approx.float() - exact.float()).abs()
+    return {"mean": float(diff.mean()), "max": float(diff.max())}
+
+
+def favor_reach(q: torch.Tensor, k: torch.Tensor) -> float:
+    """``max‖x‖ + max‖y‖`` with ``x = q/d^¼``, ``y = k/d^¼``: the size that sets FAVOR+'s relative error, about
+    ``√(e^‖x+y‖² / m)`` per kernel value (Choromanski et al. 2021, Lemma 2)."""
+    return float((q.norm(dim=-1).max() + k.norm(dim=-1).max()) / q.shape[-1] ** 0.25)
+
+
 def favor_error_curve(q, k, feature_counts, seeds=range(4), *, causal: bool = False,
                       orthogonal: bool = True) -> list[float]:
     """Mean |A_favor − A_exact| over all entries, averaged over ``seeds``, for each number of features."""
     exact, _ = softmax_attention(q, k, k, causal=causal)
     errors = []
     for m in feature_counts:
-        errs = [(favor_attention(q, k, k, m, s, causal, orthogonal=orthogonal).weights - exact).abs().mean()
+        errs = [gap(favor_attention(q, k, k, m, s, causal, orthogonal=orthogonal).weights, exact)["mean"]
                 for s in seeds]
-        errors.append(float(torch.stack(errs).mean()))
+        errors.append(sum(errs) / len(errs))
     return errors
 
 
@@ -389,6 +401,11 @@ def tiled_attention(q, k, v, block_q: int = 4, block_k: int = 4, *, causal: bool
                               "estimate": (acc[..., r, :] / l[..., r, None]).clone()})
         out[..., qs:qs + rows, :] = acc / l[..., None]
     return TiledResult(out, steps, computed, n_q * n_k, largest)
+
+
+def step_gaps(steps: list[dict], exact_row: torch.Tensor) -> list[float]:
+    """For a watched query (``tiled_attention(..., watch=i).steps``): max |output so far − exact| after each block."""
+    return [gap(step["estimate"], exact_row)["max"] for step in steps]
 
 
 # -------------------------------------------------------------------------------- cost measurement

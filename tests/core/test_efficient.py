@@ -243,3 +243,18 @@ def test_bench_quick_writes_json(tmp_path):
     assert last == json.loads(out.read_text())
     assert {r["method"] for r in last["rows"]} == set(E.METHODS)
     assert all(r["time_s"] > 0 for r in last["rows"]) and set(last["exponents"]) == set(E.METHODS)
+
+
+def test_gap_reach_and_step_gaps_are_the_numbers_the_page_prints():
+    a = torch.tensor([[0.5, 0.5], [1.0, 0.0]])
+    e = torch.tensor([[0.25, 0.75], [1.0, 0.0]])
+    assert E.gap(a, e) == {"mean": 0.125, "max": 0.25}
+    q = torch.tensor([[16.0, 0.0], [0.0, 1.0]])  # d = 2: norms / 2^0.25
+    k = torch.tensor([[0.0, 3.0], [4.0, 0.0]])
+    assert E.favor_reach(q, k) == pytest.approx((16 + 4) / 2 ** 0.25)
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 7, 4).unbind(0)
+    tiled = E.tiled_attention(q, k, v, 2, 3, watch=5)
+    _, exact = E.softmax_attention(q, k, v)
+    gaps = E.step_gaps(tiled.steps, exact[5])
+    assert len(gaps) == 3 and gaps[0] > 1e-3 and gaps[-1] < 1e-6  # after the last key block: exact
