@@ -277,3 +277,38 @@ def test_two_process_gloo_run_saves_once_and_prints_one_summary(tmp_path):
     assert history[-1][1] == round(summary["final_loss"], 6)
     assert ck.meta["summary"]["final_loss"] == summary["final_loss"]
     assert ck.meta["metrics"] == summary["metrics"] and "exact_match" in summary["metrics"]
+
+
+def test_on_a_terminal_the_cli_draws_a_progress_bar_and_keeps_its_log_lines(tmp_path):
+    """stderr a terminal (a pty here): a tqdm bar that reaches steps/steps, the log lines still printed once each;
+    stderr a pipe: log lines only (what the other tests read)."""
+    import pty
+    args = ["--task", "copy", "--out", str(tmp_path / "run"), "--steps", "8", "--seed", "0", "--layers", "1",
+            "--d-model", "32", "--heads", "2", "--d-ff", "64", "--batch-size", "8", "--seq-len", "8",
+            "--eval-every", "1000", "--threads", "1", "--device", "cpu"]
+    import fcntl
+    import struct
+    import termios
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 100-column terminal
+    proc = subprocess.Popen([sys.executable, "-m", "core.train", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=follower, text=True)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the pty closed when the process ended
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    out, _ = proc.communicate(timeout=SAFETY_TIMEOUT)
+    os.close(leader)
+    err = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, err[-2000:]
+    assert "8/8" in err and "loss=" in err and "step" in err  # the bar, at its end
+    assert err.count("step 8/8 (100%)") == 1  # the last log line, printed once above the bar
+    assert last_json_line(out)["steps"] == 8
+    piped = run_cli(*[a if a != str(tmp_path / "run") else str(tmp_path / "run2") for a in args])
+    assert piped.returncode == 0 and "8/8 [" not in piped.stderr and "step 8/8 (100%)" in piped.stderr
