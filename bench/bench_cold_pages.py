@@ -1,13 +1,15 @@
 """First visit of every page on a fresh server: seconds from opening the URL to the page fully drawn, in Chromium.
 
-    python bench/bench_cold_pages.py [--model en-fr] [--pages coreference,variants] [--warm]
+    python bench/bench_cold_pages.py [--model en-fr] [--pages coreference,variants] [--warm] [--serve]
 
 Per page: a fresh ``streamlit run app/main.py`` (load_test.start_server: headless, 127.0.0.1, its own data folder),
 so no cache of any kind is warm; the clock starts when the server answers ``/_stcore/health`` and the browser opens
 ``/<page>?model=<model>`` in a fresh context of an already running Chromium. "Drawn": the page's title (h1) is in
 the DOM and Streamlit's script state is ``notRunning`` and stays so for 1 s (a rerun the page triggers itself is
 waited for). ``--warm`` also reloads the same page on the same server and times it again (the caches then full),
-so the difference is what a first visit pays that a later one does not.
+so the difference is what a first visit pays that a later one does not. ``--serve`` starts each server the way the
+README does, ``python -m app.serve``, and starts the clock once its warm-up has visited every page (a class opening
+pages after the teacher started the server); the warm-up's own seconds are printed too.
 
 The Start page (``home``) is the baseline every page pays on a fresh server: importing torch and the core and loading
 the model. Absolute seconds depend on the machine's load; compare pages measured in one run.
@@ -51,8 +53,11 @@ def drawn_after(page, t0: float, timeout: float, settle: float = 1.0) -> tuple[f
     raise TimeoutError(f"page not drawn within {timeout:.0f} s")
 
 
-def cold_page(browser, path: str, model: str, log_dir: Path, warm: bool, timeout: float) -> dict:
-    proc, base = load_test.start_server(log_dir / f"data-{path or 'home'}", log_dir / f"{path or 'home'}.log")
+def cold_page(browser, path: str, model: str, log_dir: Path, warm: bool, timeout: float, serve: bool = False) -> dict:
+    log = log_dir / f"{path or 'home'}.log"
+    t_start = time.perf_counter()
+    proc, base = load_test.start_server(log_dir / f"data-{path or 'home'}", log, warm=serve)
+    warmup_s = time.perf_counter() - t_start
     try:
         ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = ctx.new_page()
@@ -60,6 +65,8 @@ def cold_page(browser, path: str, model: str, log_dir: Path, warm: bool, timeout
         page.goto(f"{base}/{path}?model={model}")
         cold, errors = drawn_after(page, t0, timeout)
         out = {"cold_s": round(cold, 2), "errors": errors}
+        if serve:
+            out["warmup_s"] = round(warmup_s, 1)
         if warm:
             t0 = time.perf_counter()
             page.reload()
@@ -76,6 +83,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--pages", help="comma-separated URL paths (default: every registered page; '' is the Start page)")
     ap.add_argument("--warm", action="store_true", help="also time a reload on the same server")
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--serve", action="store_true", help="start servers with python -m app.serve (warm-up first)")
     args = ap.parse_args(argv)
     from app import nav
     from browser import launch
@@ -83,19 +91,23 @@ def main(argv=None) -> dict:
     every = ["home"] + [e[3] for entries in nav.SECTIONS.values() for e in entries if (ROOT / "pages" / e[0]).exists()]
     paths = every if args.pages is None else [p.strip() for p in args.pages.split(",")]
     paths = ["home" if p == "" else p for p in paths]
-    result: dict = {"model": args.model, "pages": {}, "warm": {}, "errors": {}}
+    result: dict = {"model": args.model, "serve": args.serve, "pages": {}, "warm": {}, "warmup_s": {}, "errors": {}}
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp, launch() as browser:
         for path in paths:
             try:
-                r = cold_page(browser, "" if path == "home" else path, args.model, Path(tmp), args.warm, args.timeout)
+                r = cold_page(browser, "" if path == "home" else path, args.model, Path(tmp), args.warm, args.timeout,
+                              args.serve)
             except (TimeoutError, RuntimeError) as e:
                 r = {"cold_s": None, "errors": [str(e)[:300]]}
             result["pages"][path] = r["cold_s"]
             if "warm_s" in r:
                 result["warm"][path] = r["warm_s"]
+            if "warmup_s" in r:
+                result["warmup_s"][path] = r["warmup_s"]
             if r["errors"]:
                 result["errors"][path] = r["errors"]
             print(f"{path:>14}: cold {r['cold_s']} s" + (f", warm {r['warm_s']} s" if "warm_s" in r else "")
+                  + (f" (server start + warm-up {r['warmup_s']} s)" if "warmup_s" in r else "")
                   + (f"  errors: {r['errors']}" if r["errors"] else ""), flush=True)
     print(json.dumps(result))
     return result

@@ -16,7 +16,7 @@ from the navigation, then type sentences there like the default walk; every acti
 Control+Enter to the chart that shows its result. ``--replicas N`` (N > 1) serves the app from N Streamlit processes
 behind nginx (``docs/nginx-attention-lab.conf``: sticky sessions by a cookie, websockets passed through; Debian's
 ``nginx`` package), and checks from nginx's log that every browser stayed on one replica. ``--scripted N`` adds N
-students on the classroom walk that speak Streamlit's websocket protocol without a browser (``bench/ws_students.py``;
+students on the classroom walk that speak Streamlit's websocket protocol without a browser (``app/visitor.py``;
 30 Chromium processes do not fit on 2 cores beside the app), and ``--think S`` gives every student S seconds
 (0.5–1.5×, seeded) of reading before each action; the class of 30 in docs/RELIABILITY.md is
 ``--sessions 4 --scripted 26 --renders 300 --walk classroom --replicas 2 [--think 10]``.
@@ -37,6 +37,7 @@ import itertools
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -87,12 +88,19 @@ def healthy(base: str) -> bool:
         return False
 
 
-def start_server(data_dir: Path, log_path: Path, timeout: float = 90) -> tuple[subprocess.Popen, str]:
-    """``streamlit run app/main.py`` headless on a free 127.0.0.1 port (also the e2e tests' server)."""
+WARMED = re.compile(r"^warm-up: \d+ pages in ", re.M)  # app/serve.py's last line
+
+
+def start_server(data_dir: Path, log_path: Path, timeout: float = 90, warm: bool = False,
+                 warm_timeout: float = 600) -> tuple[subprocess.Popen, str]:
+    """``streamlit run app/main.py`` headless on a free 127.0.0.1 port (also the e2e tests' server). ``warm``:
+    ``python -m app.serve`` instead, returning once its warm-up has visited every page (what a class finds when
+    the teacher started the server beforehand)."""
     port = free_port()
     env = dict(os.environ, ATTENTION_LAB_DATA=str(data_dir), PYTHONUNBUFFERED="1")
+    command = ["-m", "app.serve"] if warm else ["-m", "streamlit", "run", str(ROOT / "app" / "main.py")]
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+        proc = subprocess.Popen([sys.executable, *command,
                                  "--server.headless", "true", "--server.address", "127.0.0.1",
                                  "--server.port", str(port), "--browser.gatherUsageStats", "false"],
                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -100,10 +108,18 @@ def start_server(data_dir: Path, log_path: Path, timeout: float = 90) -> tuple[s
     deadline = time.time() + timeout
     while time.time() < deadline and proc.poll() is None:
         if healthy(base):
-            return proc, base
+            break
         time.sleep(0.3)
-    stop_server(proc)
-    raise RuntimeError(f"streamlit did not become healthy:\n{log_path.read_text()[-3000:]}")
+    else:
+        stop_server(proc)
+        raise RuntimeError(f"streamlit did not become healthy:\n{log_path.read_text()[-3000:]}")
+    deadline = time.time() + warm_timeout
+    while warm and not WARMED.search(log_path.read_text(errors="replace")):
+        if proc.poll() is not None or time.time() > deadline:
+            stop_server(proc)
+            raise RuntimeError(f"the warm-up did not finish:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.3)
+    return proc, base
 
 
 def stop_server(proc: subprocess.Popen) -> None:
@@ -202,7 +218,7 @@ class Render:
     seconds: float | None  # Control+Enter → the heatmap shows the new sentence's words
     settled_s: float | None = None  # ... → the script has finished (the rest of the page drawn)
     error: str | None = None
-    client: str = "browser"  # or "scripted" (bench/ws_students.py: the first chart message, not its drawing)
+    client: str = "browser"  # or "scripted" (app/visitor.py: the first chart message, not its drawing)
 
 
 @dataclass
@@ -422,16 +438,16 @@ def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barr
 
 def scripted_classroom(first_sid: int, n: int, base: str, shared: Shared, start: threading.Barrier,
                        log: SessionLog, timeout_s: float = 120) -> None:
-    """``n`` scripted students (bench/ws_students.py) in one thread, one websocket each, on the classroom walk of
+    """``n`` scripted students (app/visitor.py) in one thread, one websocket each, on the classroom walk of
     ``classroom_session``. An action counts as rendered when its run finished with no exception, sent at least one
     chart, and left the address bar as the browser would show it (the Lesson's step, the new sentence)."""
     from urllib.parse import parse_qs
 
-    import ws_students
+    from app import visitor
 
     async def student(k: int):
         sid = first_sid + k
-        client = ws_students.Client(base, cookie=f"scripted-{sid}", timeout_s=timeout_s)
+        client = visitor.Client(base, cookie=f"scripted-{sid}", timeout_s=timeout_s)
 
         async def act(name: str, do, expect: dict | None = None, walk: bool = True) -> bool:
             await asyncio.sleep(shared.pause(sid, first=name == CLASSROOM_WALK[0]))
@@ -636,11 +652,12 @@ def percentile(values: list[float], q: float) -> float | None:
 
 def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, repeat_training: bool = True,
              workdir: Path | None = None, timeout_s: float = 1800, walk: str = "attention", replicas: int = 1,
-             scripted: int = 0, think_s: float = 0.0) -> dict:
+             scripted: int = 0, think_s: float = 0.0, serve: bool = False) -> dict:
     """Start the server (or ``replicas`` servers behind nginx), run the sessions (``walk``: "attention" or
-    "classroom"), ``scripted`` more students on the classroom walk without a browser (bench/ws_students.py) and
+    "classroom"), ``scripted`` more students on the classroom walk without a browser (app/visitor.py) and
     the trainer, stop the servers; return the full record. ``think_s``: each student's pause before an action
-    (``Shared.pause``; 0: every action right after the last)."""
+    (``Shared.pause``; 0: every action right after the last). ``serve``: servers started as the README does,
+    ``python -m app.serve``, the students arriving once its warm-up has visited every page."""
     train = TRAIN_SETTINGS if train is None else train
     tmp = tempfile.TemporaryDirectory(prefix="attention-lab-load-") if workdir is None else None
     work = Path(tmp.name) if tmp else Path(workdir)
@@ -651,7 +668,7 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
     procs, logs_paths = [], []
     for k in range(replicas):
         path = log_path if k == 0 else work / f"streamlit-{k}.log"
-        proc, base = start_server(work / "data", path)
+        proc, base = start_server(work / "data", path, warm=serve)
         procs.append(proc)
         logs_paths.append(path)
     proxy = access_log = None
@@ -767,15 +784,18 @@ def main(argv=None):
                          "sentence, Attention page, then sentences")
     ap.add_argument("--replicas", type=int, default=1, help="app processes behind nginx (sticky sessions)")
     ap.add_argument("--scripted", type=int, default=0,
-                    help="more students on the classroom walk as scripted websocket clients (bench/ws_students.py)")
+                    help="more students on the classroom walk as scripted websocket clients (app/visitor.py)")
     ap.add_argument("--think", type=float, default=0.0,
                     help="a student's reading time before each action, seconds (0.5-1.5x, seeded); 0: none")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds before the run is abandoned")
     ap.add_argument("--out", type=Path, help="write the full record (every render, every RSS sample) here")
+    ap.add_argument("--serve", action="store_true",
+                    help="start each server with python -m app.serve (the README's command: every page visited once "
+                         "before the students arrive)")
     args = ap.parse_args(argv)
     train = None if args.no_train else dict(TRAIN_SETTINGS, Steps=args.train_steps)
     record = run_load(args.sessions, args.renders, train or {}, timeout_s=args.timeout, walk=args.walk,
-                      replicas=args.replicas, scripted=args.scripted, think_s=args.think)
+                      replicas=args.replicas, scripted=args.scripted, think_s=args.think, serve=args.serve)
     s = record["summary"]
     print(f"sessions {s['sessions']} + {'1 training' if train else 'no training'} · renders ok {s['renders_ok']} / "
           f"failed {s['renders_failed']} / missing {s['renders_missing']} of {s['renders_requested']}")

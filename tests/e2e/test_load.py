@@ -1,4 +1,4 @@
-"""Many users at once, reduced: 2 Chromium sessions and 2 scripted websocket students (bench/ws_students.py) walk
+"""Many users at once, reduced: 2 Chromium sessions and 2 scripted websocket students (app/visitor.py) walk
 through a class (the teacher's shared Lesson link, three steps, their own sentence, the Attention page, then more
 sentences: 28 actions) while a 5th session trains a tiny model on the Training page, against 2 app replicas behind
 nginx with sticky sessions (docs/nginx-attention-lab.conf). The code is bench/load_test.py's (the full run of a class

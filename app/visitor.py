@@ -1,15 +1,15 @@
-"""Scripted students: the classroom walk spoken in Streamlit's own websocket protocol, with no browser.
+"""A visitor with no browser: one Streamlit session spoken in Streamlit's own websocket protocol.
 
-Thirty Chromium processes do not fit beside the app on 2 cores (docs/RELIABILITY.md: load average 173, nothing
-recorded), so a large class is simulated as a few real browsers plus these clients. Each one is what a browser tab is
-to the server: one websocket on ``/_stcore/stream``, one session, the same messages the page sends — a rerun with the
-shared link's query string, the widget states after a click ("Next ▶" pressed, a new text in the Sentence box), a
-page switch. The server does all the work it does for a browser (the whole script, every chart serialised and sent);
-what is not simulated is the browser drawing it.
+Each client is what a browser tab is to the server: one websocket on ``/_stcore/stream``, one session, the same
+messages a page sends — a rerun with a shared link's query string, the widget states after a click ("Next ▶"
+pressed, a new text in the Sentence box), a page switch. The server does all the work it does for a browser (the
+whole script, every chart serialised and sent); what is not done is the browser drawing it.
 
-Each action is timed from sending its message to (a) the first chart message of the run and (b) the end of the run
-("script finished"); an exception element in the run, a run that does not finish, or a dropped connection is a
-failed render. Used by ``bench/load_test.py --scripted N`` (and a reduced run in tests/e2e/test_load.py).
+Two users: ``app/serve.py`` visits every page once when a server starts (so the first student finds it warm), and
+the load test's scripted students (``bench/load_test.py --scripted N``; thirty Chromium processes do not fit beside
+the app on 2 cores, docs/RELIABILITY.md). Each action is timed from sending its message to (a) the first chart
+message of the run and (b) the end of the run ("script finished"); an exception element in the run, a run that does
+not finish, or a dropped connection is a failed render.
 """
 from __future__ import annotations
 

@@ -1,0 +1,110 @@
+"""``python -m app.serve [Streamlit's flags]``: the app, with every page visited once as soon as the server is up.
+
+A fresh server pays, on the first visit of each page, for what no visit has needed before: importing torch and the
+core, loading the models a page lists, building the broad grammar's parsers, reading the shipped summaries, the first
+chart of each kind (docs/BENCHMARKS.md §10: 3.4 s for the Start page, up to 9.3 s for Coreference). Here, once the
+server answers, one visitor with no browser (:mod:`app.visitor`) opens every page in turn with its defaults, so the
+first student to open a page after the teacher started the server finds it warm. The visits are the pages' own runs:
+nothing is warmed that a real visit would not use, and nothing is cached that a visit would not cache.
+
+``--no-warm`` starts the server without the visits (what ``streamlit run app/main.py`` does). Progress goes to the
+server's log, one line per page, then ``warm-up: N pages in S s (F failed)``; :data:`STATUS` holds the same.
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MAIN = ROOT / "app" / "main.py"
+STATUS: dict = {"done": False, "pages": {}, "failed": {}, "seconds": None}
+PAGE_TIMEOUT_S = 180.0
+
+
+def _say(line: str) -> None:
+    print(f"warm-up: {line}", file=sys.stderr, flush=True)
+
+
+def _server_url(timeout_s: float = 300.0) -> str | None:
+    """The running server's own address, once it answers its health check (None if it never does)."""
+    from streamlit import config
+    from streamlit.runtime import Runtime
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if Runtime.exists():  # created after the flags and config files are read: the port is the real one
+            host = config.get_option("server.address") or "127.0.0.1"
+            base = (config.get_option("server.baseUrlPath") or "").strip("/")
+            url = f"http://{host}:{config.get_option('server.port')}" + (f"/{base}" if base else "")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return url
+            except OSError:
+                pass
+        time.sleep(0.2)
+    return None
+
+
+async def _visit(url: str, page: str) -> tuple[float, str | None]:
+    """Open ``page`` as a fresh visitor would (a new session, the page's defaults): seconds, and what went wrong."""
+    from app.visitor import Client
+
+    client = Client(url, cookie="warm-up", timeout_s=PAGE_TIMEOUT_S)
+    t0 = time.perf_counter()
+    try:
+        await client.connect()
+        run = await client.open(page)
+        return time.perf_counter() - t0, (f"exception: {run.exceptions[0]}" if run.exceptions else None)
+    except Exception as e:  # a page that fails here fails for a student too: say so, go on with the others
+        return time.perf_counter() - t0, f"{type(e).__name__}: {e}"[:300]
+    finally:
+        await client.close()
+
+
+def warm(url: str) -> dict:
+    """Visit every registered page once, in the navigation's order; returns (and fills) :data:`STATUS`."""
+    from app import nav
+
+    pages = nav.url_paths()
+    t0 = time.perf_counter()
+    for k, page in enumerate(pages, 1):
+        seconds, problem = asyncio.run(_visit(url, page))
+        name = page or "home"
+        STATUS["pages"][name] = round(seconds, 2)
+        if problem:
+            STATUS["failed"][name] = problem
+        _say(f"{name} {seconds:.1f} s ({k} of {len(pages)})" + (f" FAILED: {problem}" if problem else ""))
+    STATUS["seconds"] = round(time.perf_counter() - t0, 1)
+    STATUS["done"] = True
+    _say(f"{len(pages)} pages in {STATUS['seconds']} s ({len(STATUS['failed'])} failed)")
+    return STATUS
+
+
+def _warm_when_up() -> None:
+    url = _server_url()
+    if url is None:
+        _say("the server did not answer its health check; no pages visited")
+        return
+    warm(url)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start the warm-up thread (unless ``--no-warm``), then Streamlit's ``run`` on app/main.py in this process."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--no-warm" in args:
+        args.remove("--no-warm")
+    else:
+        threading.Thread(target=_warm_when_up, name="warm-up", daemon=True).start()
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", "run", str(MAIN), *args]
+    return cli.main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
