@@ -26,6 +26,8 @@ from .positional import apply_rope
 
 @dataclass
 class AttentionResult:
+    """What :func:`scaled_dot_product_attention` returns: the output ``[B, H, Tq, d_v]``, plus the scores,
+    the mask and the weights on the explicit path (None on the fused path)."""
     out: torch.Tensor  # [B, H, Tq, d_v]
     scores: torch.Tensor | None = None  # Q Kᵀ / √d_k, [B, H, Tq, Tk]
     mask: torch.Tensor | None = None  # the additive mask actually added (broadcastable)

@@ -36,12 +36,16 @@ DEFAULT_MAX_MODEL_BYTES = 2 * 2 ** 30
 
 
 def max_model_bytes() -> int:
+    """The model-size ceiling in bytes: ``ATTENTION_LAB_MAX_MODEL_BYTES`` when it is a plain number of up to
+    19 digits, else :data:`DEFAULT_MAX_MODEL_BYTES` (2 GiB)."""
     raw = os.environ.get("ATTENTION_LAB_MAX_MODEL_BYTES", "")
     return int(raw) if raw.isascii() and raw.isdigit() and 0 < len(raw) < 20 else DEFAULT_MAX_MODEL_BYTES
 
 
 @dataclass
 class ModelConfig:
+    """Every setting of a model: kind, sizes, positions, normalisation, attention window and BERT extras;
+    numpy numbers become plain Python ones and every field is checked on creation (:meth:`validate`)."""
     kind: str = "encoder-decoder"
     vocab_size: int = 1000
     d_model: int = 128

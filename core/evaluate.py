@@ -22,6 +22,8 @@ from .training.tasks import pad_rows, translation_metrics
 
 
 def read_pairs(path) -> list[tuple[str, str]]:
+    """The ``(source, reference)`` pairs of a ``source<TAB>reference`` file (blank lines skipped); ValueError
+    for a malformed line, text that is not UTF-8, or a file with no pairs."""
     try:
         text = open(path, encoding="utf-8").read()
     except UnicodeDecodeError:
@@ -41,6 +43,8 @@ def read_pairs(path) -> list[tuple[str, str]]:
 
 @torch.no_grad()
 def translate_all(ck, sources: list[str], batch: int = 64) -> list[str]:
+    """Greedy translations of ``sources`` by checkpoint ``ck``, ``batch`` sentences at a time (each source cut
+    to fit ``max_len``)."""
     model, tok = ck.model, ck.tokenizer
     out = []
     for i in range(0, len(sources), batch):
@@ -50,6 +54,8 @@ def translate_all(ck, sources: list[str], batch: int = 64) -> list[str]:
 
 
 def evaluate(ck, pairs: list[tuple[str, str]], lang: str) -> tuple[list[dict], dict]:
+    """Translate every pair with ``ck`` into ``lang``: per-sentence rows (source, reference, hypothesis, exact)
+    and the metrics (exact match, pronoun accuracy, BLEU, coreference head scores where the grammar parses)."""
     import sacrebleu
     hyps = translate_all(ck, [s for s, _ in pairs])
     labelled, items = [], []
@@ -75,6 +81,8 @@ def evaluate(ck, pairs: list[tuple[str, str]], lang: str) -> tuple[list[dict], d
 
 
 def main(argv=None) -> int:
+    """The ``python -m core.evaluate`` command line: one line per sentence, then the metrics as JSON; returns
+    the exit code (2 for an unusable model or file)."""
     ap = argparse.ArgumentParser(prog="python -m core.evaluate", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="bundled short name (en-fr, en-de) or a checkpoint folder")
     ap.add_argument("--pairs", required=True, help="TSV file: source<TAB>reference per line")

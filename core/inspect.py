@@ -16,6 +16,8 @@ from .io import checkpoint, cli, jsonio, registry
 
 
 def trace_json(ck, src: str, tgt: str | None = None) -> dict:
+    """The JSON-ready dict of a traced run of ``src`` (and ``tgt``) through ``ck``: tokens, output, notices,
+    coverage and, per attention kind, the weights ``[layer][head][query][key]``."""
     res = run(ck, src, tgt)
     out = {"model_kind": res.kind, "source_tokens": res.src_tokens, "target_tokens": res.tgt_tokens,
            "output": res.output, "next_token_top_k": [{"token": t, "p": p} for t, p in res.top_next],
@@ -26,6 +28,8 @@ def trace_json(ck, src: str, tgt: str | None = None) -> dict:
 
 
 def main(argv=None) -> int:
+    """The ``python -m core.inspect`` command line: :func:`trace_json` to ``--out`` or stdout; returns the
+    exit code."""
     ap = argparse.ArgumentParser(prog="python -m core.inspect", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--src", required=True)

@@ -31,6 +31,8 @@ from .trace import Trace
 
 @dataclass
 class Output:
+    """A forward pass's results: ``logits [B, T, vocab]``, the last stack's output ``hidden [B, T, d_model]``,
+    the encoder ``memory``, the trace when asked, and next-sentence logits ``[B, 2]`` (``cfg.nsp``)."""
     logits: torch.Tensor
     hidden: torch.Tensor  # last stack's output
     memory: torch.Tensor | None = None  # encoder output (encoder-decoder)
@@ -196,6 +198,7 @@ class RunContext:
 
 
 class Stack(nn.Module):
+    """``n_layers`` layers of ``layer_cls`` run in order, then a final LayerNorm where the config asks for one."""
     def __init__(self, cfg: ModelConfig, layer_cls, n_layers: int):
         super().__init__()
         self.layers = nn.ModuleList(layer_cls(cfg) for _ in range(n_layers))
@@ -210,6 +213,8 @@ class Stack(nn.Module):
 
 
 class Transformer(nn.Module):
+    """The encoder-decoder, decoder-only or encoder-only Transformer of a :class:`ModelConfig`; traced,
+    ablated or hooked through :meth:`forward`'s keyword arguments."""
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         cfg.validate()

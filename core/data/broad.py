@@ -59,6 +59,8 @@ EVAL_SIZE = 6_000  # sentences sampled for valid / test / heldout
 
 @dataclass(frozen=True)
 class Noun:
+    """A lexicon noun: English singular and plural; French and German forms with gender and plural (``de_weak``:
+    a weak masculine, *den Löwen*); its semantic classes, a person's sex, and its place in the builder's order."""
     en: str
     en_pl: str
     fr: str
@@ -76,6 +78,8 @@ class Noun:
 
 @dataclass(frozen=True)
 class Adj:
+    """A lexicon adjective: English; French masculine / feminine, singular / plural and masculine before a vowel
+    (``fr_pre``: placed before the noun); German base form and declension stem; the noun classes it describes."""
     en: str
     fr_ms: str
     fr_fs: str
@@ -90,6 +94,8 @@ class Adj:
 
 @dataclass(frozen=True)
 class Verb:
+    """A lexicon verb: English forms; French (infinitive, present and future by person, participle, auxiliary,
+    object preposition) and German ones (also past, separable prefix, object case); subject and object classes."""
     en: str
     en_3sg: str
     en_past: str
@@ -114,6 +120,8 @@ class Verb:
 
 @dataclass(frozen=True)
 class Lexicon:
+    """The loaded ``lexicon.json``: nouns, adjectives and verbs by English word, names with their sex, numbers
+    as ``(en, fr, de)`` words, and ``by_class``: the nouns of each semantic class."""
     nouns: dict[str, Noun]
     adjectives: dict[str, Adj]
     verbs: dict[str, Verb]
@@ -248,6 +256,8 @@ _DE_END = {
 
 
 def de_noun_form(noun: Noun, case: str, plural: bool) -> str:
+    """The German noun in ``case`` (``"nom"``, ``"acc"``, ``"dat"``): a dative plural adds -n, a weak noun
+    takes -(e)n in the accusative and dative singular."""
     if plural:
         pl = noun.de_pl
         return pl + "n" if case == "dat" and not pl.endswith(("n", "s")) else pl
@@ -338,6 +348,8 @@ class Spec:
 
 @dataclass(frozen=True)
 class Frame:
+    """A sentence frame: the English template, the noun classes each slot accepts, French and German renderers
+    and, in a coreference frame, the cue words that point the pronoun at each role."""
     name: str
     en: str  # English template; {A} {B} {C}: nouns, {Apl}…: plurals, {aA}: "a"/"an" + noun, {adj}, {verb…}, {name}, {num}
     roles: dict  # slot -> noun classes it accepts
@@ -794,6 +806,7 @@ COREF_FRAMES = tuple(f.name for f in FRAMES_LIST if f.cues and len(f.cues) == 2)
 
 
 def frame_names() -> tuple[str, ...]:
+    """The names of every sentence frame, in definition order."""
     return tuple(FRAMES)
 
 
@@ -807,6 +820,7 @@ def _verb_forms(v: Verb) -> dict:
 
 
 def render_en(spec: Spec, lex: Lexicon | None = None) -> str:
+    """The English sentence of ``spec``: its frame's template filled from the lexicon, first letter capitalised."""
     lex = lex or lexicon()
     frame = FRAMES[spec.frame]
     d = dict(spec.slots)
@@ -1024,6 +1038,8 @@ def _target_pronoun(spec: Spec, lang: str, lex: Lexicon) -> str | None:
 
 
 def make_pair(spec: Spec, lang: str) -> Pair:
+    """The :class:`Pair` of ``spec`` in ``lang`` (``"fr"`` / ``"de"``): English source, translation, pronoun
+    index, antecedent, candidate nouns and the target pronoun."""
     lex = lexicon()
     frame = FRAMES[spec.frame]
     src = render_en(spec, lex)
@@ -1060,6 +1076,7 @@ def generate(lang: str, split: str, n: int | None = None, seed: int = 0) -> list
 
 
 def english_sentences(split: str = "train") -> tuple[str, ...]:
+    """The English side of every sentence of ``split`` (the specs :func:`generate` translates, in spec order)."""
     return tuple(render_en(s) for s in _specs(split, TRAIN_SIZE if split == "train" else EVAL_SIZE))
 
 

@@ -15,6 +15,8 @@ COLUMNS = ("en", "fr", "fr_pronoun", "de", "de_pronoun")
 
 @dataclass(frozen=True)
 class Row:
+    """One test sentence: the English, and the French and German references with the pronoun each writes for
+    "it" / "they"."""
     en: str
     fr: str
     fr_pronoun: str
@@ -26,6 +28,8 @@ class Row:
 
 
 def load(path: str | Path) -> list[Row]:
+    """The rows of the TSV file at ``path`` (blank and ``#`` lines skipped); ValueError on a wrong header or
+    a line with the wrong number of cells."""
     rows = []
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     header = lines[0].split("\t")

@@ -59,6 +59,7 @@ def is_translation(ck) -> bool:
 
 
 def is_pretrained(ck) -> bool:
+    """A model loaded from an installed package (:mod:`core.io.pretrained`, task ``pretrained``)."""
     return ck.meta.get("task") == "pretrained"
 
 

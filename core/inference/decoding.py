@@ -19,6 +19,7 @@ NEVER_GENERATED = (PAD, BOS, MASK)  # a decoder's output is never padding, a sta
 
 @dataclass
 class Step:
+    """One decoding step: the token chosen, the distribution ``[vocab]`` it was chosen from, the top candidates."""
     chosen: int
     probs: torch.Tensor  # [vocab] distribution the token was chosen from
     top: list[tuple[int, float]]  # (token id, probability), best first
@@ -26,6 +27,7 @@ class Step:
 
 @dataclass
 class Beam:
+    """One beam-search hypothesis: its token ids, summed log-probability and whether it has ended."""
     ids: list[int]
     score: float  # sum of log-probabilities
     finished: bool = False
@@ -33,6 +35,8 @@ class Beam:
 
 @dataclass
 class DecodeResult:
+    """A decoding's output: the generated ids (no BOS / EOS), every step and, for beam search, the beams after
+    each step and the best beam's score."""
     ids: list[int]  # generated ids, without BOS / EOS
     steps: list[Step] = field(default_factory=list)
     beams: list[list[Beam]] = field(default_factory=list)  # beam search: the beams after each step

@@ -43,6 +43,8 @@ def mask_positions(ids, positions) -> list[int]:
 
 @dataclass
 class Fill:
+    """The top-k candidates at one predicted position (ids and probabilities, most probable first) and the
+    token that was there, when known."""
     position: int
     original: int | None  # the token that was there before masking, when known
     ids: list[int]  # top-k candidate ids, most probable first
@@ -51,6 +53,7 @@ class Fill:
 
 @dataclass
 class FillResult:
+    """One masked-LM pass: the input ids (masks included), the candidates at each predicted position, the trace."""
     ids: list[int]  # the model's input, masks included
     fills: list[Fill]
     trace: Trace
@@ -155,6 +158,8 @@ def both_sides_score(ck: Checkpoint, rows: list[list[int]], lm: Checkpoint | Non
 
 @dataclass
 class PairResult:
+    """BERT's next-sentence prediction for one pair: input ids and segment types, ``p(B follows A)``, the
+    trace, and whether the pair was cut to fit."""
     ids: list[int]  # [BOS] A [EOS] B [EOS]
     types: list[int]  # 0 for [BOS] A [EOS], 1 for B [EOS]
     p_next: float  # probability that B follows A

@@ -15,6 +15,8 @@ from .decoding import greedy_batch
 
 @dataclass
 class Run:
+    """Everything a page shows about one input: source and target ids and tokens, the trace, the output and
+    next-token candidates, notices for the user, and the coverage of the input's words."""
     kind: str
     src_ids: list[int]
     tgt_ids: list[int]  # decoder input (starts with BOS); empty for encoder-only

@@ -47,6 +47,8 @@ class CheckpointError(ValueError):
 
 @dataclass
 class Checkpoint:
+    """A loaded model with its tokenizer, metadata (``meta``), the folder it came from and the words of its
+    training source text."""
     model: Transformer
     tokenizer: Tokenizer
     meta: dict = field(default_factory=dict)  # task, training summary, metrics

@@ -248,6 +248,7 @@ def load(name: str, device="cpu") -> Checkpoint:
 
 
 def clear_cache() -> None:
+    """Forget the pretrained models built so far: the next :func:`load` builds them again."""
     _cached.cache_clear()
 
 

@@ -17,6 +17,7 @@ def data_dir() -> Path:
 
 
 def user_dir() -> Path:
+    """The folder of user-trained models: ``models`` in :func:`data_dir`."""
     return data_dir() / "models"
 
 
@@ -44,6 +45,7 @@ def _architecture(config: Path) -> str | None:
 
 
 def bundled() -> list[str]:
+    """Names of the models shipped in ``assets/models/`` that the pages can open."""
     return _listed(BUNDLED)
 
 
@@ -53,6 +55,8 @@ def user_models() -> list[str]:
 
 
 def valid_name(name: str) -> bool:
+    """Whether ``name`` can name a model folder: a letter or digit, then up to 63 letters, digits or
+    ``_ . -``, and no ``..``."""
     return bool(NAME.match(name or "")) and ".." not in name
 
 

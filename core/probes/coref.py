@@ -35,6 +35,8 @@ TARGET_PRONOUNS = {"fr": ("il", "elle"), "de": ("er", "sie", "es")}
 
 @dataclass(frozen=True)
 class ProbeItem:
+    """One coreference probe sentence: its text, the noun the pronoun refers to, the candidate nouns, the
+    pronoun, and (cross probe) the reference translation."""
     text: str
     antecedent: str
     candidates: tuple[str, ...]
@@ -78,6 +80,7 @@ def default_query(res: Run, kind: str, tok, word: str = "it") -> int:
 
 
 def self_kind(res: Run) -> str:
+    """The trace kind of a run's self-attention: ``"decoder"`` for a decoder-only model, else ``"encoder"``."""
     return "decoder" if res.kind == "decoder-only" else "encoder"
 
 

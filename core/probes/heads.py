@@ -93,6 +93,7 @@ def batch_margin(model: Transformer, batch: Batch, ablate=None) -> float:
 
 
 def all_heads(model: Transformer) -> list[Head]:
+    """Every ``(attention name, head index)`` of ``model``, attention by attention."""
     return [(name, h) for name in model.attention_names() for h in range(model.cfg.n_heads)]
 
 
@@ -109,6 +110,8 @@ MEASURES = ("margin", "loss")
 
 @dataclass
 class Importance:
+    """Head importance on one batch: the scores with every head on and, per head off alone, the loss increase
+    ``delta`` and the margin drop ``[n_attention, n_heads]``; ``ranking`` follows ``measure``."""
     base_loss: float
     base_acc: float
     names: list[str]  # attention names, rows of ``delta``
@@ -154,6 +157,8 @@ def head_importance(model: Transformer, batch: Batch, measure: str = "margin", p
 # ------------------------------------------------------------------ pruning
 @dataclass
 class PrunePoint:
+    """One point of a pruning curve: heads still on, heads removed so far (in order), loss, accuracy and
+    translation metrics."""
     kept: int  # heads still on
     removed: list[Head]  # heads off, in removal order
     loss: float

@@ -405,6 +405,7 @@ def translate_ablated(model: Transformer, src_ids: list[int], heads_off: dict) -
 
 # ======================================================================= layers
 def n_layers(trace: Trace, stack: str) -> int:
+    """How many layers of ``stack`` (``"encoder"``, ``"decoder"``) ``trace`` recorded."""
     n = 0
     while f"{stack}.{n}.resid_post" in trace:
         n += 1

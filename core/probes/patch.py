@@ -299,6 +299,8 @@ class Clean:
 
 
 def clean(ck: Checkpoint, a: Sentence, b: Sentence) -> Clean:
+    """Both unpatched runs of the pair ``a``, ``b``: their hook-point tensors and each one's logit difference
+    ``log p(A's pronoun) − log p(B's pronoun)`` at its decision position."""
     setup = prepare(ck, a, b)
     ta, la = clean_run(ck.model, setup.src_a, setup.dec_a)
     tb, lb = clean_run(ck.model, setup.src_b, setup.dec_b)
@@ -553,6 +555,8 @@ def _jsonable(x):
 
 
 def main(argv=None) -> int:
+    """The ``python -m core.probes.patch`` command line: head effects for one pair (``--a``, ``--b``) or the
+    probe set's scoreboard, printed as JSON; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m core.probes.patch", description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="a translation model (en-fr, en-de, …)")
     ap.add_argument("--a", help="sentence A")

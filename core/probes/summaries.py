@@ -127,10 +127,13 @@ def probe_items(ck) -> list[coref.ProbeItem]:
 
 
 def coref_to_json(boards: dict, items) -> dict:
+    """The ``coref`` entry of ``summaries.json``: the scoreboards as JSON with the SHA-256 and count of the
+    probe sentences they were computed on."""
     return {"items_sha256": texts_sha(it.text for it in items), "n_items": len(items), "boards": _jsonable(boards)}
 
 
 def coref_from_json(entry: dict) -> dict:
+    """The scoreboards of a ``coref`` entry, ``share`` and ``rollout_share`` as tensors again (null → NaN)."""
     boards = {}
     for kind, b in entry["boards"].items():
         boards[kind] = dict(b) | {"share": _tensor(b["share"]), "rollout_share": _tensor(b["rollout_share"])}
@@ -149,6 +152,8 @@ def coref_boards(ck, name: str, items) -> dict | None:
 
 # ------------------------------------------------------------------ head importance and pruning
 def eval_spec(n: int = EVAL_N) -> dict:
+    """The settings of the head-importance batch (``n`` items, seed 0, valid split, margin) a shipped summary
+    must match."""
     return {"n": n, "seed": 0, "split": "valid", "measure": "margin"}
 
 
@@ -171,6 +176,8 @@ def compute_heads(ck, n: int = EVAL_N, progress=None) -> dict:
 
 
 def heads_to_json(res: dict, n: int = EVAL_N) -> dict:
+    """The ``heads`` entry of ``summaries.json`` for a :func:`compute_heads` result: the importance and the
+    pruning curve as JSON (each curve point keeps only the head it removed)."""
     imp = dataclasses.asdict(res["imp"])
     return {"spec": eval_spec(n), "n": res["n"], "unit": res["unit"], "translation": res["translation"],
             "importance": _jsonable(imp),  # each point stores the head it removed; the removed list is rebuilt
@@ -179,6 +186,8 @@ def heads_to_json(res: dict, n: int = EVAL_N) -> dict:
 
 
 def heads_from_json(entry: dict) -> dict:
+    """The :func:`compute_heads` result of a ``heads`` entry: tensors, :class:`~core.probes.heads.Importance`
+    and the pruning curve with every point's removed list rebuilt."""
     imp = dict(entry["importance"])
     imp["delta"], imp["margin_drop"] = _tensor(imp["delta"]), _tensor(imp["margin_drop"])
     imp["ranking"] = [(n, int(h), float(s)) for n, h, s in imp["ranking"]]

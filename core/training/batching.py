@@ -37,6 +37,7 @@ POOL_BATCHES = 100
 
 
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:
+    """The generator that shuffles epoch ``epoch`` of a run with ``seed`` (seeded ``seed * 1_000_003 + epoch``)."""
     return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
 
 

@@ -27,6 +27,8 @@ TRAIN_ADJECTIVES = ("tired", "hungry", "wide", "deep")  # two of each kind; ever
 
 
 def adjective(sentence: str) -> str:
+    """The last word of ``sentence`` (final period dropped): the adjective of a "… because it was too …"
+    sentence."""
     return sentence.rstrip(".").split()[-1]
 
 
@@ -73,6 +75,8 @@ class ItClassifier(nn.Module):
 
 
 def encode(tok, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids of ``texts`` padded ``[n, T]`` and the position of *it* in each ``[n]``; ValueError when a
+    text has none."""
     rows = [tok.encode(t) for t in texts]
     pos = [it_position(tok, r) for r in rows]
     if None in pos:
@@ -82,6 +86,8 @@ def encode(tok, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
 
 @dataclass
 class Run:
+    """One fine-tuning run from a pre-trained or random start: test accuracy at the recorded steps, the time
+    taken and the trained classifier."""
     start: str  # "pre-trained" or "random"
     steps: list[int] = field(default_factory=list)
     accuracy: list[float] = field(default_factory=list)  # on the unseen-adjective test set, at ``steps``
@@ -102,6 +108,7 @@ class Run:
 
 @torch.no_grad()
 def accuracy(model: ItClassifier, ids, pos, y, batch: int = 200) -> float:
+    """The share of rows whose predicted label equals ``y``, scored ``batch`` rows at a time."""
     model.eval()
     right = sum(int((model(ids[i:i + batch], pos[i:i + batch]).argmax(-1) == y[i:i + batch]).sum())
                 for i in range(0, len(y), batch))

@@ -24,6 +24,8 @@ VARIANTS = (("post", True), ("post", False), ("pre", True), ("pre", False))
 
 @dataclasses.dataclass
 class StabilityConfig:
+    """Settings shared by the four runs (post-LN / pre-LN, with / without warmup): task, steps, peak learning
+    rate, warmup length and model size."""
     task: str = "reverse"
     steps: int = 300
     lr: float = 1e-2  # the same peak learning rate for all four runs
@@ -48,6 +50,7 @@ class StabilityConfig:
 
 
 def label(norm: str, warmup: bool) -> str:
+    """A run's name, e.g. ``"pre-LN, no warmup"``."""
     return f"{norm}-LN, {'warmup' if warmup else 'no warmup'}"
 
 
@@ -74,10 +77,12 @@ def run(cfg: StabilityConfig | None = None, variants=VARIANTS, on_progress=None)
 
 
 def command(cfg: StabilityConfig, out: str) -> str:
+    """The command line that reruns ``cfg`` and writes the results to ``out``."""
     return experiment.command("core.training.stability", cfg, out)
 
 
 def main(argv=None) -> int:
+    """The ``python -m core.training.stability`` command line; returns the exit code."""
     return experiment.main("core.training.stability", "post-LN vs pre-LN × warmup curves", StabilityConfig, run,
                            ("final", "metrics", "seconds"), argv)
 

@@ -47,6 +47,8 @@ def model_kind(task: str) -> str:
 
 @dataclass
 class Batch:
+    """One training batch: source ``[B, Ts]`` (None for an LM), decoder input and targets ``[B, T]``, and
+    BERT's token types ``[B, T]`` and next-sentence labels ``[B]`` when present."""
     src: torch.Tensor | None  # [B, Ts] (None for an LM)
     tgt_in: torch.Tensor  # [B, T] decoder input (starts with BOS)
     tgt_out: torch.Tensor  # [B, T] what to predict (PAD = ignored)
@@ -66,6 +68,7 @@ class Batch:
 
 
 def pad_rows(rows: list[list[int]]) -> torch.Tensor:
+    """Rows of token ids right-padded with ``PAD`` to the longest, as a long tensor ``[len(rows), T]``."""
     width = max(len(r) for r in rows)
     return torch.tensor([r + [PAD] * (width - len(r)) for r in rows], dtype=torch.long)
 
@@ -77,10 +80,13 @@ def seq2seq_batch(pairs: list[tuple[list[int], list[int]]]) -> Batch:
 
 
 def step_generator(seed: int, step: int, rank: int = 0) -> torch.Generator:
+    """The generator of ``step``'s batch on ``rank`` for a run with ``seed`` (a resumed run draws the same data)."""
     return torch.Generator().manual_seed((seed * 1_000_003 + step) * 97 + rank)
 
 
 class Task:
+    """Base of every training task: its batches (a pure function of seed, step and rank), its evaluation, its
+    tokenizer and the model kind it trains."""
     name: str
     description: str = ""
     model_kind = "encoder-decoder"

@@ -35,6 +35,8 @@ MODEL_KEYS = ("layers", "d_model", "heads", "kv_heads", "d_ff", "pos_encoding", 
 
 @dataclass
 class TrainConfig:
+    """Every setting of a training run: task, model shape, optimisation, data and bookkeeping (one
+    ``python -m core.train`` flag per field, ``history`` aside)."""
     task: str = "copy"
     out: str | None = None
     steps: int = 1000
@@ -144,6 +146,8 @@ def learning_rate(step: int, cfg: TrainConfig, d_model: int) -> float:
 
 
 def pick_device(name: str = "auto") -> torch.device:
+    """The torch device ``name`` names (``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``); ``auto`` picks CUDA,
+    then MPS, then the CPU. ValueError for an unknown or unavailable device."""
     if not isinstance(name, str) or not DEVICE.match(name):
         raise ValueError(f"unknown device {name!r}; choose auto, cpu, cuda, cuda:N or mps")
     if name.startswith("cuda"):

@@ -80,6 +80,8 @@ def head_qkv(trace, kind: str, layer: int, head: int, batch: int = 0):
 # ----------------------------------------------------------------------------------- Performer FAVOR+
 @dataclass
 class FavorResult:
+    """What :func:`favor_attention` returns: the implied weights ``[..., Tq, Tk]``, the output
+    ``[..., Tq, d_v]`` computed without them, and the random features ``[m, d]``."""
     weights: torch.Tensor  # [..., Tq, Tk] the implied attention matrix φ(q_i)ᵀφ(k_j) / Σ_l φ(q_i)ᵀφ(k_l)
     out: torch.Tensor  # [..., Tq, d_v] computed the linear way, never through `weights`
     projection: torch.Tensor  # [m, d] the random features ω
@@ -215,6 +217,8 @@ def linear_attention_weights(q, k, *, causal: bool = False) -> torch.Tensor:
 # ------------------------------------------------------------------------------------- Reformer LSH
 @dataclass
 class LSHResult:
+    """What :func:`lsh_attention` returns: the bucket-restricted weights and output, the keys each query may
+    see, the buckets per round, the exact weights, and the share of them each query keeps."""
     weights: torch.Tensor  # [..., Tq, Tk] softmax restricted to the allowed (same-bucket) keys
     out: torch.Tensor
     allowed: torch.Tensor  # bool [..., Tq, Tk]
@@ -345,6 +349,8 @@ def sliding_window_chunked(q, k, v, window: int, global_tokens=(), *, causal: bo
 # --------------------------------------------------------------------------------- FlashAttention
 @dataclass
 class TiledResult:
+    """What :func:`tiled_attention` returns: the exact output, the watched query's steps, the tiles computed
+    out of the full grid, and the most score entries held at once."""
     out: torch.Tensor  # [..., Tq, d_v], equal to softmax(QKᵀ/√d + M)V up to rounding
     steps: list  # for the watched query row, one dict per key block it visited (see tiled_attention)
     blocks_computed: int  # (query block, key block) tiles whose scores were computed

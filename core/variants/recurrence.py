@@ -78,6 +78,8 @@ class LSTMSeq2Seq(nn.Module):
 
 @dataclasses.dataclass
 class RecurrenceConfig:
+    """Settings of the LSTM-vs-Transformer comparison: task and lengths, training, both models' sizes,
+    evaluation."""
     task: str = "copy"  # "copy" (distance = length for every token) or "reverse"
     min_len: int = 2
     max_len: int = 16
@@ -98,6 +100,7 @@ class RecurrenceConfig:
 
 
 def build_models(cfg: RecurrenceConfig, vocab_size: int):
+    """The LSTM seq2seq and the encoder-decoder Transformer of ``cfg``, each initialised from ``cfg.seed``."""
     torch.manual_seed(cfg.seed)
     lstm = LSTMSeq2Seq(vocab_size, cfg.lstm_emb, cfg.lstm_hidden, max_len=cfg.max_len + 4)
     torch.manual_seed(cfg.seed)
@@ -178,10 +181,12 @@ def run(cfg: RecurrenceConfig | None = None, on_progress=None) -> dict:
 
 
 def command(cfg: RecurrenceConfig, out: str) -> str:
+    """The command line that reruns ``cfg`` and writes the results to ``out``."""
     return experiment.command("core.variants.recurrence", cfg, out)
 
 
 def main(argv=None) -> int:
+    """The ``python -m core.variants.recurrence`` command line; returns the exit code."""
     return experiment.main("core.variants.recurrence", "LSTM seq2seq vs Transformer by length", RecurrenceConfig, run,
                            ("params", "lengths", "curves", "seconds"), argv)
 

@@ -70,6 +70,8 @@ def _argmax(logits: torch.Tensor) -> list[int]:
 
 @dataclass
 class SpecStep:
+    """One round of speculative decoding: the draft's proposed tokens, how many the target accepted, the
+    target's own next token, and its greedy choice at each proposed position."""
     proposed: list[int]  # the draft's tokens
     accepted: int  # how many of them the target agreed with (a prefix)
     target_token: int | None  # the target's own token appended after them (None: budget reached)
@@ -78,6 +80,8 @@ class SpecStep:
 
 @dataclass
 class SpecResult:
+    """What :func:`speculative_generate` returns: the generated ids (the same as greedy decoding), every round,
+    and how many forward passes the target and the draft made."""
     ids: list[int]  # generated ids, without BOS / EOS (== greedy)
     steps: list[SpecStep]
     target_passes: int

@@ -37,6 +37,8 @@ from ..trace import Trace
 
 @dataclass
 class XLConfig:
+    """Settings of a Transformer-XL model: sizes, segment and memory lengths, and the farthest distance with
+    a bias of its own."""
     vocab_size: int = 400
     d_model: int = 64
     n_heads: int = 4
@@ -66,6 +68,8 @@ class XLConfig:
 
 @dataclass
 class XLOutput:
+    """One segment's forward pass: ``logits [B, T, V]``, the new memory of each layer and, when asked, each
+    layer's attention weights."""
     logits: torch.Tensor  # [B, T, V]
     memory: list  # new memory per layer, each [B, <=mem_len, d] (detached)
     weights: list = field(default_factory=list)  # per layer [B, H, T, M+T] when asked
@@ -102,6 +106,8 @@ class XLLayer(nn.Module):
 
 
 class XLModel(nn.Module):
+    """A decoder-only Transformer-XL: reads a segment ``ids [B, T]`` with the previous segment's memory at
+    every layer, and a learned relative bias per head and distance."""
     def __init__(self, cfg: XLConfig):
         super().__init__()
         self.cfg = cfg

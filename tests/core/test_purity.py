@@ -159,3 +159,19 @@ def test_the_import_rules_catch_a_wrong_direction(tmp_path, monkeypatch):
     with pytest.raises(AssertionError, match="training"):
         test_core_module_imports_only_what_its_package_allows(root / "inference" / "a.py")
     test_core_module_imports_only_what_its_package_allows(root / "inference" / "b.py")
+
+
+# ------------------------------------------------------------------ docstrings
+def test_every_public_function_class_and_module_of_core_has_a_docstring():
+    """Every module of core/, and every public (no leading underscore) function and class at its top level, says
+    what it is in a docstring."""
+    missing = []
+    for path in core_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = path.relative_to(CORE.parent)
+        if not ast.get_docstring(tree):
+            missing.append(f"{where} (module)")
+        missing += [f"{where}:{node.lineno} {node.name}" for node in tree.body
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    and not node.name.startswith("_") and not ast.get_docstring(node)]
+    assert not missing, f"{len(missing)} without a docstring: " + ", ".join(missing)
