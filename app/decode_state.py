@@ -9,7 +9,7 @@ from app.text import md
 from core.inference import coverage
 from core.io.budget import max_positions
 from core.inference.decoding import beam_search, generate
-from core.inference.runner import coverage_notices, trace_ids
+from core.inference.runner import coverage_notices, forward_ids
 from core.io.tokenizer import BOS, EOS
 
 
@@ -88,7 +88,7 @@ def decode_panel(view, figures) -> None:
                       for b in result.beams[n - 1]], hide_index=True)
     prefix = ([BOS] if ck.model.cfg.kind == "encoder-decoder" else [BOS] + args["prompt"]) + chosen_ids[:n - 1]
     prefix = prefix[: max_positions(ck.model)]
-    trace = trace_ids(ck, args.get("src"), prefix)
+    trace = forward_ids(ck.model, args.get("src"), prefix).trace.to("cpu")
     kind = "cross" if ck.model.cfg.kind == "encoder-decoder" else "decoder"
     keys = tok.display(args["src"]) if kind == "cross" else tok.display(prefix)
     layer = st.selectbox("Layer", range(trace.n_layers(kind)), index=trace.n_layers(kind) - 1)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from core.inference.runner import forward_ids
 from core.io import checkpoint, registry
 from core.training.tasks import SYNTHETIC, TASKS, TRANSLATION, model_kind
 from core.io.tokenizer import BOS, EOS
@@ -535,12 +536,10 @@ def _attention_snapshot(model, tokenizer, probe, step: int) -> dict:
     model.eval()
     try:
         with torch.no_grad():
-            tgt = torch.tensor([tgt_ids], device=device)
+            trace = forward_ids(model, src_ids, tgt_ids).trace
             if src_ids is not None:
-                trace = model(torch.tensor([src_ids], device=device), tgt, trace=True).trace
                 kind, keys = "cross", src_ids
             else:
-                trace = model(tgt, trace=True).trace
                 kind, keys = trace.kinds()[0], tgt_ids  # decoder (LM) or encoder (masked LM)
             layer = trace.n_layers(kind) - 1
             weights = trace.attention(kind, layer)[0].float().mean(0).cpu()  # [Tq, Tk], mean over heads

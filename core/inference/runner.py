@@ -118,12 +118,11 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
 
 
 @torch.no_grad()
-def trace_ids(ck: Checkpoint, src_ids: list[int] | None, tgt_ids: list[int]) -> Trace:
-    """Traced forward on explicit ids (decoding steps): encoder-decoder takes both, an LM only ``tgt_ids``."""
-    device = ck.model.device
-    tgt = torch.tensor([tgt_ids], device=device)
-    if ck.model.cfg.kind == "encoder-decoder":
-        out = ck.model(torch.tensor([src_ids], device=device), tgt, trace=True)
-    else:
-        out = ck.model(tgt, trace=True)
-    return out.trace.to("cpu")
+def forward_ids(model, src_ids: list[int] | None, tgt_ids: list[int] | None = None):
+    """The traced forward pass (:class:`core.model.Output`, ``.trace`` filled) on one sentence's explicit ids: an
+    encoder-decoder reads both; a one-stack model (GPT, BERT) reads its one sequence, ``src_ids`` or, when that is
+    None, ``tgt_ids`` (a decoding prefix). The one place the lab runs a model on given ids with its trace."""
+    device = model.device
+    if model.cfg.kind == "encoder-decoder":
+        return model(torch.tensor([src_ids], device=device), torch.tensor([tgt_ids], device=device), trace=True)
+    return model(torch.tensor([src_ids if src_ids is not None else tgt_ids], device=device), trace=True)

@@ -22,6 +22,7 @@ import torch
 
 from ..hooks import scale_heads
 from ..inference.decoding import greedy_batch
+from ..inference.runner import forward_ids
 from ..io import registry
 from ..io.budget import max_positions
 from ..io.checkpoint import CheckpointError, read_config
@@ -338,17 +339,6 @@ def patched(model: Transformer, masks: dict | None = None, uncausal=(), heads_of
     finally:
         for h in handles:
             h.remove()
-
-
-@torch.no_grad()
-def forward_ids(model: Transformer, src_ids: list[int], tgt_ids: list[int] | None = None):
-    """Traced forward pass on explicit ids, like :func:`core.inference.runner.run`
-    (decoder-only / encoder-only: src only)."""
-    device = model.device
-    src = torch.tensor([src_ids], device=device)
-    if model.cfg.kind == "encoder-decoder":
-        return model(src, torch.tensor([tgt_ids], device=device), trace=True)
-    return model(src, trace=True)
 
 
 @torch.no_grad()

@@ -10,6 +10,7 @@ from core import ModelConfig, Transformer
 from core.probes import inspection as ins
 from core.io import registry
 from core.inference.decoding import Incremental
+from core.inference.runner import forward_ids
 from core.masks import additive, causal_mask, combine, window_mask
 from core.positional import sinusoidal
 
@@ -29,7 +30,7 @@ TGT = [2, 8, 12, 14, 10]
 
 
 def logits(model, src=SRC, tgt=TGT):
-    return ins.forward_ids(model, src, tgt).logits
+    return forward_ids(model, src, tgt).logits
 
 
 # --------------------------------------------------------------------- positions
@@ -87,12 +88,12 @@ def test_positional_kinds_reads_bundled_configs():
 @pytest.mark.parametrize("kind", KINDS)
 def test_embedding_parts_add_up(kind):
     model = tiny(kind)
-    tr = ins.forward_ids(model, SRC, TGT).trace
+    tr = forward_ids(model, SRC, TGT).trace
     stack = "decoder" if kind == "decoder-only" else "encoder"
     parts = ins.embedding_parts(tr, stack)
     torch.testing.assert_close(parts["sum"], parts["tokens"] + parts["positions"])
     assert parts["other"] < 1e-6 and parts["norms"]["sum"].shape == (len(SRC),)
-    assert ins.embedding_parts(ins.forward_ids(tiny(kind, pos_encoding="rope"), SRC, TGT).trace, stack)["positions"] is None
+    assert ins.embedding_parts(forward_ids(tiny(kind, pos_encoding="rope"), SRC, TGT).trace, stack)["positions"] is None
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -180,7 +181,7 @@ def test_extra_mask_changes_output_and_is_traced(kind):
     assert bool((w[:, torch.arange(len(SRC)) != 1][:, :, 1] == 0).all())
     assert (w.sum(-1) - 1).abs().max() < 1e-5
     # the hooks are gone afterwards
-    torch.testing.assert_close(logits(model), ins.forward_ids(model, SRC, TGT).logits, rtol=0, atol=0)
+    torch.testing.assert_close(logits(model), forward_ids(model, SRC, TGT).logits, rtol=0, atol=0)
 
 
 def test_extra_mask_follows_cached_decoding():
@@ -279,7 +280,7 @@ def test_pca_shape_and_variance():
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_logit_lens_last_stage_is_the_model(kind, norm):
     model = tiny(kind, norm=norm)
-    tr = ins.forward_ids(model, SRC, TGT).trace
+    tr = forward_ids(model, SRC, TGT).trace
     t = len(TGT) if kind == "encoder-decoder" else len(SRC)
     for position in (0, t - 1):
         lens = ins.logit_lens(model, tr, position, k=3)
@@ -292,7 +293,7 @@ def test_logit_lens_last_stage_is_the_model(kind, norm):
 @pytest.mark.parametrize("kind", KINDS)
 def test_residual_stages_and_sublayers(kind):
     model = tiny(kind)
-    tr = ins.forward_ids(model, SRC, TGT).trace
+    tr = forward_ids(model, SRC, TGT).trace
     stack = "decoder" if kind != "encoder-only" else "encoder"
     stages = ins.residual_stages(tr, stack)
     per_layer = 3 if kind == "encoder-decoder" else 2
