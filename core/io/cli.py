@@ -1,6 +1,7 @@
 """Command-line flags read from a dataclass: one ``--field-name`` per field, typed by the field's annotation
-(``int``, ``float``, ``str``, ``bool`` as a switch, ``X | None`` as an optional ``X``). The CLIs of core.train and
-core.training.experiment build their parsers with :func:`add_fields`, so a new config field is a new flag."""
+(``int``, ``float``, ``str``, ``bool`` as a switch, ``X | None`` as an optional ``X``). The CLIs of core.train,
+core.training.experiment and core.variants.xl build their parsers with :func:`add_fields`, so a new config field is a
+new flag."""
 from __future__ import annotations
 
 import argparse

@@ -321,25 +321,39 @@ def load(folder):
     return model, tok, meta
 
 
+@dataclass
+class XLRun:
+    """One ``python -m core.variants.xl`` run: where to save and the settings the card quotes (one flag per field,
+    built by :func:`core.io.cli.add_fields`)."""
+    out: str = ""
+    steps: int = 300
+    seg_len: int = 16
+    mem_len: int = 16
+    d_model: int = 64
+    layers: int = 2
+    batch_size: int = 16
+    lr: float = 3e-3
+    seed: int = 0
+
+    def command(self) -> str:
+        """The command line that reproduces this run (quoted in the card)."""
+        from dataclasses import asdict
+        return "python -m core.variants.xl " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in asdict(self).items())
+
+
 def main(argv=None) -> int:
     """``python -m core.variants.xl --out assets/models/xl [--steps 300]``: train, measure, save with a card."""
     import argparse
-    import json
-    p = argparse.ArgumentParser(prog="python -m core.variants.xl", description="Train the small Transformer-XL LM")
-    p.add_argument("--out", required=True)
-    p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--seg-len", type=int, default=16)
-    p.add_argument("--mem-len", type=int, default=16)
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args(argv)
+
     from ..io import checkpoint, cli
+    p = cli.add_fields(argparse.ArgumentParser(prog="python -m core.variants.xl",
+                                               description="Train the small Transformer-XL LM"), XLRun)
+    a = XLRun(**vars(p.parse_args(argv)))
     try:
+        if not a.out:
+            raise ValueError("--out FOLDER is required (where the model is saved)")
         checkpoint.check_replaceable(a.out)  # before training, not after
-    except checkpoint.CheckpointError as e:
+    except (ValueError, checkpoint.CheckpointError) as e:
         return cli.refuse(e)
     task, train_stream, valid_stream = lm_data(a.seg_len)
     cfg = XLConfig(vocab_size=task.tokenizer.vocab_size, d_model=a.d_model, n_heads=4, n_layers=a.layers,
@@ -349,9 +363,7 @@ def main(argv=None) -> int:
     secs = time.perf_counter() - t0
     losses = position_losses(model, valid_stream)
     metrics = summarize(losses)
-    command = (f"python -m core.variants.xl --out {a.out} --steps {a.steps} --seg-len {a.seg_len} "
-               f"--mem-len {a.mem_len} "
-               f"--d-model {a.d_model} --layers {a.layers} --batch-size {a.batch_size} --lr {a.lr} --seed {a.seed}")
+    command = a.command()
     meta = {"command": command, "steps": len(history), "train_seconds": round(secs, 1),
             "final_train_loss": history[-1][1], "metrics": metrics, "position_losses": losses,
             "history": history[:: max(1, len(history) // 100)], "data": task.description}

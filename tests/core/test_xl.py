@@ -195,3 +195,21 @@ def test_the_cli_refuses_to_overwrite_a_folder_that_is_not_a_checkpoint(tmp_path
     assert main(["--out", str(tmp_path), "--steps", "1"]) == 2
     assert "not an Attention Lab checkpoint folder" in capsys.readouterr().err
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_the_cli_reads_its_flags_from_one_dataclass_and_its_card_quotes_the_command(tmp_path, capsys):
+    """The shipped card's command parses back to the same run (one flag per XLRun field); --out is required; a short
+    run writes a loadable folder whose card quotes exactly the command that made it."""
+    import shlex
+
+    from core.io import registry
+    from core.variants.xl import XLRun, main
+    shipped = load(registry.BUNDLED / "xl")[2]["command"]
+    assert XLRun(out="assets/models/xl").command() == shipped
+    assert main(["--steps", "1"]) == 2 and "--out FOLDER is required" in capsys.readouterr().err
+    out = tmp_path / "xl"
+    assert main(["--out", str(out), "--steps", "2", "--d-model", "32", "--seg-len", "8", "--mem-len", "8"]) == 0
+    model, tok, meta = load(out)
+    assert model.cfg.d_model == 32 and model.cfg.seg_len == 8 and len(meta["history"]) >= 1
+    assert meta["command"] == XLRun(out=str(out), steps=2, d_model=32, seg_len=8, mem_len=8).command()
+    assert shlex.split(meta["command"])[3:5] == ["--out", str(out)] and meta["command"] in (out / "card.md").read_text()
