@@ -1,4 +1,4 @@
-"""Cached calls into :mod:`core.probes.inspection` and small widgets for the Positional, Masking and Layers pages.
+"""Cached calls into :mod:`core.probes.positions` / :mod:`~core.probes.masking` and small widgets for the Positional, Masking and Layers pages.
 
 Results are cached per model and token ids (or text), so moving a slider does not re-run a model.
 Masks travel as tuples of tuples of booleans, which are hashable cache keys.
@@ -11,7 +11,7 @@ import torch
 
 from app.cache import bounded
 from core.masks import additive
-from core.probes import inspection as ins
+from core.probes import masking, positions
 
 
 def _model(name: str):
@@ -21,33 +21,33 @@ def _model(name: str):
 
 @st.cache_data(show_spinner=False, ttl=600)
 def positional_kinds() -> dict:
-    return ins.positional_kinds()
+    return positions.positional_kinds()
 
 
 @bounded
 def permutation(name: str, ids: tuple, seed: int) -> dict:
-    return ins.permutation_test(_model(name).model, list(ids), ins.shuffle_order(len(ids), seed))
+    return positions.permutation_test(_model(name).model, list(ids), positions.shuffle_order(len(ids), seed))
 
 
 @bounded
 def padding(name: str, ids: tuple, short_text: str) -> dict | None:
     ck = _model(name)
-    short = ins.source_ids(ck.tokenizer, ck.model, short_text)
+    short = masking.source_ids(ck.tokenizer, ck.model, short_text)
     if not short or len(short) > len(ids):
         return None
-    return ins.padding_demo(ck.model, list(ids), short)
+    return masking.padding_demo(ck.model, list(ids), short)
 
 
 @bounded
 def masked_run(name: str, src_ids: tuple, tgt_ids: tuple, attn_names: tuple, allowed: tuple):
     """The model re-run with an extra additive mask (from ``allowed``) in the given self-attentions."""
     extra = additive(torch.tensor(allowed, dtype=torch.bool))
-    return ins.run_patched(_model(name).model, list(src_ids), list(tgt_ids), masks={n: extra for n in attn_names})
+    return masking.run_patched(_model(name).model, list(src_ids), list(tgt_ids), masks={n: extra for n in attn_names})
 
 
 @bounded
 def cheat(name: str, src_ids: tuple, tgt_ids: tuple) -> dict:
-    return ins.cheat_demo(_model(name).model, list(src_ids), list(tgt_ids))
+    return masking.cheat_demo(_model(name).model, list(src_ids), list(tgt_ids))
 
 
 @bounded
@@ -56,7 +56,7 @@ def translation_ablated(name: str, src_ids: tuple, ablate: tuple) -> str:
     heads = {}
     for attn, head in ablate:
         heads.setdefault(attn, []).append(head)
-    return ck.tokenizer.decode(ins.translate_ablated(ck.model, list(src_ids), heads))
+    return ck.tokenizer.decode(masking.translate_ablated(ck.model, list(src_ids), heads))
 
 
 def as_key(allowed: torch.Tensor) -> tuple:
@@ -85,8 +85,8 @@ def mask_editor(q_tokens, k_tokens, default: torch.Tensor, key: str, block=()) -
 def prediction_rows(tok, in_tokens, logits_a, logits_b, next_ids=None, names=("before", "after")) -> list[dict]:
     """One table row per position: its input token, both runs' top prediction and probability
     (and, with ``next_ids``, both runs' probability of the true next token)."""
-    ia, pa = ins.predictions(logits_a)
-    ib, pb = ins.predictions(logits_b)
+    ia, pa = masking.predictions(logits_a)
+    ib, pb = masking.predictions(logits_b)
     probs_a, probs_b = logits_a.float().softmax(-1), logits_b.float().softmax(-1)
     if probs_a.dim() == 3:
         probs_a, probs_b = probs_a[0], probs_b[0]

@@ -14,7 +14,7 @@ from app import coref_view, figures, patch_view
 from app.shell import load_model, traced
 from app.text import md
 from core.probes import coref, lesson
-from core.probes import inspection as ins
+from core.probes import layers, positions
 from core.io.budget import max_positions
 from core.inference.decoding import generate
 from core.evaluate import translate_all
@@ -96,7 +96,7 @@ def tokens_step(c: Context) -> Step:
 
 def embedding_step(c: Context) -> Step:
     r, ck = c.run, c.ck
-    parts = ins.embedding_parts(r.trace, "encoder")
+    parts = positions.embedding_parts(r.trace, "encoder")
     d = ck.model.cfg.d_model
     scale = ck.model.embed.scale
     raw = parts["tokens"] / scale
@@ -113,7 +113,7 @@ def embedding_step(c: Context) -> Step:
 def positional_step(c: Context) -> Step:
     r, ck = c.run, c.ck
     cfg = ck.model.cfg
-    parts = ins.embedding_parts(r.trace, "encoder")
+    parts = positions.embedding_parts(r.trace, "encoder")
     blocks = []
     if cfg.pos_encoding == "sinusoidal":
         pe = sinusoidal(len(r.src_ids), cfg.d_model, cfg.pe_base)
@@ -124,7 +124,7 @@ def positional_step(c: Context) -> Step:
         blocks.append(("fig", figures.matrix(parts["sum"], None, r.src_tokens, title="Token embedding + positional "
                                              "encoding: what the first layer reads", x_title="dimension",
                                              y_title="token", value_name="value", diverging=True, **c.style())))
-    perm = ins.permutation_test(ck.model, r.src_ids, ins.shuffle_order(len(r.src_ids), 0))
+    perm = positions.permutation_test(ck.model, r.src_ids, positions.shuffle_order(len(r.src_ids), 0))
     blocks.append(("md", f"**Shuffle the words** and run the first layer. Without positions the output is the same "
                          f"set of vectors, only reordered: largest difference "
                          f"**{perm['without']['max_diff']:.2e}**. With this model's positions "
@@ -189,10 +189,10 @@ def multi_head_step(c: Context) -> Step:
 def layers_step(c: Context) -> Step:
     r, ck = c.run, c.ck
     an = lesson.add_and_norm(ck.model, r.trace, "encoder", 0)
-    stages = ins.residual_stages(r.trace, "encoder")
-    norms = ins.stage_norms(stages)
-    summary = ins.sublayer_summary(r.trace, "encoder")
-    n_l = ins.n_layers(r.trace, "encoder")
+    stages = layers.residual_stages(r.trace, "encoder")
+    norms = layers.stage_norms(stages)
+    summary = layers.sublayer_summary(r.trace, "encoder")
+    n_l = layers.n_layers(r.trace, "encoder")
     how = ("x + Sublayer(LayerNorm(x)) (pre-LN)" if an["pre_ln"] else "LayerNorm(x + Sublayer(x)) (post-LN, as "
            "in the paper)")
     return Step("6 · Residual, LayerNorm, feed-forward — and the stack",

@@ -14,7 +14,7 @@ Everything else sits in a package named for what it does (each ``__init__`` says
 * :mod:`core.io` - checkpoints, tokenizers, pretrained encoders, model names, strict JSON, size budgets;
 * :mod:`core.inference` - traced runs, decoding, fill-mask, the words a model never saw;
 * :mod:`core.training` - the training loop, tasks, batching, fine-tuning and the small experiments;
-* :mod:`core.probes` - looking inside: inspection, analysis, attribution, coreference, heads, patching, lesson;
+* :mod:`core.probes` - looking inside: positions, masking, layers, analysis, attribution, coreference, heads, patching, lesson;
 * :mod:`core.variants` - efficient attention, the LSTM baseline, Transformer-XL, speculative decoding;
 * :mod:`core.data` - the generated and collected corpora (pure Python).
 

@@ -5,7 +5,7 @@ from app import coverage_view, figures
 from app.inspect_state import translation_ablated
 from app.shell import current_run, page_run
 from app.text import md
-from core.probes import inspection as ins
+from core.probes import layers
 
 st.title("Layer outputs")
 st.markdown("Each sublayer *adds* to a running vector per token, the **residual stream**: "
@@ -16,13 +16,13 @@ P = dict(present=view.present, dark=view.dark)
 stacks = [s for s in ("encoder", "decoder") if f"{s}.embed.out" in res.trace]
 stack = st.radio("Stack", stacks, horizontal=True) if len(stacks) > 1 else stacks[0]
 toks = res.src_tokens if stack == "encoder" else res.tgt_tokens
-stages = ins.residual_stages(res.trace, stack)
+stages = layers.residual_stages(res.trace, stack)
 names = [s for s, _ in stages]
 
 st.header("1. The residual stream")
-st.plotly_chart(figures.matrix(ins.stage_norms(stages), toks, names, x_title="token", y_title="after", value_name="‖x‖",
+st.plotly_chart(figures.matrix(layers.stage_norms(stages), toks, names, x_title="token", y_title="after", value_name="‖x‖",
                                title="Norm of each token's vector after every sublayer", **P), key="norms")
-coords, share = ins.stream_pca(stages)
+coords, share = layers.stream_pca(stages)
 sel = st.select_slider("Stage shown in the PCA", options=range(len(names)), value=len(names) - 1,
                        format_func=lambda i: names[i])
 st.plotly_chart(figures.trajectories(coords, toks, names, selected=sel, share=share,
@@ -34,8 +34,8 @@ c1, c2 = st.columns(2)
 which = c1.selectbox("Token", [None] + list(range(len(toks))), format_func=lambda i: "mean over tokens" if i is None
                      else f"{i}: {toks[i]}")
 relative = c2.toggle("Relative to the stream going in", value=True)
-summary = ins.sublayer_summary(res.trace, stack, which, relative)
-n_l = ins.n_layers(res.trace, stack)
+summary = layers.sublayer_summary(res.trace, stack, which, relative)
+n_l = layers.n_layers(res.trace, stack)
 st.plotly_chart(figures.grouped_bars(summary, [f"layer {i}" for i in range(n_l)], x_title="layer",
                                      y_title="‖added‖ / ‖stream‖" if relative
                                      else "‖added‖", title="Norm of attn_out, cross_out, ffn_out", **P), key="added")
@@ -49,7 +49,7 @@ else:
     fl = c1.selectbox("Layer", range(n_l), key="ffn_layer")
     act = res.trace[f"{stack}.{fl}.ffn.act"][0]
     k = c2.slider("Neurons shown (most active first)", 4, act.shape[-1], min(32, act.shape[-1]))
-    idx, peak, cols, top_tok = ins.top_neurons(act, k)
+    idx, peak, cols, top_tok = layers.top_neurons(act, k)
     st.plotly_chart(figures.matrix(cols, [f"n{int(i)}" for i in idx], toks, x_title="neuron", y_title="token",
                                    value_name="activation", title=f"Layer {fl}: the {k} neurons with the highest "
                                    f"activation (of {act.shape[-1]})", diverging=model.cfg.activation != "relu", **P),
@@ -57,16 +57,16 @@ else:
     st.caption("Strongest: " + ", ".join(f"n{int(i)} = {float(v):.2f} on “{md(toks[int(t)])}”"
                                          for i, v, t in zip(idx[:5], peak[:5], top_tok[:5])))
 
-out_stack = ins.output_stack(model)
+out_stack = layers.output_stack(model)
 out_toks = res.src_tokens if out_stack == "encoder" else res.tgt_tokens
-trained_head = ins.has_trained_head(view.ck)
+trained_head = layers.has_trained_head(view.ck)
 if not trained_head:  # e.g. minilm: never show an untrained output head's guesses as the model's
     st.header("4. Sentence-embedding lens")
     st.info(f"{md(view.name)} ships without an output (masked-LM) head; the one our code attaches is random, so reading "
             "the stream through it would print noise, not what the model knows. Sections 4 and 5 read what "
             f"{md(view.name)} was trained for instead: its **sentence embedding** (the mean of the last layer's token "
             "vectors), compared by cosine similarity.")
-    lens = ins.embedding_lens(res.trace, out_stack)
+    lens = layers.embedding_lens(res.trace, out_stack)
     st.plotly_chart(figures.lines({"cosine with the sentence embedding": lens["sentence_cos"]}, lens["stages"],
                                   x_title="after", y_title="cosine", **P,
                                   title="Mean-pooled stream after every sublayer vs the final sentence embedding"),
@@ -81,7 +81,7 @@ else:
                 "layer.")
     pos = st.selectbox("Position", range(len(out_toks)), index=len(out_toks) - 1,
                        format_func=lambda i: f"{i}: {out_toks[i]}")
-    lens = ins.logit_lens(model, res.trace, pos, k=10)
+    lens = layers.logit_lens(model, res.trace, pos, k=10)
     st.dataframe([{"after": r["stage"], **{f"#{j + 1}": f"{tok.display([int(i)])[0]}  {float(p):.3f}"
                                          for j, (i, p) in enumerate(zip(r["ids"][:5], r["probs"][:5]))},
                    "p(final choice)": r["p_final"]} for r in lens], hide_index=True)
@@ -103,12 +103,12 @@ ablated = current_run(view, ablate=tuple(sorted(chosen)))
 if ablated is None:
     st.stop()
 if not trained_head:
-    change = ins.embedding_change(res.trace, ablated.trace, out_stack)
+    change = layers.embedding_change(res.trace, ablated.trace, out_stack)
     st.metric("Cosine similarity of the sentence embeddings, all heads vs heads off", f"{change['sentence_cos']:.4f}")
     st.plotly_chart(figures.bars(change["token_cos"], out_toks, x_title="token", y_title="cosine", title="Each token's final vector, "
                                  f"all heads vs {len(chosen)} head(s) off", **P), key="emb_ablation")
     st.stop()
-cmp = ins.compare_distributions(res.trace.logits[0, pos], ablated.trace.logits[0, pos])
+cmp = layers.compare_distributions(res.trace.logits[0, pos], ablated.trace.logits[0, pos])
 c1, c2, c3 = st.columns(3)
 c1.metric("Top token, all heads", tok.display([cmp["top_a"]])[0])
 c2.metric("Top token, heads off", tok.display([cmp["top_b"]])[0])

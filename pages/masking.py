@@ -6,7 +6,7 @@ from app import figures
 from app.inspect_state import as_key, cheat, mask_editor, masked_run, padding, prediction_rows
 from app.shell import page_run
 from app.text import md
-from core.probes import inspection as ins
+from core.probes import layers, masking
 from core.masks import additive, causal_mask, combine, window_mask
 from core.trace import KIND_NAMES
 
@@ -25,7 +25,7 @@ head = c3.selectbox("Head", range(res.trace.attention(kind, 0).shape[1]))
 name = KIND_NAMES[kind].format(layer)
 q_tokens, k_tokens = res.tokens(kind)
 T, causal = len(q_tokens), kind == "decoder"
-own = ins.model_mask(res.trace, name)
+own = masking.model_mask(res.trace, name)
 
 st.header("1. Four masks on your sentence")
 t_causal, t_pad, t_win, t_custom = st.tabs(["Causal", "Padding", "Sliding window", "Custom"])
@@ -52,8 +52,8 @@ with t_win:
     st.plotly_chart(figures.mask_map(win, q_tokens, k_tokens, title=f"Sliding window {w}" + (" + causal" if causal else ""),
                                      **P), key="m_win")
 with t_custom:
-    own_allowed = ins.allowed_of(own, T, T)
-    busiest = ins.busiest_key(res.trace[f"{name}.weights"][0, head], own_allowed)
+    own_allowed = masking.allowed_of(own, T, T)
+    busiest = masking.busiest_key(res.trace[f"{name}.weights"][0, head], own_allowed)
     st.markdown("Untick a box to forbid that query (row) from looking at that key (column)."
                 + (" The decoder's causal mask still applies on top." if causal else "")
                 + ("" if busiest is None else f" To start with, the key this head reads most, "
@@ -68,7 +68,7 @@ st.header(f"2. Scores → + mask → softmax (layer {layer}, head {head})")
 masks = {"the model's own": None, "causal": causal_mask(T), "sliding window": win, "custom": custom}
 choice = st.radio("Mask added on top of the model's own", list(masks), index=3, horizontal=True)
 bias = res.trace[f"{name}.bias"][0, head] if f"{name}.bias" in res.trace else None
-am = ins.apply_mask(res.trace[f"{name}.scores"][0, head], own, bias, masks[choice])
+am = masking.apply_mask(res.trace[f"{name}.scores"][0, head], own, bias, masks[choice])
 c1, c2 = st.columns(2)
 small = T <= 16
 c1.plotly_chart(figures.matrix(am["scores"], k_tokens, q_tokens, title="QKᵀ/√d_k", x_title="key", y_title="query",
@@ -93,7 +93,7 @@ st.caption(f"Largest weight on any masked entry: {am['masked_max']!r} — e^(−
 st.header("3. Re-run the model with this mask")
 scope = st.radio("Add the mask in", ["every layer of this stack", f"layer {layer} only"], horizontal=True)
 names = tuple(KIND_NAMES[kind].format(i) for i in range(res.trace.n_layers(kind))) if scope.startswith("every") else (name,)
-extra_allowed = ins.allowed_of(masks[choice], T, T)
+extra_allowed = masking.allowed_of(masks[choice], T, T)
 if choice == "the model's own":
     st.info("Pick another mask above: the model's own mask is what the normal run already uses.")
 elif empty:
@@ -106,8 +106,8 @@ else:
                                    x_title="key", y_title="query", value_name="weight", zmin=0, zmax=1, **P), key="rerun_w")
     st.metric("Largest change of a weight in this head", f"{float((after - before_w).abs().max()):.4f}")
     in_toks = res.tgt_tokens if res.tgt_tokens else res.src_tokens
-    if not ins.has_trained_head(view.ck):  # minilm: its masked-LM head is random; compare what it was trained for
-        change = ins.embedding_change(res.trace, out.trace, ins.output_stack(model))
+    if not layers.has_trained_head(view.ck):  # minilm: its masked-LM head is random; compare what it was trained for
+        change = layers.embedding_change(res.trace, out.trace, layers.output_stack(model))
         st.markdown(f"{md(view.name)} has no trained output head, so instead of predictions: cosine similarity of the "
                     f"sentence embeddings, normal vs masked run, **{change['sentence_cos']:.4f}**.")
     else:

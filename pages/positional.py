@@ -5,7 +5,7 @@ from app import figures
 from app.inspect_state import permutation, positional_kinds
 from app.shell import page_run
 from app.text import md
-from core.probes import inspection as ins
+from core.probes import positions
 from core.masks import alibi_slopes
 from core.positional import sinusoidal
 
@@ -31,21 +31,21 @@ st.plotly_chart(figures.lines({f"dimension {i}": pe[:, i] for i in dims}, title=
 
 st.header("2. Similarity between positions depends on the offset only")
 metric = st.radio("Similarity", ["dot", "cosine"], horizontal=True, format_func={"dot": "dot product", "cosine": "cosine"}.get)
-sim = ins.position_similarity(pe, metric)
+sim = positions.position_similarity(pe, metric)
 st.plotly_chart(figures.matrix(sim, x_title="position", y_title="position", value_name=metric,
                                title=f"PE(i)·PE(j) ({metric})", **P), key="pe_sim")
 starts = [0, n_pos // 4, n_pos // 2]
-st.plotly_chart(figures.lines({f"from position {m}": v for m, v in ins.by_offset(sim, starts).items()},
+st.plotly_chart(figures.lines({f"from position {m}": v for m, v in positions.by_offset(sim, starts).items()},
                               title="The same curve from every starting position", x_title="offset j − i",
                               y_title=metric, **P), key="pe_offset")
-st.caption(f"Largest difference between two pairs (i, j) with the same offset j − i: {ins.offset_spread(sim):.2e} "
+st.caption(f"Largest difference between two pairs (i, j) with the same offset j − i: {positions.offset_spread(sim):.2e} "
            "(float32 rounding): PE(i)·PE(j) = Σ cos((i − j)·ωₖ).")
 
 st.header("3. Shifting is a rotation: PE(pos + k) = R_k · PE(pos)")
 c1, c2 = st.columns(2)
 k = c1.slider("Shift k", 0, n_pos // 2, 3, key="pe_k")
 pos = c2.slider("Position pos", 0, n_pos - 1 - k, 0, key="pe_pos")
-sc = ins.shift_check(n_pos, d_model, k, float(base))
+sc = positions.shift_check(n_pos, d_model, k, float(base))
 st.plotly_chart(figures.lines({"PE(pos + k), from the table": sc["direct"][pos], "R_k · PE(pos), rotated": sc["rotated"][pos]},
                               title=f"Position {pos + k}, two ways", x_title="dimension", y_title="value", **P), key="pe_shift")
 st.metric("Largest |R_k·PE(pos) − PE(pos+k)| over every position and dimension", f"{sc['max_error']:.2e}")
@@ -66,33 +66,33 @@ with t_learned:
         st.plotly_chart(figures.matrix(table, x_title="dimension", y_title="position", value_name="weight", diverging=True,
                                        title=f"Learned position vectors of {view.name}, positions 0–{n_show - 1} of "
                                              f"{len(full)}", **P), key="learned")
-        lsim = ins.position_similarity(table, "cosine")
+        lsim = positions.position_similarity(table, "cosine")
         st.plotly_chart(figures.matrix(lsim, x_title="position", y_title="position", value_name="cosine",
                                        title="Cosine similarity of the learned position vectors", **P), key="learned_sim")
-        st.caption(f"Spread at equal offsets: {ins.offset_spread(lsim):.3f} — learned vectors need not depend on the offset only.")
+        st.caption(f"Spread at equal offsets: {positions.offset_spread(lsim):.3f} — learned vectors need not depend on the offset only.")
     else:
         learned = [n for n, kind in positional_kinds().items() if kind == "learned"]
         st.info("This model has no learned position table. " + (f"Bundled models with learned positions: {', '.join(learned)}."
                 if learned else "None of the bundled models uses learned positions."))
 with t_rope:
     st.markdown("RoPE rotates q and k by their positions instead of adding a vector: q·k then depends on m − n only.")
-    rs = ins.rope_scores(max(2, cfg.d_head - cfg.d_head % 2), n_pos, float(base), seed=st.number_input("Random q, k seed", 0, 999, 0))
+    rs = positions.rope_scores(max(2, cfg.d_head - cfg.d_head % 2), n_pos, float(base), seed=st.number_input("Random q, k seed", 0, 999, 0))
     c1, c2 = st.columns(2)
     c1.plotly_chart(figures.matrix(rs, x_title="key position n", y_title="query position m", value_name="q·k", diverging=True,
                                    title="RoPE(q, m) · RoPE(k, n)", **P), key="rope")
-    c2.plotly_chart(figures.lines({f"m = {m}": v for m, v in ins.by_offset(rs, starts).items()}, x_title="offset n − m",
+    c2.plotly_chart(figures.lines({f"m = {m}": v for m, v in positions.by_offset(rs, starts).items()}, x_title="offset n − m",
                                   y_title="q·k", title="Same offset, same score", **P), key="rope_offset")
-    st.caption(f"Largest difference at equal offsets: {ins.offset_spread(rs):.2e}")
+    st.caption(f"Largest difference at equal offsets: {positions.offset_spread(rs):.2e}")
 with t_alibi:
     toks = res.src_tokens if "encoder.embed.out" in res.trace else res.tgt_tokens
     slopes = alibi_slopes(cfg.n_heads)
     st.plotly_chart(figures.bars(slopes, [f"head {h}" for h in range(cfg.n_heads)], title="ALiBi slope per head",
                                  x_title="head", y_title="slope", **P), key="alibi_slopes")
     h = st.selectbox("Head", range(cfg.n_heads), key="alibi_head")
-    bias = ins.alibi_matrix(cfg.n_heads, len(toks), h, causal=cfg.kind == "decoder-only")
+    bias = positions.alibi_matrix(cfg.n_heads, len(toks), h, causal=cfg.kind == "decoder-only")
     st.plotly_chart(figures.matrix(bias, toks, toks, x_title="key", y_title="query", value_name="bias", show_values=len(toks) <= 20,
                                    title=f"Bias −slope·|i − j| added to the scores, head {h}", **P), key="alibi_bias")
-    drift = ins.offset_spread(bias.nan_to_num(neginf=-1e9))  # masked diagonals are masked all along
+    drift = positions.offset_spread(bias.nan_to_num(neginf=-1e9))  # masked diagonals are masked all along
     st.caption("ALiBi is one case of *relative* position encodings: softmax(QKᵀ/√d_k + B)V with B a Toeplitz "
                f"matrix, B[i, j] depending on i − j only. Here two entries with the same i − j differ by at most {drift:.1e}. "
                "Transformer-XL learns such a bias per head (the Transformer-XL page).")
@@ -101,7 +101,7 @@ st.header("5. Your sentence: token + position = input")
 stacks = [s for s in ("encoder", "decoder") if f"{s}.embed.out" in res.trace]
 stack = st.radio("Stack", stacks, horizontal=True) if len(stacks) > 1 else stacks[0]
 toks = res.src_tokens if stack == "encoder" else res.tgt_tokens
-parts = ins.embedding_parts(res.trace, stack)
+parts = positions.embedding_parts(res.trace, stack)
 shown = {"token embedding (×√d)": parts["tokens"], "positional term": parts["positions"], "sum (layer input)": parts["sum"]}
 tabs = st.tabs(list(shown))
 for tab, (title, m) in zip(tabs, shown.items()):

@@ -350,7 +350,7 @@ def pronoun_probabilities(ck: Checkpoint, src: str, tgt: str, choices: tuple[str
 
 def translated_pronoun(ck: Checkpoint, src: str, heads: dict | None = None) -> tuple[str, str | None]:
     """Greedy translation of ``src`` with ``heads`` switched off, and the back-referring pronoun in it."""
-    from .inspection import translate_ablated
+    from .masking import translate_ablated
     model, tok = ck.model, ck.tokenizer
     src_ids = tok.encode(src)[: max_positions(model) - 1] + [EOS]
     out = tok.decode(translate_ablated(model, src_ids, heads or {}))

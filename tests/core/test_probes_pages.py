@@ -1,4 +1,5 @@
-"""core.probes.inspection: exact checks behind the Positional encoding, Masking and Layer outputs pages."""
+"""core.probes.positions, .masking and .layers: exact checks behind the Positional encoding, Masking and Layer outputs
+pages."""
 from __future__ import annotations
 
 import threading
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from core import ModelConfig, Transformer
-from core.probes import inspection as ins
+from core.probes import layers, masking, positions
 from core.io import registry
 from core.inference.decoding import Incremental
 from core.inference.runner import forward_ids
@@ -37,7 +38,7 @@ def logits(model, src=SRC, tgt=TGT):
 @pytest.mark.parametrize("n, d, k, base", [(64, 64, 3, 10000.0), (256, 512, 100, 10000.0), (50, 8, 49, 10.0),
                                            (128, 32, 0, 1e6)])
 def test_shift_is_a_rotation(n, d, k, base):
-    sc = ins.shift_check(n, d, k, base)
+    sc = positions.shift_check(n, d, k, base)
     assert sc["rotated"].shape == sc["direct"].shape == (n - k, d)
     assert sc["max_error"] < 1e-5
     torch.testing.assert_close(sc["direct"], sinusoidal(n, d, base)[k:])
@@ -45,42 +46,42 @@ def test_shift_is_a_rotation(n, d, k, base):
 
 def test_shift_rejects_out_of_range():
     with pytest.raises(ValueError, match="shift"):
-        ins.shift_check(10, 8, 10)
+        positions.shift_check(10, 8, 10)
 
 
 def test_sinusoidal_similarity_depends_on_offset_only():
     pe = sinusoidal(80, 64)
-    assert ins.offset_spread(ins.position_similarity(pe, "cosine")) < 1e-5
-    dot = ins.position_similarity(pe, "dot")
-    assert ins.offset_spread(dot) < 1e-4 * 32  # |PE·PE| ≤ d/2 = 32
-    curves = ins.by_offset(dot, [0, 10, 40])
+    assert positions.offset_spread(positions.position_similarity(pe, "cosine")) < 1e-5
+    dot = positions.position_similarity(pe, "dot")
+    assert positions.offset_spread(dot) < 1e-4 * 32  # |PE·PE| ≤ d/2 = 32
+    curves = positions.by_offset(dot, [0, 10, 40])
     assert {len(v) for v in curves.values()} == {40}
     torch.testing.assert_close(curves[0], curves[40], atol=1e-4, rtol=0)
     # a random table does not have that property
-    assert ins.offset_spread(ins.position_similarity(torch.randn(80, 64), "cosine")) > 0.1
-    causal_alibi = ins.alibi_matrix(4, 9, 1, causal=True)  # −∞ above the diagonal, as the Positional page reads it
-    assert ins.offset_spread(causal_alibi.nan_to_num(neginf=-1e9)) == 0.0
+    assert positions.offset_spread(positions.position_similarity(torch.randn(80, 64), "cosine")) > 0.1
+    causal_alibi = positions.alibi_matrix(4, 9, 1, causal=True)  # −∞ above the diagonal, as the Positional page reads it
+    assert positions.offset_spread(causal_alibi.nan_to_num(neginf=-1e9)) == 0.0
     broken = causal_alibi.clone()
     broken[5, 2] += 0.25
-    assert ins.offset_spread(broken.nan_to_num(neginf=-1e9)) == pytest.approx(0.25)
+    assert positions.offset_spread(broken.nan_to_num(neginf=-1e9)) == pytest.approx(0.25)
 
 
 def test_rope_scores_depend_on_offset_only():
-    s = ins.rope_scores(16, 40, seed=3)
+    s = positions.rope_scores(16, 40, seed=3)
     assert s.shape == (40, 40)
-    assert ins.offset_spread(s) < 1e-4
+    assert positions.offset_spread(s) < 1e-4
     assert not torch.allclose(s[0, 0], s[0, 5])
 
 
 def test_alibi_matrix():
-    m = ins.alibi_matrix(4, 5, 0)
+    m = positions.alibi_matrix(4, 5, 0)
     assert m[2, 2] == 0 and m[0, 3] == m[3, 0] < 0
-    c = ins.alibi_matrix(4, 5, 0, causal=True)
+    c = positions.alibi_matrix(4, 5, 0, causal=True)
     assert torch.isinf(c[0, 3]) and c[3, 0] == m[3, 0]
 
 
 def test_positional_kinds_reads_bundled_configs():
-    kinds = ins.positional_kinds()
+    kinds = positions.positional_kinds()
     assert set(kinds) == set(registry.bundled())
     assert all(k in ("sinusoidal", "learned", "rope", "alibi", "none") for k in kinds.values())
 
@@ -90,10 +91,10 @@ def test_embedding_parts_add_up(kind):
     model = tiny(kind)
     tr = forward_ids(model, SRC, TGT).trace
     stack = "decoder" if kind == "decoder-only" else "encoder"
-    parts = ins.embedding_parts(tr, stack)
+    parts = positions.embedding_parts(tr, stack)
     torch.testing.assert_close(parts["sum"], parts["tokens"] + parts["positions"])
     assert parts["other"] < 1e-6 and parts["norms"]["sum"].shape == (len(SRC),)
-    assert ins.embedding_parts(forward_ids(tiny(kind, pos_encoding="rope"), SRC, TGT).trace, stack)["positions"] is None
+    assert positions.embedding_parts(forward_ids(tiny(kind, pos_encoding="rope"), SRC, TGT).trace, stack)["positions"] is None
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -102,16 +103,16 @@ def test_permutation_equivariance_without_positions(kind, pos):
     model = tiny(kind, pos_encoding=pos)
     if pos == "learned":  # the default init is tiny (std 0.02); make the positions matter
         torch.nn.init.normal_(model.embed.positions.weight, std=1.0)
-    perm = ins.shuffle_order(len(SRC), seed=1)
+    perm = positions.shuffle_order(len(SRC), seed=1)
     assert sorted(perm) == list(range(len(SRC))) and perm != list(range(len(SRC)))
-    out = ins.permutation_test(model, SRC, perm)
+    out = positions.permutation_test(model, SRC, perm)
     assert out["without"]["max_diff"] < 1e-5
     assert out["with"]["max_diff"] > 1e-3
     assert out["terms"]
 
 
 def test_permutation_without_any_positional_information():
-    out = ins.permutation_test(tiny("encoder-only", pos_encoding="none"), SRC, ins.shuffle_order(len(SRC)))
+    out = positions.permutation_test(tiny("encoder-only", pos_encoding="none"), SRC, positions.shuffle_order(len(SRC)))
     assert out["terms"] == []
     assert out["with"]["max_diff"] < 1e-5  # nothing positional, nothing to break equivariance
 
@@ -120,7 +121,7 @@ def test_permutation_without_any_positional_information():
 def test_apply_mask_gives_exact_zeros_and_unit_rows():
     torch.manual_seed(0)
     scores = torch.randn(6, 6) * 5
-    m = ins.apply_mask(scores, causal_mask(6), extra=window_mask(6, 2))
+    m = masking.apply_mask(scores, causal_mask(6), extra=window_mask(6, 2))
     assert m["masked_max"] == 0.0
     assert bool((m["weights"][~m["allowed"]] == 0).all())
     assert (m["row_sums"] - 1).abs().max() < 1e-6
@@ -133,7 +134,7 @@ def test_apply_mask_gives_exact_zeros_and_unit_rows():
 def test_apply_mask_reports_fully_masked_rows():
     allowed = torch.ones(4, 4, dtype=torch.bool)
     allowed[2] = False
-    m = ins.apply_mask(torch.randn(4, 4), additive(allowed))
+    m = masking.apply_mask(torch.randn(4, 4), additive(allowed))
     assert m["empty_rows"] == [2]
     assert torch.isnan(m["weights"][2]).all() and m["row_masked_max"][2] is None
     assert (m["row_sums"][[0, 1, 3]] - 1).abs().max() < 1e-6
@@ -143,14 +144,14 @@ def test_additive_and_allowed_round_trip():
     allowed = torch.rand(5, 5) > 0.5
     add = additive(allowed)
     assert set(add[allowed].tolist()) <= {0.0} and bool(torch.isneginf(add[~allowed]).all())
-    assert torch.equal(ins.allowed_of(add, 5, 5), allowed)
-    assert ins.allowed_of(None, 2, 3).all()
+    assert torch.equal(masking.allowed_of(add, 5, 5), allowed)
+    assert masking.allowed_of(None, 2, 3).all()
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_padding_demo(kind):
     model = tiny(kind)
-    out = ins.padding_demo(model, SRC, SRC[:3])
+    out = masking.padding_demo(model, SRC, SRC[:3])
     assert out["ids"][1] == SRC[:3] + [0, 0, 0]
     assert out["mask"].shape == (2, 1, 1, len(SRC)) and out["square"].shape == (2, len(SRC), len(SRC))
     assert out["pad_weight"] == 0.0
@@ -163,7 +164,7 @@ def test_extra_mask_all_zero_changes_nothing(kind):
     stack = "decoder" if kind == "decoder-only" else "encoder"
     names = [f"{stack}.{i}.self_attn" for i in range(2)]
     zero = torch.zeros(len(SRC), len(SRC))
-    patched = ins.run_patched(model, SRC, TGT, masks={n: zero for n in names})
+    patched = masking.run_patched(model, SRC, TGT, masks={n: zero for n in names})
     torch.testing.assert_close(patched.logits, logits(model), rtol=0, atol=0)
 
 
@@ -175,7 +176,7 @@ def test_extra_mask_changes_output_and_is_traced(kind):
     allowed = torch.ones(len(SRC), len(SRC), dtype=torch.bool)
     allowed[:, 1] = False
     allowed[1, 1] = True
-    out = ins.run_patched(model, SRC, TGT, masks={name: additive(allowed)})
+    out = masking.run_patched(model, SRC, TGT, masks={name: additive(allowed)})
     assert (out.logits - logits(model)).abs().max() > 1e-4
     w = out.trace[f"{name}.weights"][0]
     assert bool((w[:, torch.arange(len(SRC)) != 1][:, :, 1] == 0).all())
@@ -188,7 +189,7 @@ def test_extra_mask_follows_cached_decoding():
     model = tiny("decoder-only")
     ids = torch.tensor([SRC])
     extra = {f"decoder.{i}.self_attn": window_mask(len(SRC), 2) for i in range(2)}
-    with ins.patched(model, masks=extra):
+    with masking.patched(model, masks=extra):
         full = model(ids).logits[0]
         inc = Incremental(model)
         steps = torch.stack([inc.feed(ids[:, i:i + 1])[0] for i in range(len(SRC))])
@@ -200,7 +201,7 @@ def test_patch_only_affects_the_calling_thread():
     model = tiny("encoder-only")
     clean = logits(model)
     seen = {}
-    with ins.patched(model, masks={"encoder.0.self_attn": window_mask(len(SRC), 1)}):
+    with masking.patched(model, masks={"encoder.0.self_attn": window_mask(len(SRC), 1)}):
         worker = threading.Thread(target=lambda: seen.setdefault("x", logits(model)))
         worker.start()
         worker.join()
@@ -214,10 +215,10 @@ def test_patch_only_affects_the_calling_thread():
 def test_patch_rejects_unknown_and_cross_names():
     model = tiny()
     with pytest.raises(ValueError, match="no attention"):
-        with ins.patched(model, masks={"encoder.9.self_attn": torch.zeros(2, 2)}):
+        with masking.patched(model, masks={"encoder.9.self_attn": torch.zeros(2, 2)}):
             pass
     with pytest.raises(ValueError, match="self-attention only"):
-        with ins.patched(model, uncausal=["decoder.0.cross_attn"]):
+        with masking.patched(model, uncausal=["decoder.0.cross_attn"]):
             pass
 
 
@@ -225,7 +226,7 @@ def test_patch_rejects_unknown_and_cross_names():
 def test_heads_off_matches_model_ablation(kind):
     model = tiny(kind)
     ablate = {model.attention_names()[0]: [1, 3], model.attention_names()[-1]: [0]}
-    mine = ins.run_patched(model, SRC, TGT, heads_off=ablate).logits
+    mine = masking.run_patched(model, SRC, TGT, heads_off=ablate).logits
     src = torch.tensor([SRC])
     theirs = model(src, torch.tensor([TGT]), ablate=ablate).logits if kind == "encoder-decoder" else \
         model(src, ablate=ablate).logits
@@ -235,15 +236,15 @@ def test_heads_off_matches_model_ablation(kind):
 
 def test_translate_ablated_runs_and_differs_from_nothing_off():
     model = tiny()
-    plain = ins.translate_ablated(model, SRC, {})
-    off = ins.translate_ablated(model, SRC, {n: [0, 1, 2, 3] for n in model.attention_names()})
+    plain = masking.translate_ablated(model, SRC, {})
+    off = masking.translate_ablated(model, SRC, {n: [0, 1, 2, 3] for n in model.attention_names()})
     assert isinstance(plain, list) and isinstance(off, list)
 
 
 @pytest.mark.parametrize("kind", ["encoder-decoder", "decoder-only"])
 def test_cheat_demo(kind):
     model = tiny(kind)
-    cd = ins.cheat_demo(model, SRC, TGT)
+    cd = masking.cheat_demo(model, SRC, TGT)
     assert cd["normal"]["future_mass"].abs().max() == 0.0
     assert cd["cheat"]["future_mass"].max() > 0.01
     dec_in = TGT if kind == "encoder-decoder" else SRC
@@ -251,7 +252,7 @@ def test_cheat_demo(kind):
     torch.testing.assert_close(cd["normal"]["logits"], logits(model)[0])
     assert (cd["cheat"]["logits"] - cd["normal"]["logits"]).abs().max() > 1e-4
     # with one layer the last position has no future to read: identical in both runs
-    one = ins.cheat_demo(tiny(kind, n_decoder_layers=1), SRC, TGT)
+    one = masking.cheat_demo(tiny(kind, n_decoder_layers=1), SRC, TGT)
     torch.testing.assert_close(one["cheat"]["logits"][-1], one["normal"]["logits"][-1], atol=1e-5, rtol=0)
 
 
@@ -266,13 +267,13 @@ def test_window_and_causal_combined_for_a_page():
 def test_pca_shape_and_variance():
     torch.manual_seed(0)
     x = torch.randn(30, 8) @ torch.diag(torch.tensor([5.0, 3, 1, 1, 1, 1, 1, 1]))
-    coords, share = ins.pca_2d(x)
+    coords, share = layers.pca_2d(x)
     assert coords.shape == (30, 2) and share.shape == (2,)
     assert 0 < float(share.sum()) <= 1 and share[0] >= share[1]
     xc = x - x.mean(0)
     total = float((xc ** 2).sum())
     torch.testing.assert_close(coords.pow(2).sum(0) / total, share, atol=1e-5, rtol=0)
-    one, s1 = ins.pca_2d(torch.randn(1, 8))  # a single vector: all zeros, no division by zero
+    one, s1 = layers.pca_2d(torch.randn(1, 8))  # a single vector: all zeros, no division by zero
     assert one.shape == (1, 2) and torch.isfinite(s1).all()
 
 
@@ -283,9 +284,9 @@ def test_logit_lens_last_stage_is_the_model(kind, norm):
     tr = forward_ids(model, SRC, TGT).trace
     t = len(TGT) if kind == "encoder-decoder" else len(SRC)
     for position in (0, t - 1):
-        lens = ins.logit_lens(model, tr, position, k=3)
-        stack = ins.output_stack(model)
-        assert [r["stage"] for r in lens] == [s for s, _ in ins.residual_stages(tr, stack)]
+        lens = layers.logit_lens(model, tr, position, k=3)
+        stack = layers.output_stack(model)
+        assert [r["stage"] for r in lens] == [s for s, _ in layers.residual_stages(tr, stack)]
         torch.testing.assert_close(lens[-1]["logits"], tr.logits[0, position], atol=1e-5, rtol=0)
         assert lens[-1]["p_final"] == pytest.approx(float(lens[-1]["probs"][0]))
 
@@ -295,34 +296,34 @@ def test_residual_stages_and_sublayers(kind):
     model = tiny(kind)
     tr = forward_ids(model, SRC, TGT).trace
     stack = "decoder" if kind != "encoder-only" else "encoder"
-    stages = ins.residual_stages(tr, stack)
+    stages = layers.residual_stages(tr, stack)
     per_layer = 3 if kind == "encoder-decoder" else 2
-    assert len(stages) == 1 + 2 * per_layer and ins.n_layers(tr, stack) == 2
+    assert len(stages) == 1 + 2 * per_layer and layers.n_layers(tr, stack) == 2
     t = stages[0][1].shape[0]
-    assert ins.stage_norms(stages).shape == (len(stages), t)
-    sn = ins.sublayer_norms(tr, stack)
+    assert layers.stage_norms(stages).shape == (len(stages), t)
+    sn = layers.sublayer_norms(tr, stack)
     parts = {"attn", "cross", "ffn"} if kind == "encoder-decoder" else {"attn", "ffn"}
     assert set(sn["absolute"]) == parts and all(v.shape == (2, t) for v in sn["relative"].values())
     torch.testing.assert_close(sn["absolute"]["ffn"][1], tr[f"{stack}.1.ffn_out"][0].norm(dim=-1))
-    summary = ins.sublayer_summary(tr, stack, token=None)
+    summary = layers.sublayer_summary(tr, stack, token=None)
     assert all(v.shape == (2,) for v in summary.values())
-    coords, share = ins.stream_pca(stages)
+    coords, share = layers.stream_pca(stages)
     assert coords.shape == (len(stages), t, 2)
 
 
 def test_top_neurons():
     act = torch.zeros(3, 10)
     act[1, 7], act[2, 4], act[0, 2] = 5.0, 3.0, 1.0
-    idx, peak, cols, where = ins.top_neurons(act, 3)
+    idx, peak, cols, where = layers.top_neurons(act, 3)
     assert idx.tolist() == [7, 4, 2] and peak.tolist() == [5.0, 3.0, 1.0]
     assert cols.shape == (3, 3) and where.tolist() == [1, 2, 0]
 
 
 def test_compare_distributions():
     a = torch.tensor([2.0, 1.0, 0.0, -1.0])
-    same = ins.compare_distributions(a, a, k=2)
+    same = layers.compare_distributions(a, a, k=2)
     assert same["tv"] == 0.0 and same["ids"] == [0, 1]
-    other = ins.compare_distributions(a, a.flip(0), k=1)
+    other = layers.compare_distributions(a, a.flip(0), k=1)
     assert other["ids"] == [0, 3] and other["tv"] > 0.3 and other["top_b"] == 3
 
 
@@ -332,4 +333,4 @@ def test_source_ids_match_runner():
     name = registry.bundled()[0]
     ck = checkpoint.load(registry.resolve(name))
     text = "3 1 4 1 5"
-    assert ins.source_ids(ck.tokenizer, ck.model.cfg, text) == run(ck, text).src_ids
+    assert masking.source_ids(ck.tokenizer, ck.model.cfg, text) == run(ck, text).src_ids

@@ -1,0 +1,161 @@
+"""Positional encodings as the model uses them (pure PyTorch), behind the Positional encoding page and the Lesson.
+
+Similarity between encodings and its dependence on the offset only, the shift as a rotation, RoPE's relative scores,
+ALiBi's distance bias, the token / position / sum split of the embeddings, and a permutation test of the first layer
+(without positions, attention cannot see order). Everything runs on a real model or the user's token ids.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..io import registry
+from ..io.checkpoint import CheckpointError, read_config
+from ..masks import alibi_bias, causal_mask
+from ..model import RunContext, Transformer
+from ..positional import apply_rope, rope_cache, shift_matrix, sinusoidal
+from ..trace import Trace
+
+
+def position_similarity(pe: torch.Tensor, metric: str = "dot") -> torch.Tensor:
+    """``[P, P]`` dot products (or cosine similarities) between the rows of a position table."""
+    x = pe.double()
+    if metric == "cosine":
+        x = x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    elif metric != "dot":
+        raise ValueError(f"unknown similarity {metric!r}; choose 'dot' or 'cosine'")
+    return (x @ x.T).float()
+
+
+def by_offset(matrix: torch.Tensor, starts) -> dict[int, torch.Tensor]:
+    """For each start position m: ``matrix[m, m + o]`` for offsets o = 0, 1, … (same length for every m).
+
+    If the matrix depends on the offset only, all these curves coincide."""
+    n = matrix.shape[-1]
+    starts = [int(m) for m in starts if 0 <= int(m) < n]
+    length = n - max(starts)
+    return {m: torch.stack([matrix[m, m + o] for o in range(length)]) for m in starts}
+
+
+def offset_spread(matrix: torch.Tensor) -> float:
+    """Largest difference between two entries with the same offset ``j - i`` (0 = depends on the offset only)."""
+    n = matrix.shape[-1]
+    worst = 0.0
+    for o in range(-(n - 1), n):
+        d = torch.diagonal(matrix.double(), offset=o)
+        worst = max(worst, float(d.max() - d.min()))
+    return worst
+
+
+def shift_check(n_positions: int, d_model: int, k: int, base: float = 10000.0) -> dict:
+    """``PE(pos + k)`` two ways: the rotation ``shift_matrix(k) @ PE(pos)`` and the table itself.
+
+    Returns both ``[n_positions - k, d_model]`` tables (row = pos) and the largest absolute difference."""
+    if not 0 <= k < n_positions:
+        raise ValueError(f"shift k must be between 0 and {n_positions - 1}, got {k}")
+    pe = sinusoidal(n_positions, d_model, base)
+    rot = shift_matrix(k, d_model, base)
+    rotated = pe[: n_positions - k] @ rot.T  # row-vector form of R_k · PE(pos)
+    direct = pe[k:]
+    return {"rotated": rotated, "direct": direct, "matrix": rot, "max_error": float((rotated - direct).abs().max())}
+
+
+def rope_scores(d_head: int, n_positions: int, base: float = 10000.0, seed: int = 0) -> torch.Tensor:
+    """``[P, P]``: ``RoPE(q, m) · RoPE(k, n)`` for one fixed random pair q, k placed at every m, n."""
+    gen = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(d_head, generator=gen), torch.randn(d_head, generator=gen)
+    cos, sin = rope_cache(n_positions, d_head, base)
+    rq = apply_rope(q.expand(n_positions, d_head), cos, sin)
+    rk = apply_rope(k.expand(n_positions, d_head), cos, sin)
+    return rq @ rk.T
+
+
+def alibi_matrix(n_heads: int, t: int, head: int, causal: bool = False) -> torch.Tensor:
+    """``[t, t]`` ALiBi bias of one head (``-slope·|i - j|``), with −∞ above the diagonal if ``causal``."""
+    bias = alibi_bias(n_heads, t)[0, head]
+    return bias + causal_mask(t) if causal else bias
+
+
+def positional_kinds() -> dict[str, str]:
+    """``{bundled model: pos_encoding}``, read from the config files only (no weights are loaded)."""
+    out = {}
+    for name in registry.bundled():
+        try:
+            out[name] = read_config(registry.BUNDLED / name)["model"].get("pos_encoding", "sinusoidal")
+        except (CheckpointError, KeyError):
+            continue
+    return out
+
+
+def embedding_parts(trace: Trace, stack: str) -> dict:
+    """The embedding of each token split into the (scaled) token vector, the positional term and the sum.
+
+    ``positions`` is None when the model adds none (RoPE, ALiBi, none); ``other`` is the largest
+    difference between the traced sum and tokens + positions (token types, embedding LayerNorm)."""
+    tokens = trace[f"{stack}.embed.tokens"][0].float()
+    name = f"{stack}.embed.positions"
+    positions = trace[name][0 if trace[name].dim() == 3 else slice(None)].float() if name in trace else None
+    out = trace[f"{stack}.embed.out"][0].float()
+    plain = tokens if positions is None else tokens + positions
+    return {"tokens": tokens, "positions": positions, "sum": out,
+            "norms": {"token": tokens.norm(dim=-1), "position": None if positions is None else positions.norm(dim=-1),
+                      "sum": out.norm(dim=-1)},
+            "other": float((out - plain).abs().max())}
+
+
+def shuffle_order(n: int, seed: int = 0) -> list[int]:
+    """A seeded permutation of ``range(n)`` that moves something whenever n > 1."""
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+    if n > 1 and perm == list(range(n)):
+        perm = perm[1:] + perm[:1]
+    return perm
+
+
+@torch.no_grad()
+def permutation_test(model: Transformer, ids: list[int], perm: list[int]) -> dict:
+    """Run the first layer of the model's first stack on the sentence and on a shuffled copy.
+
+    *Without* positional information (no added encoding, no RoPE / ALiBi, no window or causal mask)
+    self-attention and the FFN treat tokens as a set, so ``layer(x[perm]) == layer(x)[perm]``.
+    *With* the model's own positional terms that no longer holds. Returns the largest difference
+    for both, the per-token differences, and which positional terms the model has."""
+    cfg = model.cfg
+    stack_name = "encoder" if model.encoder is not None else "decoder"
+    layer = getattr(model, stack_name).layers[0]
+    emb = model.embed
+    t = len(ids)
+    src = torch.tensor([ids], device=emb.tokens.weight.device)
+    x = emb.tokens(src) * emb.scale
+    if emb.token_types is not None:
+        x = x + emb.token_types(torch.zeros_like(src))
+    table = emb.position_table()
+    win, bias, rope = model._self_attention_terms(t, 0, src.device)
+    terms = []
+    if table is not None:
+        terms.append(f"{cfg.pos_encoding} position vectors added to the embeddings")
+    if rope is not None:
+        terms.append("rotary embeddings (RoPE) on q and k")
+    if bias is not None:
+        terms.append("ALiBi distance bias on the scores")
+    if win is not None:
+        terms.append(f"sliding-window mask (window {cfg.window})")
+    causal = stack_name == "decoder"
+    if causal:
+        terms.append("causal mask")
+
+    def run(inp, positional: bool):
+        h = inp + table[:t] if positional and table is not None else inp
+        if emb.norm is not None:
+            h = emb.norm(h)
+        ctx = RunContext(None, mask=win if positional else None, causal=causal and positional,
+                   bias=bias if positional else None, rope=rope if positional else None)
+        return layer(h, ctx, f"{stack_name}.0")[0]
+
+    p = torch.tensor(perm, device=src.device)
+    out = {"stack": stack_name, "terms": terms, "perm": list(perm)}
+    for key, positional in (("without", False), ("with", True)):
+        y, y_shuffled = run(x, positional), run(x[:, p], positional)
+        diff = (y_shuffled - y[p]).norm(dim=-1)  # token i of the shuffled sentence vs its original twin
+        out[key] = {"max_diff": float((y_shuffled - y[p]).abs().max()), "per_token": diff.cpu()}
+    return out
+
+
