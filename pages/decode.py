@@ -2,7 +2,7 @@
 import streamlit as st
 
 from app import figures
-from app.decode_state import decode_panel
+from app.decode_view import decode_panel
 from app.shell import page_view
 
 st.title("Decode step by step")

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from app import coverage_view, figures
-from app.inspect_state import translation_ablated
+from app.inspect_view import translation_ablated
 from app.shell import current_run, page_run
 from app.text import md
 from core.probes import layers

@@ -3,7 +3,7 @@ import streamlit as st
 import torch
 
 from app import figures
-from app.inspect_state import as_key, cheat, mask_editor, masked_run, padding, prediction_rows
+from app.inspect_view import as_key, cheat, mask_editor, masked_run, padding, prediction_rows
 from app.shell import page_run
 from app.text import md
 from core.probes import layers, masking

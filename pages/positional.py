@@ -2,7 +2,7 @@
 import streamlit as st
 
 from app import figures
-from app.inspect_state import permutation, positional_kinds
+from app.inspect_view import permutation, positional_kinds
 from app.shell import page_run
 from app.text import md
 from core.probes import positions
