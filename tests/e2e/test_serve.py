@@ -2,6 +2,7 @@
 navigation's order, by a session with no browser, so the first student finds each page warm; ``--no-warm`` visits
 nothing. Order and completeness only: bench/bench_cold_pages.py --serve measures the seconds."""
 import asyncio
+import concurrent.futures
 import re
 import subprocess
 import sys
@@ -21,6 +22,8 @@ pytestmark = pytest.mark.e2e
 
 
 def visit(base: str, page: str):
+    """One fresh session opening ``page``, in its own thread: a worker that ran the Playwright tests before has an
+    event loop running in this one."""
     async def go():
         client = Client(base, cookie="test", timeout_s=120)
         await client.connect()
@@ -28,7 +31,8 @@ def visit(base: str, page: str):
             return await client.open(page)
         finally:
             await client.close()
-    return asyncio.run(go())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, go()).result()
 
 
 def test_every_page_is_visited_once_before_a_student_arrives(tmp_path):
