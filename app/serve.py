@@ -38,6 +38,7 @@ def _server_url(timeout_s: float = 300.0) -> str | None:
     while time.monotonic() < deadline:
         if Runtime.exists():  # created after the flags and config files are read: the port is the real one
             host = config.get_option("server.address") or "127.0.0.1"
+            host = "127.0.0.1" if host in ("0.0.0.0", "::") else f"[{host}]" if ":" in host else host  # all interfaces
             base = (config.get_option("server.baseUrlPath") or "").strip("/")
             url = f"http://{host}:{config.get_option('server.port')}" + (f"/{base}" if base else "")
             try:
