@@ -143,3 +143,43 @@ def screenshot(page, name: str, also_docs: bool = False) -> None:
     for folder in shot_folders(also_docs):
         folder.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(folder / f"{name}.png"), full_page=False)
+
+
+_IDLE = """(quiet) => {
+    const app = document.querySelector('[data-testid=stApp]');
+    if (!(app && app.dataset.testScriptState === 'notRunning' && document.querySelector('h1'))) {
+        window.__labIdleSince = null;
+        return false;
+    }
+    window.__labIdleSince = window.__labIdleSince || performance.now();
+    return performance.now() - window.__labIdleSince >= quiet;
+}"""
+
+
+def settle(page, timeout: float = 60_000, quiet_ms: float = 500) -> None:
+    """Wait until the page has drawn its title and its script has not been running for ``quiet_ms``: a page whose
+    first run has not started yet also reads "notRunning", so a single look right after a navigation or a key press
+    can see the page before its run."""
+    page.wait_for_selector("[data-testid=stApp]", timeout=timeout)
+    page.evaluate("() => { window.__labIdleSince = null; }")
+    page.wait_for_timeout(300)
+    page.wait_for_function(_IDLE, arg=quiet_ms, timeout=timeout, polling=100)
+
+
+def press_until(page, key: str, done_js: str, timeout: float = 60_000, retry_after: float = 10_000) -> None:
+    """Press ``key`` and wait for ``done_js`` (a JS function returning true). A key press that reached the page while it
+    was busy can be lost: when nothing changed and the page has been idle for ``retry_after`` ms, press it again
+    (never while a run is going, so a slow press is not counted twice)."""
+    deadline = timeout
+    while True:
+        page.keyboard.press(key)
+        try:
+            page.wait_for_function(done_js, timeout=min(retry_after, deadline))
+            return
+        except Exception:
+            deadline -= retry_after
+            if deadline <= 0:
+                raise
+            settle(page, timeout=deadline)
+            if page.evaluate(done_js):
+                return

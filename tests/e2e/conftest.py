@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import launch, screenshot
+from browser import launch, screenshot, settle
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -60,11 +60,8 @@ class Visit:
         return self.page
 
     def settle(self, timeout=60_000):
-        """Wait until the app has rendered and its script is no longer running."""
-        self.page.wait_for_selector("[data-testid=stApp]", timeout=timeout)
-        self.page.wait_for_timeout(300)
-        self.page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
-        self.page.wait_for_timeout(200)
+        """Wait until the app has drawn its title and its script is no longer running (browser.settle)."""
+        settle(self.page, timeout=timeout)
 
     def shot(self, name: str, also_docs: bool = False):
         """test-artifacts/<name>.png; with ``also_docs``, the README's docs/screenshots/<name>.png too, but only

@@ -4,7 +4,7 @@ from urllib.parse import quote
 
 import pytest
 
-from browser import offline_page, pwned_anywhere
+from browser import offline_page, press_until, pwned_anywhere
 
 pytestmark = pytest.mark.e2e
 XSS = '</script><img src=x onerror="window.__pwned=1">'
@@ -40,15 +40,9 @@ def test_lesson_steps_with_arrow_keys_and_its_handout_prints(visit, browser, tmp
     header.wait_for(timeout=60_000)
     assert header.inner_text().startswith("1 ·")
     page.locator("h1").first.click()  # focus the page, not a text box
-    for expected in ("2 ·", "3 ·", "4 ·"):
-        page.keyboard.press("ArrowRight")
+    for key, expected in (("ArrowRight", "2 ·"), ("ArrowRight", "3 ·"), ("ArrowRight", "4 ·"), ("ArrowLeft", "3 ·")):
+        press_until(page, key, f"() => [...document.querySelectorAll('h2')].some(h => h.innerText.startsWith('{expected}'))")
         visit.settle()
-        page.wait_for_function(f"() => [...document.querySelectorAll('h2')].some(h => h.innerText.startsWith('{expected}'))",
-                               timeout=60_000)
-    page.keyboard.press("ArrowLeft")
-    visit.settle()
-    page.wait_for_function("() => [...document.querySelectorAll('h2')].some(h => h.innerText.startsWith('3 ·'))",
-                           timeout=60_000)
     page.get_by_text("Handout for the class").click()
     page.get_by_role("button", name="Prepare the handout").click()
     visit.settle(timeout=120_000)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app import nav
+from browser import settle as settle_page
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,9 +26,7 @@ TIMEOUT = 600_000  # a cold page on a busy 2-core machine
 
 
 def settle(page):
-    page.wait_for_selector("[data-testid=stApp]", timeout=TIMEOUT)
-    page.wait_for_timeout(400)
-    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=TIMEOUT)
+    settle_page(page, timeout=TIMEOUT)
     page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].every(p => p.querySelector('.main-svg'))",
                            timeout=60_000)
     page.wait_for_timeout(600)
@@ -106,6 +105,7 @@ def shoot(page, name: str):
     """A README screenshot of the page's first chart, taken the way every e2e screenshot is (conftest.Visit.shot:
     test-artifacts/, and docs/screenshots/ for the README)."""
     from browser import screenshot
+    page.wait_for_selector("[data-testid=stPlotlyChart]", timeout=TIMEOUT)
     page.eval_on_selector("[data-testid=stPlotlyChart]", "e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(500)
     screenshot(page, name, also_docs=True)
