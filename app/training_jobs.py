@@ -531,20 +531,15 @@ def _probe_ids(cfg: TrainConfig, tokenizer) -> tuple[list[int] | None, list[int]
 def _attention_snapshot(model, tokenizer, probe, step: int) -> dict:
     """The mean over heads of the last layer's attention on the probe (cross-attention for a translator), as lists."""
     src_ids, tgt_ids = probe
-    device = model.device
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad():
-            trace = forward_ids(model, src_ids, tgt_ids).trace
-            if src_ids is not None:
-                kind, keys = "cross", src_ids
-            else:
-                kind, keys = trace.kinds()[0], tgt_ids  # decoder (LM) or encoder (masked LM)
-            layer = trace.n_layers(kind) - 1
-            weights = trace.attention(kind, layer)[0].float().mean(0).cpu()  # [Tq, Tk], mean over heads
+        trace = forward_ids(model, src_ids, tgt_ids).trace  # no gradients (forward_ids runs under no_grad)
     finally:
         model.train(was_training)
+    kind, keys = ("cross", src_ids) if src_ids is not None else (trace.kinds()[0], tgt_ids)  # LM: decoder, MLM: encoder
+    layer = trace.n_layers(kind) - 1
+    weights = trace.attention(kind, layer)[0].float().mean(0).cpu()  # [Tq, Tk], mean over heads
     return {"step": step, "kind": kind, "layer": layer, "weights": weights.tolist(),
             "q_tokens": tokenizer.display(tgt_ids), "k_tokens": tokenizer.display(keys)}
 

@@ -728,11 +728,7 @@ def run_load(sessions: int = 8, renders: int = 200, train: dict | None = None, r
         "render_p50_s": _r(percentile(ok, 0.5)), "render_p95_s": _r(percentile(ok, 0.95)),
         "render_max_s": _r(max(ok) if ok else None),
         "by_action": _by_action(rs),
-        "by_client": {c: {"n": len(v), "chart_p50_s": _r(percentile(v, 0.5)), "chart_p95_s": _r(percentile(v, 0.95)),
-                          "done_p50_s": _r(percentile(d, 0.5)), "done_p95_s": _r(percentile(d, 0.95))}
-                      for c in ("browser", "scripted")
-                      for v, d in [([r.seconds for r in rs if r.ok and r.client == c and r.seconds is not None],
-                                    [r.settled_s for r in rs if r.ok and r.client == c])] if d},
+        "by_client": _by_client(rs),
         "settled_p50_s": _r(percentile(settled, 0.5)), "settled_p95_s": _r(percentile(settled, 0.95)),
         "rss_peak_mb": _r(max(rss) if rss else None, 1),
         "rss_first_mb": _r(sampler.samples[0][1] if sampler.samples else None, 1),
@@ -763,6 +759,21 @@ def _by_action(renders: list[Render]) -> dict:
                               else r.sentence, []).append(r.seconds)
     return {k: {"n": len(v), "p50_s": _r(percentile(v, 0.5)), "p95_s": _r(percentile(v, 0.95))}
             for k, v in groups.items()}
+
+
+def _by_client(renders: list[Render]) -> dict:
+    """Per kind of student ("browser", "scripted") with at least one render: n, and p50 / p95 of action → first
+    chart and of action → script finished."""
+    out = {}
+    for client in ("browser", "scripted"):
+        ok = [r for r in renders if r.ok and r.client == client]
+        if ok:
+            chart = [r.seconds for r in ok if r.seconds is not None]
+            done = [r.settled_s for r in ok]
+            out[client] = {"n": len(ok), "chart_p50_s": _r(percentile(chart, 0.5)),
+                           "chart_p95_s": _r(percentile(chart, 0.95)),
+                           "done_p50_s": _r(percentile(done, 0.5)), "done_p95_s": _r(percentile(done, 0.95))}
+    return out
 
 
 def _port_of(proc: subprocess.Popen) -> int:
