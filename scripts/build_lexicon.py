@@ -164,6 +164,7 @@ def hunspell_unknown(dic, words):
 class WordNet:
     def __init__(self):
         self.syn = {}  # offset -> (lexfile, [lemmas], [hypernym offsets])
+        self.glosses = {}  # offset -> WordNet's definition and examples
         with open(os.path.join(WN, 'data.noun'), encoding='latin-1') as f:
             for ln in f:
                 if ln.startswith('  '):
@@ -180,6 +181,7 @@ class WordNet:
                     if sym == '@' and pos == 'n':
                         hyp.append(o)
                 self.syn[off] = (lexf, lemmas, hyp)
+                self.glosses[off] = ln.split(' | ', 1)[1].strip() if ' | ' in ln else ''
         self.index = {}
         with open(os.path.join(WN, 'index.noun'), encoding='latin-1') as f:
             for ln in f:
@@ -202,6 +204,9 @@ class WordNet:
                 if len(p) == 2:
                     self.plural_exc[p[1]].append(p[0])
         self._closure = {}
+
+    def gloss(self, off):
+        return self.glosses.get(off, '')
 
     def closure(self, off):
         if off in self._closure:
@@ -299,13 +304,13 @@ PREFER = {
 }
 
 VOWELS = 'aeiouàâäéèêëîïôöùûüœæ'
-H_ASPIRE = set('''hache haie haillon haine hall halle halte hamac hameau hamburger hamster hanche handicap hangar
+H_ASPIRE = set('''hautbois huppe haut-parleur hors-bord hache haie haillon haine hall halle halte hamac hameau hamburger hamster hanche handicap hangar
 hanneton harde hareng haricot harpe hasard hâte hausse hauteur havre hérisson héron héros hêtre hibou hiérarchie
 hippie hobby hockey homard honte hoquet hotte houe houx housse hublot huit hurlement hutte harnais hachoir harpon
 havresac hennissement hernie hochet houille houlette huche hune hussard haddock hachis hachette hampe handball
 harem harfang hargne harpie hase hérissé houblon houle huée hurleur haut hauts hall haltère hamburger hérault
 hockey honte hors-d'œuvre hot-dog huguenot hyène hareng hérisson hippopotame'''.split()) - {'haltère', 'hippopotame'}
-H_MUET = set('''habit habitant habitation habitude haleine haltère hameçon harmonie harmonica hélicoptère herbe
+H_MUET = set('''historien héritière hortensia habit habitant habitation habitude haleine haltère hameçon harmonie harmonica hélicoptère herbe
 héritage héritier héroïne hippopotame hirondelle histoire hiver homme honneur hôpital horaire horizon horloge
 horloger hormone horreur hostilité hôte hôtel hôtesse huile huître humain humeur humidité humour hydravion hyène
 hygiène hymne hypothèse hôtelier héliport hélice hémisphère herbivore hérédité hermine hétérogénéité heure
@@ -735,7 +740,8 @@ FEMALE_ROOTS = ['female.2', 'woman.1', 'female_parent.1', 'female_sibling.1', 'f
 MALE_ROOTS = ['male.2', 'man.1', 'male_parent.1', 'male_sibling.1', 'male_aristocrat.1']
 
 
-def build_nouns(wn, D):
+def build_nouns(wn, D, french_missing=None):
+    french_missing = [] if french_missing is None else french_missing
     roots = {c: resolve(wn, r) for c, r in CLASS_ROOTS.items()}
     not_object = resolve(wn, NOT_OBJECT)
     female, male = resolve(wn, FEMALE_ROOTS), resolve(wn, MALE_ROOTS)
@@ -846,6 +852,7 @@ def build_nouns(wn, D):
             frs = choose_french(D, keys, pf, hfr, None, 'person' in cs)
         if isinstance(frs, str):
             drop(frs, lemma)
+            missing_french(D, wn, hfr, unk_de, lemma, off, cs, sex, keys, des, frs, french_missing)
             continue
         # the French and the German word must be paired by the French-German dictionary too (three dictionaries
         # agree on the sense); hand-pinned words are exempt
@@ -856,13 +863,13 @@ def build_nouns(wn, D):
                 if (pinned or D.fr_de(f, d)) and (de_lemma or fr_lemma):
                     pairs.append(((0 if pinned else 1, gi + fi, gi, fi), (d, dg, see), (f, fg)))
         if not pairs:
-            drop('fr/de: no French-German pair attested in the French-German dictionary', lemma)
+            why = 'fr/de: no French-German pair attested in the French-German dictionary'
+            drop(why, lemma)
+            missing_french(D, wn, hfr, unk_de, lemma, off, cs, sex, keys, des, why, french_missing)
             continue
         pairs.sort(key=lambda x: x[0])
         (d, dg, see), (f, fg) = pairs[0][1], pairs[0][2]
-        fpl = [p for p in fr_plural_candidates(f)
-               if any(' st:' + f + ' ' in ' ' + a + ' ' and 'po:nom' in a and ('is:pl' in a or 'is:inv' in a)
-                      for a in hfr.get(p, []))]
+        fpl = fr_plurals(hfr, f)
         if not fpl:
             drop('fr: plural not confirmed by hunspell', lemma)
             continue
@@ -870,41 +877,73 @@ def build_nouns(wn, D):
         if el is None:
             drop('fr: h/y-initial word with unknown aspiration', lemma)
             continue
-        en_pls = en_plural_candidates(lemma, wn)
-        syn_pls = [p for k in keys[1:] for p in en_plural_candidates(k, wn)]
-        en_pls = [en_plural_attested(D, lemma, en_pls)] + en_pls
-        en_pls = list(dict.fromkeys(en_pls))
-        pl = german_plural(D, d, see, en_pls + syn_pls)
-        if pl is not None and pl[1] not in en_pls:
-            pl = (pl[0], en_plural_attested(D, lemma, en_pls))
-        if pl is None:
-            if cs & {'food', 'drink'} or wn.syn[off][0] in (13, 27) or lemma in MASS:
-                pl = (d, lemma)
-                fpl = [f]
-            else:
-                drop('de: plural not found in deu-eng', lemma)
-                continue
-        dpl, epl = pl
-        if d in unk_de or dpl in unk_de:
-            drop('de: singular or plural unknown to hunspell-de', lemma)
+        de_forms = german_forms(D, wn, unk_de, lemma, off, cs, keys, d, dg, see)
+        if isinstance(de_forms, str):
+            drop(de_forms, lemma)
             continue
-        # Ding sometimes lists a dative plural (Sonnenschirmen): a masculine/neuter -en plural where the -e plural
-        # exists too is doubtful
-        if dg in 'mn' and dpl in (d + 'en', d + 'n') and not re.search(r'(e|el|er)$', d) and (d + 'e') not in unk_de \
-                and not german_weak(d, dg, dpl, cs) and d not in DE_EN_PLURAL_OK:
-            drop('de: masculine/neuter plural in -en doubtful (dative form?)', lemma)
-            continue
-        if sex == 'f' and not (fg == 'f' and dg == 'f'):
-            sex = None
-        if sex == 'm' and not (fg == 'm' and dg == 'm'):
-            sex = None
-        if 'person' not in cs:
-            sex = None
+        dpl, epl = de_forms
+        if dpl == d and epl == lemma:      # a mass noun keeps the singular in all three languages
+            fpl = [f]
         nouns.append({'en': lemma, 'en_pl': epl, 'fr': f, 'fr_g': fg, 'fr_pl': fpl[0], 'fr_elide': el,
                       'de': d, 'de_g': dg, 'de_pl': dpl, 'de_weak': german_weak(d, dg, dpl, cs),
-                      'classes': sorted(cs), 'sex': sex,
+                      'classes': sorted(cs), 'sex': person_sex(sex, cs, fg, dg),
                       '_wn': wn.total(lemma), '_df': D.de_freq[d]})
     return nouns
+
+
+def fr_plurals(hfr, f):
+    """The plural forms of the French noun ``f`` that hunspell-fr's morphology confirms."""
+    return [p for p in fr_plural_candidates(f)
+            if any(' st:' + f + ' ' in ' ' + a + ' ' and 'po:nom' in a and ('is:pl' in a or 'is:inv' in a)
+                   for a in hfr.get(p, []))]
+
+
+def person_sex(sex, cs, fg, dg):
+    """A person noun's sex is kept only where both translations have the matching gender."""
+    if 'person' not in cs or (sex == 'f' and not (fg == 'f' and dg == 'f')) or (sex == 'm' and not (fg == 'm' and dg == 'm')):
+        return None
+    return sex
+
+
+def german_forms(D, wn, unk_de, lemma, off, cs, keys, d, dg, see):
+    """(German plural, English plural) of a chosen German noun, or the reason it is dropped."""
+    en_pls = en_plural_candidates(lemma, wn)
+    syn_pls = [p for k in keys[1:] for p in en_plural_candidates(k, wn)]
+    en_pls = [en_plural_attested(D, lemma, en_pls)] + en_pls
+    en_pls = list(dict.fromkeys(en_pls))
+    pl = german_plural(D, d, see, en_pls + syn_pls)
+    if pl is not None and pl[1] not in en_pls:
+        pl = (pl[0], en_plural_attested(D, lemma, en_pls))
+    if pl is None:
+        if cs & {'food', 'drink'} or wn.syn[off][0] in (13, 27) or lemma in MASS:
+            pl = (d, lemma)
+        else:
+            return 'de: plural not found in deu-eng'
+    dpl, epl = pl
+    if d in unk_de or dpl in unk_de:
+        return 'de: singular or plural unknown to hunspell-de'
+    # Ding sometimes lists a dative plural (Sonnenschirmen): a masculine/neuter -en plural where the -e plural
+    # exists too is doubtful
+    if dg in 'mn' and dpl in (d + 'en', d + 'n') and not re.search(r'(e|el|er)$', d) and (d + 'e') not in unk_de \
+            and not german_weak(d, dg, dpl, cs) and d not in DE_EN_PLURAL_OK:
+        return 'de: masculine/neuter plural in -en doubtful (dative form?)'
+    return dpl, epl
+
+
+def missing_french(D, wn, hfr, unk_de, lemma, off, cs, sex, keys, des, why, out):
+    """Record a noun that passed every English and German check but has no dictionary-attested French: a
+    candidate for a reviewer to give its French (``--candidates``; scripts/apply_review.py checks what they write)."""
+    d, dg, see, _ = des[0]
+    de_forms = german_forms(D, wn, unk_de, lemma, off, cs, keys, d, dg, see)
+    if isinstance(de_forms, str):
+        return
+    dpl, epl = de_forms
+    hints = list(dict.fromkeys([it for k in keys for it, _, _ in D.ef_items(k)] +
+                               [head for k in keys for head, *_ in D.fe_rev.get(k, [])]))
+    out.append({'en': lemma, 'en_pl': epl, 'de': d, 'de_g': dg, 'de_pl': dpl,
+                'de_weak': german_weak(d, dg, dpl, cs), 'classes': sorted(cs), 'sex': sex if 'person' in cs else None,
+                'why': why, 'freedict_fr': hints[:6], 'gloss': wn.gloss(off), '_wn': wn.total(lemma),
+                '_df': D.de_freq[d]})
 
 
 # ---------------------------------------------------------------- adjectives
@@ -1721,7 +1760,7 @@ def check_apt():
 def dump(lex):
     out = ['{"source": %s,' % json.dumps(lex['source'], ensure_ascii=False, allow_nan=False),
            ' "licence": %s,' % json.dumps(lex['licence'], ensure_ascii=False, allow_nan=False)]
-    keys = ['nouns', 'adjectives', 'verbs', 'names', 'numbers']
+    keys = [k for k in lex if k not in ('source', 'licence')]
     for i, k in enumerate(keys):
         out.append(' "%s": [' % k)
         rows = [json.dumps(r, ensure_ascii=False, allow_nan=False) for r in lex[k]]
@@ -1745,11 +1784,21 @@ def main():
     ap.add_argument('--out', required=True,
                     help='where to write the derived table (core/data/lexicon.json is the reviewed one, '
                          'written by scripts/apply_review.py)')
+    ap.add_argument('--candidates', help='also write the nouns that pass every English and German check but have '
+                    'no dictionary-attested French, for a reviewer to complete (core/data/review/candidates.json)')
     args = ap.parse_args()
     check_apt()
     wn = WordNet()
     D = Dicts()
-    nouns = build_nouns(wn, D)
+    missing = []
+    nouns = build_nouns(wn, D, missing)
+    if args.candidates:
+        missing.sort(key=lambda n: (-n['_wn'], -n['_df'], n['en']))
+        with open(args.candidates, 'w', encoding='utf-8') as f:
+            f.write(dump({'source': SOURCE, 'licence': LICENCE, 'candidates': [
+                {k: v for k, v in n.items() if not k.startswith('_')} | {'rank': r}
+                for r, n in enumerate(missing, 1)]}))
+        print(f'candidates without French: {len(missing)} -> {args.candidates}')
     order = sorted(nouns, key=lambda n: (-n['_wn'], -n['_df'], n['en']))
     for r, n in enumerate(order, 1):
         n['rank'] = r

@@ -428,13 +428,13 @@ _frame("cross", "The {A} didn't cross the {B} because it was too {cue}.", {"A": 
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas traversé {fr_np(_n(s, x, 'B'))}",
                 lambda s, x: f"{_de_subj(s, x)} überquerte {de_np(_n(s, x, 'B'), 'acc')} nicht"),
        cues=_cue_sets("tired scared hungry slow weak sick lazy", "wide long crowded dark muddy steep dangerous"
-                      " busy noisy slippery narrow"), weight=3)
+                      " noisy slippery narrow"), weight=3)
 _frame("cross_although", "The {A} crossed the {B} although it was very {cue}.", {"A": ("animal",), "B": ("place",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} a traversé {fr_np(_n(s, x, 'B'))}",
                 lambda s, x: f"{_de_subj(s, x)} überquerte {de_np(_n(s, x, 'B'), 'acc')}",
                 fr_conj="même si", de_conj="obwohl", fr_deg="très", de_deg="sehr"),
        cues=_cue_sets("tired scared hungry slow weak sick old", "wide long crowded dark muddy steep dangerous"
-                      " busy noisy slippery"))
+                      " noisy slippery"))
 _frame("cross_near", "The {A} didn't cross the {B} next to the {C} because it was too {cue}.",
        {"A": ("animal",), "B": ("place",), "C": ("building",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas traversé {fr_np(_n(s, x, 'B'))} à côté "
@@ -604,7 +604,8 @@ def _copula(fr_verb, de_verb, de_tail=""):
     return fr, de
 
 
-_ANY = ("animal", "object", "place", "food", "vehicle", "building", "furniture", "container", "plant", "obstacle")
+_ANY = ("animal", "person", "object", "place", "food", "vehicle", "building", "furniture", "container", "plant",
+        "obstacle")
 _frame("is", "The {A} is {adj}.", {"A": _ANY}, _copula(("est", "sont"), ("ist", "sind")), weight=2)
 _frame("was", "The {A} was {adj}.", {"A": _ANY}, _copula(("était", "étaient"), ("war", "waren")))
 _frame("is_not", "The {A} is not {adj}.", {"A": _ANY}, _copula(("n'est pas", "ne sont pas"), ("ist nicht", "sind nicht")))
@@ -613,6 +614,10 @@ _frame("are", "The {Apl} are {adj}.", {"A": _ANY}, _copula(("est", "sont"), ("is
 _frame("my_is", "My {A} is {adj}.", {"A": ("animal", "object", "vehicle", "food", "furniture", "container")},
        (lambda s, x, f: _fr_fix(f"{_cap(fr_np(_n(s, x, 'A'), 'my'))} est {_fr_adj(_a(s, x), _n(s, x, 'A').fr_g, False)}."),
         lambda s, x, f: f"{_cap(de_np(_n(s, x, 'A'), 'nom', 'my'))} ist {_a(s, x).de}."))
+_frame("i_am", "I am {adj}.", {}, (lambda s, x, f: _fr_fix(f"Je suis {_fr_adj(_a(s, x), 'm', False)}."),
+                                    lambda s, x, f: f"Ich bin {_a(s, x).de}."), weight=2)
+_frame("i_was", "I was {adj}.", {}, (lambda s, x, f: _fr_fix(f"J'étais {_fr_adj(_a(s, x), 'm', False)}."),
+                                     lambda s, x, f: f"Ich war {_a(s, x).de}."))
 _frame("question_is", "Is the {A} {adj}?", {"A": _ANY},
        (lambda s, x, f: _fr_fix(f"Est-ce que {fr_np(_n(s, x, 'A'))} est {_fr_adj(_a(s, x), _n(s, x, 'A').fr_g, False)} ?"),
         lambda s, x, f: f"Ist {de_np(_n(s, x, 'A'))} {_a(s, x).de}?"))
@@ -674,18 +679,23 @@ _frame("see_num", "I see {num} {Apl}.", {"A": ("animal", "object", "food", "vehi
        _count("Je vois", "Ich sehe"))
 
 
+def _mass(noun: Noun) -> bool:
+    """A drink, or a noun without a plural in any of the three languages (barley, rice): liked in the singular."""
+    return "drink" in noun.classes or (noun.en_pl, noun.fr_pl, noun.de_pl) == (noun.en, noun.fr, noun.de)
+
+
 def _like():
     def fr(spec, lex, frame):
         a = _n(spec, lex, "A")
-        return f"J'aime {fr_np(a, plural='drink' not in a.classes)}."
+        return f"J'aime {fr_np(a, plural=not _mass(a))}."
 
     def de(spec, lex, frame):
         a = _n(spec, lex, "A")
-        return f"Ich mag {a.de if 'drink' in a.classes else a.de_pl}."
+        return f"Ich mag {a.de if _mass(a) else a.de_pl}."
     return fr, de
 
 
-_frame("like", "I like {Aplmass}.", {"A": ("animal", "food", "drink", "plant", "vehicle")}, _like())
+_frame("like", "I like {Aplmass}.", {"A": ("animal", "food", "drink", "plant", "vehicle")}, _like(), weight=2)
 
 
 def _saw_adj():
@@ -792,7 +802,7 @@ def _svo(tense: str):
     return fr, de
 
 
-_SUBJ = ("animal",)
+_SUBJ = ("animal", "person")
 _frame("svo_past", "The {A} {verbpast} the {B}.", {"A": _SUBJ}, _svo("past"), verb_need="transitive", weight=3)
 _frame("svo_present", "The {A} {verb3sg} the {B}.", {"A": _SUBJ}, _svo("present"), verb_need="transitive", weight=2)
 _frame("svo_neg", "The {A} didn't {verb} the {B}.", {"A": _SUBJ}, _svo("neg"), verb_need="transitive", weight=2)
@@ -831,7 +841,7 @@ def render_en(spec: Spec, lex: Lexicon | None = None) -> str:
             values[slot] = noun.en
             values[slot + "pl"] = noun.en_pl
             values["a" + slot] = _en_a(noun.en)
-            values[slot + "plmass"] = noun.en if "drink" in noun.classes else noun.en_pl
+            values[slot + "plmass"] = noun.en if _mass(noun) else noun.en_pl
     if "cue" in d:
         if frame.cue_kind == "verb":
             v = lex.verbs[d["cue"]]
@@ -955,7 +965,10 @@ def _sample_spec(frame: Frame, rng: random.Random, lex: Lexicon, coref_pool=None
         slots["B"] = rng.choice(objs)
     if "{adj}" in frame.en or "{a_adj}" in frame.en:
         target = slots.get("A") or slots.get("B")
-        slots["adj"] = _adj_for(lex, lex.nouns[target], rng)
+        if target:
+            slots["adj"] = _adj_for(lex, lex.nouns[target], rng)
+        else:  # "I am {adj}.": the speaker is a person
+            slots["adj"] = rng.choice(_adjs_by_class(("person",)))
     if "{name}" in frame.en:
         slots["name"] = rng.choice(sorted(lex.names))
         if frame.name == "person_reason":
