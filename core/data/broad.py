@@ -359,7 +359,8 @@ class Frame:
     cue_kind: str = "adj"  # "adj" | "verb"
     plural: bool = False  # the pronoun is "they"
     obj_pronoun: bool = False  # the pronoun is an object ("it" after the verb)
-    verb_need: str = ""  # svo frames: "" or "transitive"
+    verb_need: str = ""  # svo frames: "" | "transitive" | "direct"; "pick": a direct verb fitting the roles' nouns
+    cue_fits: bool = False  # the cue must describe its role's noun (an adjective whose classes include the noun's)
     weight: float = 1.0
 
 
@@ -471,9 +472,11 @@ _frame("break", "The {A} broke the {B} because it was too {cue}.", {"A": ("tool"
        _because(lambda s, x: f"{_fr_subj(s, x)} a cassé {fr_np(_n(s, x, 'B'))}",
                 lambda s, x: f"{_de_subj(s, x)} zerbrach {de_np(_n(s, x, 'B'), 'acc')}"),
        cues=_cue_sets("hard heavy", "fragile thin old"), weight=2)
-_frame("pour", "I poured the water from the {A} into the {B} until it was {cue}.", {"A": ("vessel",), "B": ("vessel",)},
-       _because(lambda s, x: f"J'ai versé l'eau {fr_np(_n(s, x, 'A'), prep='de')} dans {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"Ich goss das Wasser aus {de_np(_n(s, x, 'A'), 'dat')} in {de_np(_n(s, x, 'B'), 'acc')}",
+_frame("pour", "I poured the {L} from the {A} into the {B} until it was {cue}.", {"A": ("vessel",), "B": ("vessel",)},
+       _because(lambda s, x: f"J'ai versé {fr_np(_n(s, x, 'L'))} {fr_np(_n(s, x, 'A'), prep='de')} dans "
+                             f"{fr_np(_n(s, x, 'B'))}",
+                lambda s, x: f"Ich goss {de_np(_n(s, x, 'L'), 'acc')} aus {de_np(_n(s, x, 'A'), 'dat')} in "
+                             f"{de_np(_n(s, x, 'B'), 'acc')}",
                 fr_conj="jusqu'à ce que", de_conj="bis", fr_deg="", de_deg="", fr_be="soit"),
        cues=_cue_sets("empty", "full"), weight=2)
 _frame("they_cross", "The {Apl} didn't cross the {Bpl} because they were too {cue}.",
@@ -811,6 +814,28 @@ _frame("svo_question", "Did the {A} {verb} the {B}?", {"A": _SUBJ}, _svo("questi
 _frame("name_past", "{name} {verbpast} the {B}.", {}, _svo("name"), verb_need="transitive", weight=2)
 _frame("i_past", "I {verbpast} the {B}.", {}, _svo("i_past"), verb_need="transitive", weight=2)
 
+
+def _neg_main():
+    """'The A didn't VERB the B' as the main clause of a coreference frame (the verb fits both nouns)."""
+    def fr(spec, lex):
+        v = lex.verbs[spec["verb"]]
+        return f"{_fr_subj(spec, lex)} ne a pas {v.fr_pp} {_fr_vp_obj(v, _n(spec, lex, 'B'))}"
+
+    def de(spec, lex):
+        v = de_verb(lex.verbs[spec["verb"]], True)
+        sep = f" {v.de_sep}" if v.de_sep else ""
+        return f"{_de_subj(spec, lex)} {v.de_past['3sg']} {_de_obj(v, _n(spec, lex, 'B'))} nicht{sep}"
+    return fr, de
+
+
+_frame("svo_because", "The {A} didn't {verb} the {B} because it was too {cue}.",
+       {"A": ("animal",), "B": ("object", "food", "drink", "container", "vessel", "clothing", "tool", "furniture",
+                                "instrument")},
+       _because(*_neg_main()),
+       cues=_cue_sets("tired sick lazy weak scared sleepy", "hot cold hard expensive fragile rotten salty sour bitter"
+                      " stale sharp dusty complicated thick smooth"),
+       verb_need="pick", cue_fits=True, weight=3)
+
 FRAMES: dict[str, Frame] = {f.name: f for f in FRAMES_LIST}
 COREF_FRAMES = tuple(f.name for f in FRAMES_LIST if f.cues and len(f.cues) == 2)
 
@@ -835,7 +860,7 @@ def render_en(spec: Spec, lex: Lexicon | None = None) -> str:
     frame = FRAMES[spec.frame]
     d = dict(spec.slots)
     values = {}
-    for slot in ("A", "B", "C", "P"):
+    for slot in ("A", "B", "C", "P", "L"):
         if slot in d:
             noun = lex.nouns[d[slot]]
             values[slot] = noun.en
@@ -911,7 +936,7 @@ def _pools(frame_name: str) -> dict:
     pools = {slot: _pool(lex, classes) for slot, classes in frame.roles.items()}
     if frame.verb_need:
         verbs = [v for v in lex.verbs.values() if v.fr_aux == "avoir" and v.fr_pp and v.de_past.get("3sg")]
-        if frame.verb_need == "direct":
+        if frame.verb_need in ("direct", "pick"):
             verbs = [v for v in verbs if not v.fr_prep and not v.de_prep and v.de_case == "acc"]
         if frame.name.startswith("relative_subject"):
             verbs = [v for v in verbs if "animal" in v.subj]
@@ -950,10 +975,19 @@ def _sample_spec(frame: Frame, rng: random.Random, lex: Lexicon, coref_pool=None
     if frame.cues:
         role = rng.choice(sorted(pools["cue"]))
         options = pools["cue"][role]
+        if frame.cue_fits:
+            fits = set(lex.nouns[slots[role]].classes)
+            options = tuple(c for c in options if set(lex.adjectives[c].applies) & fits)
         if not options:
             return None
         slots["cue"] = rng.choice(options)
-    if frame.verb_need:
+    if frame.verb_need == "pick":
+        b, a = lex.nouns[slots["B"]], lex.nouns[slots["A"]]
+        verbs = [v for v in pools["verb"] if set(lex.verbs[v].obj) & set(b.classes) and set(lex.verbs[v].subj) & set(a.classes)]
+        if not verbs:
+            return None
+        slots["verb"] = rng.choice(verbs)
+    elif frame.verb_need:
         verb = lex.verbs[rng.choice(pools["verb"])]
         slots["verb"] = verb.en
         subj_classes = set(verb.subj)
@@ -969,6 +1003,8 @@ def _sample_spec(frame: Frame, rng: random.Random, lex: Lexicon, coref_pool=None
             slots["adj"] = _adj_for(lex, lex.nouns[target], rng)
         else:  # "I am {adj}.": the speaker is a person
             slots["adj"] = rng.choice(_adjs_by_class(("person",)))
+    if "{L}" in frame.en:  # the liquid poured
+        slots["L"] = rng.choice([n for n in _pool(lex, ("drink",)) if _mass(lex.nouns[n])])
     if "{name}" in frame.en:
         slots["name"] = rng.choice(sorted(lex.names))
         if frame.name == "person_reason":
@@ -1050,12 +1086,26 @@ def _target_pronoun(spec: Spec, lang: str, lex: Lexicon) -> str | None:
     return _fr_pron(noun, frame.plural) if lang == "fr" else _de_pron(noun, frame.plural)
 
 
+CONTRACTIONS = {"didn't": "did not", "doesn't": "does not", "couldn't": "could not", "don't": "do not"}
+_EXPANDED_SHARE = 0.25  # of sentences with a contraction, written out in full ("could not") in the source
+
+
+def _written_out(src: str) -> str:
+    """``src`` with its contractions spelled out, for a fixed quarter of the sentences that have one, so a model
+    reads both spellings (the translation is the same)."""
+    if "'t " not in src or _h("written-out", src) >= _EXPANDED_SHARE:
+        return src
+    for short, long in CONTRACTIONS.items():
+        src = src.replace(short, long).replace(short.capitalize(), long.capitalize())
+    return src
+
+
 def make_pair(spec: Spec, lang: str) -> Pair:
     """The :class:`Pair` of ``spec`` in ``lang`` (``"fr"`` / ``"de"``): English source, translation, pronoun
     index, antecedent, candidate nouns and the target pronoun."""
     lex = lexicon()
     frame = FRAMES[spec.frame]
-    src = render_en(spec, lex)
+    src = _written_out(render_en(spec, lex))
     tgt = (frame.fr if lang == "fr" else frame.de)(spec, lex, frame)
     src_words = [w.lower() for w in words(src)]
     pron = "they" if frame.plural else "it"
@@ -1162,7 +1212,7 @@ def _regex_for(frame: Frame, lex: Lexicon) -> re.Pattern:
     plurals = alt(n.en_pl for n in lex.nouns.values())
     adjs = alt(lex.adjectives)
     groups = {
-        "A": f"(?P<A>{nouns})", "B": f"(?P<B>{nouns})", "C": f"(?P<C>{nouns})", "P": f"(?P<P>{nouns})",
+        "A": f"(?P<A>{nouns})", "B": f"(?P<B>{nouns})", "C": f"(?P<C>{nouns})", "P": f"(?P<P>{nouns})", "L": f"(?P<L>{nouns})",
         "Apl": f"(?P<Apl>{plurals})", "Bpl": f"(?P<Bpl>{plurals})", "Aplmass": f"(?P<Aplmass>{plurals}|{nouns})",
         "aA": f"an? (?P<A>{nouns})", "adj": f"(?P<adj>{adjs})", "a_adj": f"an? (?P<adj>{adjs})",
         "cue": f"(?P<cue>{adjs}|{alt(lex.verbs)})", "cue3sg": f"(?P<cue3sg>{alt(v.en_3sg for v in lex.verbs.values())})",
@@ -1198,9 +1248,8 @@ def _parsers(text: str):
 
 def _normalise(sentence: str) -> str:
     text = re.sub(r"\s+", " ", sentence.replace("\u2019", "'")).strip()
-    text = re.sub(r"\bdid not\b", "didn't", text)
-    text = re.sub(r"\bdoes not\b", "doesn't", text)
-    text = re.sub(r"\bcould not\b", "couldn't", text)
+    for short, long in CONTRACTIONS.items():
+        text = re.sub(rf"\b{long}\b", short, text)
     return text[:1].lower() + text[1:] if not any(text.startswith(n) for n in lexicon().names) else text
 
 
