@@ -15,12 +15,12 @@ turns the two into ``core/data/lexicon.json`` (what the corpus uses):
   small French dictionary attests (``build_lexicon.py --candidates``; the first 1,600 by frequency, as read), and
   ``french.jsonl`` — a reviewer's decision for each: ``{"en", "action": "add", "fr", "fr_g", "fr_pl", <fixes>}``
   or ``{"en", "action": "drop", "why"}``.
-
-Every hand-written or hand-completed noun must pass :func:`check_noun` (hunspell-fr gives the French its gender
-and plural, hunspell-de knows both German forms, and the Ding English–German dictionary pairs the English word
-with that German word and gender); a noun that fails is left out and counted.
 * ``nouns.jsonl``, ``adjectives.jsonl``, ``verbs.jsonl`` — one decision per line for each entry that was not right
   as derived: ``{"en": ..., "action": "fix", <field>: <value>, ...}`` or ``{"en": ..., "action": "drop", "why": ...}``.
+
+Every hand-written or hand-completed noun must pass ``Checker.check``: hunspell-fr gives the French its gender and
+plural, hunspell-de knows both German forms, and Ding pairs the English word with that German word and gender (or
+the French–German dictionary pairs the French and German words); a noun that fails is left out and counted.
 
 Prints what it did, last line JSON.
 """
