@@ -1,6 +1,6 @@
 """Apply the hand review to the dictionary-derived lexicon (second step of the rebuild).
 
-    python scripts/apply_review.py
+    python scripts/apply_review.py [--out PATH]
 
 ``scripts/build_lexicon.py`` derives a lexicon from the Debian dictionaries; automatic sense choice still picks
 wrong senses (bucket → "Löffel", hat → "Deckel"). Its output at one point was read, entry by entry, by reviewers
@@ -26,6 +26,7 @@ Prints what it did, last line JSON.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -114,8 +115,8 @@ def completed(counts: dict) -> list[dict]:
 class Checker:
     """Checks hand-written nouns against the dictionaries the builder reads (one hunspell call per language)."""
 
-    def __init__(self, nouns: list[dict]):
-        self.D = Dicts()
+    def __init__(self, nouns: list[dict], dicts: Dicts | None = None):
+        self.D = dicts or Dicts()
         fr = {w for n in nouns for w in (n.get("fr"), n.get("fr_pl")) if isinstance(w, str) and FR_WORD.fullmatch(w)}
         self.hfr = hunspell_analyse(HUN_FR, fr)
         self.unk_de = hunspell_unknown(HUN_DE, {w for n in nouns for w in (n.get("de"), n.get("de_pl"))
@@ -124,7 +125,9 @@ class Checker:
     def german_attested(self, n: dict) -> bool:
         """Ding (eng-deu, or deu-eng back) translates the English word by the German one with that gender, or
         its plural by the German plural (Ding lists some nouns only in the plural: toads / Kröten), or the
-        French–German dictionary pairs the French and the German word."""
+        French–German dictionary pairs the French and the German word. On those two routes the gender is the
+        reviewer's alone: Ding's own gender tags are wrong for several of them (das Mammut, das Püree, der Lemming,
+        der Tofu are tagged otherwise in deu-eng), so they cannot overrule it."""
         return (self.ding_pairs(n["en"], n["de"], n["de_g"])
                 or any(w == n["de_pl"] and tag == "pl" for w, tag, *_ in self.D.ed_items(n["en_pl"]))
                 or self.D.fr_de(n["fr"], n["de"]))
@@ -189,7 +192,10 @@ class Checker:
 KEYS = ("en", "en_pl", "fr", "fr_g", "fr_pl", "fr_elide", "de", "de_g", "de_pl", "de_weak", "classes", "sex", "rank")
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Apply the hand review: core/data/review/ -> core/data/lexicon.json")
+    ap.add_argument("--out", default=str(LEXICON), help="where to write the lexicon (default: %(default)s)")
+    out_path = Path(ap.parse_args(argv).out)
     lex = json.loads((REVIEW / "derived.json").read_text(encoding="utf-8"))
     counts = {f"{k}_{w}": 0 for k in ("nouns", "adjectives", "verbs") for w in ("fixed", "dropped")}
     for kind in ("nouns", "adjectives", "verbs"):
@@ -217,7 +223,7 @@ def main() -> int:
     counts["hand_nouns_left_out"] = failed
     lex["nouns"].sort(key=lambda n: n["en"])
     lex["source"] += REVIEWED_MARK
-    LEXICON.write_text(dump(lex), encoding="utf-8")
+    out_path.write_text(dump(lex), encoding="utf-8")
     counts.update(nouns=len(lex["nouns"]), adjectives=len(lex["adjectives"]), verbs=len(lex["verbs"]))
     print(json.dumps(counts, allow_nan=False))
     return 0

@@ -192,3 +192,56 @@ def test_hunspell_accepts_every_form(lex):
 # listed so that any OTHER unknown form still fails the test.
 HUNSPELL_DE_LACKS = {"Bräutigame", "Chili", "Chilis", "Grapefruit", "Grapefruits", "Kohlkopf", "Kohlköpfe", "Lauche",
                      "Minze", "Minzen", "Sandwiches", "Schalotte", "Schalotten", "Schlingel", "Sheriffs"}
+
+
+# ---- the review: lexicon.json follows from core/data/review/ and the checks every hand entry passes ----------
+
+ROOT = PATH.parents[2]
+DICTS = ("/usr/share/dictd/freedict-eng-deu.index", "/usr/share/wordnet/data.noun")
+
+
+@pytest.fixture(scope="module")
+def apply_review():
+    """scripts/apply_review.py as a module (needs the FreeDict / Ding dictionaries and WordNet from apt)."""
+    missing = [p for p in DICTS if not os.path.exists(p)]
+    assert not missing, f"missing {missing}: apt-get install dict-freedict-eng-deu ... wordnet-base (scripts/test.sh)"
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("apply_review", ROOT / "scripts" / "apply_review.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def dicts(apply_review):
+    return apply_review.Dicts()
+
+
+def test_review_reproduces_the_shipped_lexicon(apply_review, tmp_path, capsys):
+    out = tmp_path / "lexicon.json"
+    assert apply_review.main(["--out", str(out)]) == 0
+    assert out.read_bytes() == PATH.read_bytes()
+    counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert counts["nouns"] == len(json.loads(PATH.read_text())["nouns"])
+
+
+GOOD = {"en": "pear", "en_pl": "pears", "fr": "poire", "fr_g": "f", "fr_pl": "poires", "de": "Birne", "de_g": "f",
+        "de_pl": "Birnen", "classes": ["food"], "sex": None}
+
+
+@pytest.mark.parametrize("change, why", [
+    ({}, None),
+    ({"fr_g": "m"}, "fr: hunspell-fr gives another gender"),
+    ({"fr_pl": "poirex"}, "fr: plural not confirmed"),
+    ({"de": "Bime"}, "de: unknown to hunspell-de"),
+    ({"de": "Sessel", "de_pl": "Sessel", "de_g": "m"}, "de: no dictionary pairs"),  # a real noun, another sense
+    ({"de": "Apfel", "de_pl": "Äpfel", "de_g": "m"}, "de: no dictionary pairs"),  # a real word, the wrong sense
+    ({"en_pl": "pear"}, None),                               # an English plural equal to the singular is allowed
+    ({"en": "jeans", "en_pl": "jeans"}, "en: a plural-only word"),
+    ({"classes": ["fruit"]}, "classes: empty or unknown"),
+    ({"fr": "pomme de terre"}, "fr: not one French word"),
+])
+def test_checker_rejects_what_the_dictionaries_contradict(apply_review, dicts, change, why):
+    noun = {**GOOD, **change}
+    got = apply_review.Checker([noun], dicts).check(noun)
+    assert (got is None) if why is None else (got or "").startswith(why), got
