@@ -9,7 +9,6 @@ Prints one JSON line per model (pronoun accuracy, exact match, unknown-word rate
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.data.winograd import load, score  # noqa: E402
-from core.io import registry  # noqa: E402
+from core.io import jsonio, registry  # noqa: E402
 from core.training.tasks import TranslationTask  # noqa: E402
 
 DEV = ROOT / "tests" / "data" / "winograd_dev.tsv"
@@ -34,7 +33,7 @@ def main(argv=None) -> int:
         task = TranslationTask(ck.meta["task"], tokenizer=ck.tokenizer, train=False)
         hyps = task.translate(ck.model, [r.en for r in rows])
         out = score(rows, task.lang, hyps, task.data, ck.known_words)
-        print(json.dumps({"model": name, "dev": str(DEV.relative_to(ROOT)), **out}))
+        print(jsonio.dumps({"model": name, "dev": str(DEV.relative_to(ROOT)), **out}))
         if args.misses:
             for r, h in zip(rows, hyps):
                 got, want = task.data.pronoun_of(h, task.lang), r.reference(task.lang)[1]

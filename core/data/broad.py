@@ -1100,12 +1100,13 @@ def _written_out(src: str) -> str:
     return src
 
 
-def make_pair(spec: Spec, lang: str) -> Pair:
+def make_pair(spec: Spec, lang: str, contracted: bool = False) -> Pair:
     """The :class:`Pair` of ``spec`` in ``lang`` (``"fr"`` / ``"de"``): English source, translation, pronoun
-    index, antecedent, candidate nouns and the target pronoun."""
+    index, antecedent, candidate nouns and the target pronoun. ``contracted``: keep the template's contractions
+    (the probe pairs, whose two sentences must differ in the cue alone) instead of the corpus's spelling."""
     lex = lexicon()
     frame = FRAMES[spec.frame]
-    src = _written_out(render_en(spec, lex))
+    src = render_en(spec, lex) if contracted else _written_out(render_en(spec, lex))
     tgt = (frame.fr if lang == "fr" else frame.de)(spec, lex, frame)
     src_words = [w.lower() for w in words(src)]
     pron = "they" if frame.plural else "it"
@@ -1162,7 +1163,7 @@ def probe_pairs(lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
     ("The animal didn't cross the street because it was too tired / wide.") comes first."""
     _check_lang(lang)
     lex = lexicon()
-    out = [tuple(make_pair(Spec(f, tuple(sorted(s))), lang) for f, s in SEED_PAIR)]
+    out = [tuple(make_pair(Spec(f, tuple(sorted(s))), lang, contracted=True) for f, s in SEED_PAIR)]
     seen = {out[0][0].spec}
     for spec in _specs("test", EVAL_SIZE):
         frame = FRAMES[spec.frame]
@@ -1172,13 +1173,16 @@ def probe_pairs(lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
         other = next(r for r in frame.cues if r != role)
         if _gender(lex.nouns[spec[role]], lang) == _gender(lex.nouns[spec[other]], lang):
             continue
-        cues = [c for c in _pools(spec.frame)["cue"][other]]
+        cues = [c for c in _pools(spec.frame)["cue"][other]
+                if not frame.cue_fits or set(lex.adjectives[c].applies) & set(lex.nouns[spec[other]].classes)]
+        if not cues:
+            continue
         cue = cues[int(_h("probe", spec) * len(cues))]
         twin = Spec(spec.frame, tuple(sorted(dict(spec.slots, cue=cue).items())))
         if _split_of(twin) != "test":
             continue
         seen.add(spec)
-        out.append((make_pair(spec, lang), make_pair(twin, lang)))
+        out.append((make_pair(spec, lang, contracted=True), make_pair(twin, lang, contracted=True)))
         if len(out) >= n:
             break
     return out
@@ -1302,7 +1306,7 @@ def parse(sentence: str) -> Spec:
 def pair_for(sentence: str, lang: str) -> Pair:
     """The Pair (reference translation, antecedent, pronoun) of one in-grammar English sentence."""
     _check_lang(lang)
-    return make_pair(parse(sentence), lang)
+    return make_pair(parse(sentence), lang, contracted=True)
 
 
 def translate(sentence: str, lang: str) -> str:
