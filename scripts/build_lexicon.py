@@ -304,13 +304,15 @@ PREFER = {
 }
 
 VOWELS = 'aeiouàâäéèêëîïôöùûüœæ'
-H_ASPIRE = set('''hautbois huppe haut-parleur hors-bord hache haie haillon haine hall halle halte hamac hameau hamburger hamster hanche handicap hangar
+H_ASPIRE = set('''hautbois huppe haut-parleur hors-bord
+hache haie haillon haine hall halle halte hamac hameau hamburger hamster hanche handicap hangar
 hanneton harde hareng haricot harpe hasard hâte hausse hauteur havre hérisson héron héros hêtre hibou hiérarchie
 hippie hobby hockey homard honte hoquet hotte houe houx housse hublot huit hurlement hutte harnais hachoir harpon
 havresac hennissement hernie hochet houille houlette huche hune hussard haddock hachis hachette hampe handball
 harem harfang hargne harpie hase hérissé houblon houle huée hurleur haut hauts hall haltère hamburger hérault
 hockey honte hors-d'œuvre hot-dog huguenot hyène hareng hérisson hippopotame'''.split()) - {'haltère', 'hippopotame'}
-H_MUET = set('''historien héritière hortensia habit habitant habitation habitude haleine haltère hameçon harmonie harmonica hélicoptère herbe
+H_MUET = set('''historien héritière hortensia
+habit habitant habitation habitude haleine haltère hameçon harmonie harmonica hélicoptère herbe
 héritage héritier héroïne hippopotame hirondelle histoire hiver homme honneur hôpital horaire horizon horloge
 horloger hormone horreur hostilité hôte hôtel hôtesse huile huître humain humeur humidité humour hydravion hyène
 hygiène hymne hypothèse hôtelier héliport hélice hémisphère herbivore hérédité hermine hétérogénéité heure
@@ -852,7 +854,7 @@ def build_nouns(wn, D, french_missing=None):
             frs = choose_french(D, keys, pf, hfr, None, 'person' in cs)
         if isinstance(frs, str):
             drop(frs, lemma)
-            missing_french(D, wn, hfr, unk_de, lemma, off, cs, sex, keys, des, frs, french_missing)
+            missing_french(D, wn, unk_de, lemma, off, cs, sex, keys, des, frs, french_missing)
             continue
         # the French and the German word must be paired by the French-German dictionary too (three dictionaries
         # agree on the sense); hand-pinned words are exempt
@@ -865,7 +867,7 @@ def build_nouns(wn, D, french_missing=None):
         if not pairs:
             why = 'fr/de: no French-German pair attested in the French-German dictionary'
             drop(why, lemma)
-            missing_french(D, wn, hfr, unk_de, lemma, off, cs, sex, keys, des, why, french_missing)
+            missing_french(D, wn, unk_de, lemma, off, cs, sex, keys, des, why, french_missing)
             continue
         pairs.sort(key=lambda x: x[0])
         (d, dg, see), (f, fg) = pairs[0][1], pairs[0][2]
@@ -900,9 +902,7 @@ def fr_plurals(hfr, f):
 
 def person_sex(sex, cs, fg, dg):
     """A person noun's sex is kept only where both translations have the matching gender."""
-    if 'person' not in cs or (sex == 'f' and not (fg == 'f' and dg == 'f')) or (sex == 'm' and not (fg == 'm' and dg == 'm')):
-        return None
-    return sex
+    return sex if 'person' in cs and sex in (fg, None) and (sex is None or dg == sex) else None
 
 
 def german_forms(D, wn, unk_de, lemma, off, cs, keys, d, dg, see):
@@ -930,7 +930,7 @@ def german_forms(D, wn, unk_de, lemma, off, cs, keys, d, dg, see):
     return dpl, epl
 
 
-def missing_french(D, wn, hfr, unk_de, lemma, off, cs, sex, keys, des, why, out):
+def missing_french(D, wn, unk_de, lemma, off, cs, sex, keys, des, why, out):
     """Record a noun that passed every English and German check but has no dictionary-attested French: a
     candidate for a reviewer to give its French (``--candidates``; scripts/apply_review.py checks what they write)."""
     d, dg, see, _ = des[0]

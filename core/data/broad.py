@@ -753,8 +753,9 @@ def _relative_object():
 _frame("relative_object", "The {B} that I {verbpast} was {adj}.", {}, _relative_object(), verb_need="direct", weight=2)
 
 
-def _svo(tense: str):
-    """'The A VERBed the B.' in one tense: past, present, negated past, future, question, name subject, I."""
+def _svo_clauses(tense: str):
+    """'The A VERBed the B' in one tense (past, present, negated past, future, question, name subject, I) as
+    French and German clause renderers ``(spec, lex) -> str``, capitalised, without the final mark."""
     def subj_fr(spec, lex):
         if spec.get("name"):
             return spec["name"]
@@ -762,24 +763,24 @@ def _svo(tense: str):
             return "je"
         return fr_np(_n(spec, lex, "A"))
 
-    def fr(spec, lex, frame):
+    def fr(spec, lex):
         v = lex.verbs[spec["verb"]]
         obj = _fr_vp_obj(v, _n(spec, lex, "B"))
         s = subj_fr(spec, lex)
         aux = "ai" if tense == "i_past" else "a"
         if tense in ("past", "name", "i_past"):
-            out = f"{s} {aux} {v.fr_pp} {obj}."
+            out = f"{s} {aux} {v.fr_pp} {obj}"
         elif tense == "present":
-            out = f"{s} {v.fr_pres['3sg']} {obj}."
+            out = f"{s} {v.fr_pres['3sg']} {obj}"
         elif tense == "neg":
-            out = f"{s} ne a pas {v.fr_pp} {obj}."
+            out = f"{s} ne a pas {v.fr_pp} {obj}"
         elif tense == "future":
-            out = f"{s} {v.fr_fut['3sg']} {obj}."
+            out = f"{s} {v.fr_fut['3sg']} {obj}"
         else:  # question
-            out = f"Est-ce que {s} a {v.fr_pp} {obj} ?"
-        return _fr_fix(_cap(out))
+            out = f"Est-ce que {s} a {v.fr_pp} {obj}"
+        return _cap(out)
 
-    def de(spec, lex, frame):
+    def de(spec, lex):
         v = de_verb(lex.verbs[spec["verb"]], bool(spec.get("A")) and "animal" in _n(spec, lex, "A").classes)
         obj = _de_obj(v, _n(spec, lex, "B"))
         if spec.get("name"):
@@ -791,18 +792,26 @@ def _svo(tense: str):
         sep = f" {v.de_sep}" if v.de_sep else ""
         person = "1sg" if tense == "i_past" else "3sg"
         if tense in ("past", "name", "i_past"):
-            out = f"{s} {v.de_past[person]} {obj}{sep}."
+            out = f"{s} {v.de_past[person]} {obj}{sep}"
         elif tense == "present":
-            out = f"{s} {v.de_pres['3sg']} {obj}{sep}."
+            out = f"{s} {v.de_pres['3sg']} {obj}{sep}"
         elif tense == "neg":
-            out = (f"{s} {v.de_past['3sg']} nicht {obj}{sep}." if v.de_prep
-                   else f"{s} {v.de_past['3sg']} {obj} nicht{sep}.")
+            out = (f"{s} {v.de_past['3sg']} nicht {obj}{sep}" if v.de_prep
+                   else f"{s} {v.de_past['3sg']} {obj} nicht{sep}")
         elif tense == "future":
-            out = f"{s} wird {obj} {v.de_inf}."
+            out = f"{s} wird {obj} {v.de_inf}"
         else:
-            out = f"{v.de_past['3sg']} {s} {obj}{sep}?"
+            out = f"{v.de_past['3sg']} {s} {obj}{sep}"
         return _cap(out)
     return fr, de
+
+
+def _svo(tense: str):
+    """'The A VERBed the B.' as a whole sentence (a question ends in ? / « ? »)."""
+    fr, de = _svo_clauses(tense)
+    fr_mark, de_mark = (" ?", "?") if tense == "question" else (".", ".")
+    return (lambda spec, lex, frame: _fr_fix(fr(spec, lex) + fr_mark),
+            lambda spec, lex, frame: de(spec, lex) + de_mark)
 
 
 _SUBJ = ("animal", "person")
@@ -815,23 +824,10 @@ _frame("name_past", "{name} {verbpast} the {B}.", {}, _svo("name"), verb_need="t
 _frame("i_past", "I {verbpast} the {B}.", {}, _svo("i_past"), verb_need="transitive", weight=2)
 
 
-def _neg_main():
-    """'The A didn't VERB the B' as the main clause of a coreference frame (the verb fits both nouns)."""
-    def fr(spec, lex):
-        v = lex.verbs[spec["verb"]]
-        return f"{_fr_subj(spec, lex)} ne a pas {v.fr_pp} {_fr_vp_obj(v, _n(spec, lex, 'B'))}"
-
-    def de(spec, lex):
-        v = de_verb(lex.verbs[spec["verb"]], True)
-        sep = f" {v.de_sep}" if v.de_sep else ""
-        return f"{_de_subj(spec, lex)} {v.de_past['3sg']} {_de_obj(v, _n(spec, lex, 'B'))} nicht{sep}"
-    return fr, de
-
-
 _frame("svo_because", "The {A} didn't {verb} the {B} because it was too {cue}.",
        {"A": ("animal",), "B": ("object", "food", "drink", "container", "vessel", "clothing", "tool", "furniture",
                                 "instrument")},
-       _because(*_neg_main()),
+       _because(*_svo_clauses("neg")),
        cues=_cue_sets("tired sick lazy weak scared sleepy", "hot cold hard expensive fragile rotten salty sour bitter"
                       " stale sharp dusty complicated thick smooth"),
        verb_need="pick", cue_fits=True, weight=3)
