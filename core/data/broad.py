@@ -49,6 +49,7 @@ SPLITS = ("train", "valid", "test", "heldout")
 LEXICON_PATH = Path(__file__).with_name("lexicon.json")
 _SALT = "attention-lab/broad/v1"
 _TEST_SHARE, _VALID_SHARE, _HELDOUT_NOUN_SHARE = 0.15, 0.10, 0.06
+_PLAIN_SHARE, _MY_SHARE = 0.25, 0.2  # of coreference sentences: "because it was tired" (no "too"); "my pocket"
 TRAIN_SIZE = 300_000  # sentences sampled for the training split
 EVAL_SIZE = 6_000  # sentences sampled for valid / test / heldout
 
@@ -362,10 +363,31 @@ class Frame:
     verb_need: str = ""  # svo frames: "" | "transitive" | "direct"; "pick": a direct verb fitting the roles' nouns
     cue_fits: bool = False  # the cue must describe its role's noun (an adjective whose classes include the noun's)
     weight: float = 1.0
+    poss: tuple = ()  # slots whose "the" may be "my" ("doesn't fit in my pocket"): spec slot "my" names the one
+
+
+def _det(spec, slot: str) -> str:
+    """The determiner of ``slot``'s noun phrase: "my" where the spec makes that noun possessed, else "def"."""
+    return "my" if spec.get("my") == slot else "def"
+
+
+def _too(spec) -> bool:
+    """Whether the cue is graded ("because it was too tired"); spec slot ``deg="plain"``: "because it was tired"."""
+    return spec.get("deg") != "plain"
 
 
 def _n(spec, lex, slot):
     return lex.nouns[spec[slot]]
+
+
+def _fnp(spec, lex, slot, **kw):
+    """French noun phrase of ``slot`` with the spec's determiner (le / mon)."""
+    return fr_np(_n(spec, lex, slot), _det(spec, slot), **kw)
+
+
+def _dnp(spec, lex, slot, case, **kw):
+    """German noun phrase of ``slot`` in ``case`` with the spec's determiner (der / mein)."""
+    return de_np(_n(spec, lex, slot), case, _det(spec, slot), **kw)
 
 
 def _a(spec, lex, slot="adj"):
@@ -392,31 +414,32 @@ def _because(fr_main, de_main, fr_conj="parce que", de_conj="weil", fr_deg="trop
         noun = _n(spec, lex, role)
         adj = _fr_adj(_a(spec, lex, "cue"), noun.fr_g, frame.plural)
         be = {"était": "étaient", "est": "sont", "soit": "soient"}[fr_be] if frame.plural else fr_be
-        deg = f"{fr_deg} " if fr_deg else ""
+        deg = f"{fr_deg} " if fr_deg and _too(spec) else ""
         return _fr_fix(f"{fr_main(spec, lex)} {fr_conj} {_fr_pron(noun, frame.plural)} {be} {deg}{adj}.")
 
     def de(spec, lex, frame):
         role = _pron_role(frame, spec)
         noun = _n(spec, lex, role)
         be = {"war": "waren", "ist": "sind"}[de_be] if frame.plural else de_be
-        deg = f"{de_deg} " if de_deg else ""
+        deg = f"{de_deg} " if de_deg and _too(spec) else ""
         return f"{de_main(spec, lex)}, {de_conj} {_de_pron(noun, frame.plural)} {deg}{_a(spec, lex, 'cue').de} {be}."
     return fr, de
 
 
 def _fr_subj(spec, lex, slot="A", plural=False):
-    return _cap(fr_np(_n(spec, lex, slot), plural=plural))
+    return _cap(_fnp(spec, lex, slot, plural=plural))
 
 
 def _de_subj(spec, lex, slot="A", plural=False):
-    return _cap(de_np(_n(spec, lex, slot), "nom", plural=plural))
+    return _cap(_dnp(spec, lex, slot, "nom", plural=plural))
 
 
 def _cue_sets(a: str, b: str) -> dict:
     return {"A": tuple(a.split()), "B": tuple(b.split())}
 
 
-ANIMAL_WEAK = "tired weak sick old small young slow lazy"
+ANIMAL_WEAK = "tired weak sick old small young slow lazy injured"
+SUBJECTS = ("animal", "person")  # who can carry, lift, catch
 FRAMES_LIST: list[Frame] = []
 
 
@@ -426,71 +449,80 @@ def _frame(name, en, roles, fr_de, **kw):
 
 
 _frame("cross", "The {A} didn't cross the {B} because it was too {cue}.", {"A": ("animal",), "B": ("place",)},
-       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas traversé {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"{_de_subj(s, x)} überquerte {de_np(_n(s, x, 'B'), 'acc')} nicht"),
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas traversé {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} überquerte {_dnp(s, x, 'B', 'acc')} nicht"),
        cues=_cue_sets("tired scared hungry slow weak sick lazy", "wide long crowded dark muddy steep dangerous"
-                      " noisy slippery narrow"), weight=3)
+                      " noisy slippery narrow"), poss=("A",), weight=3)
 _frame("cross_although", "The {A} crossed the {B} although it was very {cue}.", {"A": ("animal",), "B": ("place",)},
-       _because(lambda s, x: f"{_fr_subj(s, x)} a traversé {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"{_de_subj(s, x)} überquerte {de_np(_n(s, x, 'B'), 'acc')}",
+       _because(lambda s, x: f"{_fr_subj(s, x)} a traversé {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} überquerte {_dnp(s, x, 'B', 'acc')}",
                 fr_conj="même si", de_conj="obwohl", fr_deg="très", de_deg="sehr"),
        cues=_cue_sets("tired scared hungry slow weak sick old", "wide long crowded dark muddy steep dangerous"
                       " noisy slippery"))
 _frame("cross_near", "The {A} didn't cross the {B} next to the {C} because it was too {cue}.",
        {"A": ("animal",), "B": ("place",), "C": ("building",)},
-       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas traversé {fr_np(_n(s, x, 'B'))} à côté "
-                             f"{fr_np(_n(s, x, 'C'), prep='de')}",
-                lambda s, x: f"{_de_subj(s, x)} überquerte {de_np(_n(s, x, 'B'), 'acc')} neben "
-                             f"{de_np(_n(s, x, 'C'), 'dat')} nicht"),
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas traversé {_fnp(s, x, 'B')} à côté "
+                             f"{_fnp(s, x, 'C', prep='de')}",
+                lambda s, x: f"{_de_subj(s, x)} überquerte {_dnp(s, x, 'B', 'acc')} neben "
+                             f"{_dnp(s, x, 'C', 'dat')} nicht"),
        cues=_cue_sets("tired scared hungry slow weak sick", "wide muddy slippery"))
 _frame("fit", "The {A} doesn't fit in the {B} because it is too {cue}.", {"A": ("object",), "B": ("container",)},
-       _because(lambda s, x: f"{_fr_subj(s, x)} ne rentre pas dans {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"{_de_subj(s, x)} passt nicht in {de_np(_n(s, x, 'B'), 'acc')}",
+       _because(lambda s, x: f"{_fr_subj(s, x)} ne rentre pas dans {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} passt nicht in {_dnp(s, x, 'B', 'acc')}",
                 fr_be="est", de_be="ist"),
-       cues=_cue_sets("big large wide long", "small tiny narrow short"), weight=3)
+       cues=_cue_sets("big large wide long thick", "small tiny narrow short"), poss=("A", "B"), weight=3)
 _frame("fit_past", "The {A} didn't fit into the {B} because it was too {cue}.", {"A": ("object",), "B": ("container",)},
-       _because(lambda s, x: f"{_fr_subj(s, x)} ne rentrait pas dans {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"{_de_subj(s, x)} passte nicht in {de_np(_n(s, x, 'B'), 'acc')}"),
-       cues=_cue_sets("big large wide long", "small tiny narrow short"), weight=2)
-_frame("carry", "The {A} couldn't carry the {B} because it was too {cue}.", {"A": ("animal",), "B": ("object",)},
-       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu porter {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"{_de_subj(s, x)} konnte {de_np(_n(s, x, 'B'), 'acc')} nicht tragen"),
-       cues=_cue_sets(ANIMAL_WEAK, "heavy big large"), weight=2)
-_frame("lift", "The {A} couldn't lift the {B} because it was too {cue}.", {"A": ("animal",), "B": ("object", "furniture")},
-       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu soulever {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"{_de_subj(s, x)} konnte {de_np(_n(s, x, 'B'), 'acc')} nicht heben"),
-       cues=_cue_sets(ANIMAL_WEAK, "heavy big large"), weight=2)
+       _because(lambda s, x: f"{_fr_subj(s, x)} ne rentrait pas dans {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} passte nicht in {_dnp(s, x, 'B', 'acc')}"),
+       cues=_cue_sets("big large wide long thick", "small tiny narrow short"), poss=("A", "B"), weight=2)
+_frame("carry", "The {A} couldn't carry the {B} because it was too {cue}.", {"A": SUBJECTS, "B": ("object",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu porter {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht tragen"),
+       cues=_cue_sets(ANIMAL_WEAK, "heavy big large"), poss=("A", "B"), weight=2)
+_frame("lift", "The {A} couldn't lift the {B} because it was too {cue}.", {"A": SUBJECTS, "B": ("object", "furniture")},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu soulever {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht heben"),
+       cues=_cue_sets(ANIMAL_WEAK, "heavy big large"), poss=("A", "B"), weight=2)
 _frame("climb", "The {A} couldn't climb the {B} because it was too {cue}.", {"A": ("animal",), "B": ("obstacle",)},
-       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu escalader {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"{_de_subj(s, x)} konnte nicht auf {de_np(_n(s, x, 'B'), 'acc')} klettern"),
-       cues=_cue_sets(ANIMAL_WEAK, "high steep slippery tall"), weight=2)
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu escalader {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} konnte nicht auf {_dnp(s, x, 'B', 'acc')} klettern"),
+       cues=_cue_sets(ANIMAL_WEAK + " fat", "high steep slippery tall"), poss=("A",), weight=2)
 _frame("jump", "The {A} couldn't jump over the {B} because it was too {cue}.", {"A": ("animal",), "B": ("obstacle",)},
-       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu sauter par-dessus {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"{_de_subj(s, x)} konnte nicht über {de_np(_n(s, x, 'B'), 'acc')} springen"),
-       cues=_cue_sets(ANIMAL_WEAK, "high tall wide"), weight=2)
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu sauter par-dessus {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} konnte nicht über {_dnp(s, x, 'B', 'acc')} springen"),
+       cues=_cue_sets(ANIMAL_WEAK + " fat", "high tall wide"), poss=("A",), weight=2)
 _frame("break", "The {A} broke the {B} because it was too {cue}.", {"A": ("tool",), "B": ("object",)},
-       _because(lambda s, x: f"{_fr_subj(s, x)} a cassé {fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"{_de_subj(s, x)} zerbrach {de_np(_n(s, x, 'B'), 'acc')}"),
-       cues=_cue_sets("hard heavy", "fragile thin old"), weight=2)
+       _because(lambda s, x: f"{_fr_subj(s, x)} a cassé {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} zerbrach {_dnp(s, x, 'B', 'acc')}"),
+       cues=_cue_sets("hard heavy", "fragile thin old"), poss=("B",), weight=2)
 _frame("pour", "I poured the {L} from the {A} into the {B} until it was {cue}.", {"A": ("vessel",), "B": ("vessel",)},
-       _because(lambda s, x: f"J'ai versé {fr_np(_n(s, x, 'L'))} {fr_np(_n(s, x, 'A'), prep='de')} dans "
-                             f"{fr_np(_n(s, x, 'B'))}",
-                lambda s, x: f"Ich goss {de_np(_n(s, x, 'L'), 'acc')} aus {de_np(_n(s, x, 'A'), 'dat')} in "
-                             f"{de_np(_n(s, x, 'B'), 'acc')}",
+       _because(lambda s, x: f"J'ai versé {_fnp(s, x, 'L')} {_fnp(s, x, 'A', prep='de')} dans "
+                             f"{_fnp(s, x, 'B')}",
+                lambda s, x: f"Ich goss {_dnp(s, x, 'L', 'acc')} aus {_dnp(s, x, 'A', 'dat')} in "
+                             f"{_dnp(s, x, 'B', 'acc')}",
                 fr_conj="jusqu'à ce que", de_conj="bis", fr_deg="", de_deg="", fr_be="soit"),
        cues=_cue_sets("empty", "full"), weight=2)
 _frame("they_cross", "The {Apl} didn't cross the {Bpl} because they were too {cue}.",
        {"A": ("animal",), "B": ("place",)},
-       _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas traversé {fr_np(_n(s, x, 'B'), plural=True)}",
-                lambda s, x: f"{_de_subj(s, x, plural=True)} überquerten {de_np(_n(s, x, 'B'), 'acc', plural=True)} "
+       _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas traversé {_fnp(s, x, 'B', plural=True)}",
+                lambda s, x: f"{_de_subj(s, x, plural=True)} überquerten {_dnp(s, x, 'B', 'acc', plural=True)} "
                              "nicht"),
        cues=_cue_sets("tired scared hungry slow weak sick old", "wide long crowded dark muddy steep dangerous"),
        plural=True, weight=2)
 _frame("they_fit", "The {Apl} don't fit in the {Bpl} because they are too {cue}.", {"A": ("object",), "B": ("container",)},
-       _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} ne rentrent pas dans {fr_np(_n(s, x, 'B'), plural=True)}",
-                lambda s, x: f"{_de_subj(s, x, plural=True)} passen nicht in {de_np(_n(s, x, 'B'), 'acc', plural=True)}",
+       _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} ne rentrent pas dans {_fnp(s, x, 'B', plural=True)}",
+                lambda s, x: f"{_de_subj(s, x, plural=True)} passen nicht in {_dnp(s, x, 'B', 'acc', plural=True)}",
                 fr_be="est", de_be="ist"),
-       cues=_cue_sets("big large long", "small tiny"), plural=True)
+       cues=_cue_sets("big large long", "small tiny"), plural=True, poss=("B",))
+_frame("they_lift", "The {Apl} couldn't lift the {Bpl} because they were too {cue}.",
+       {"A": SUBJECTS, "B": ("object", "furniture")},
+       _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas pu soulever {_fnp(s, x, 'B', plural=True)}",
+                lambda s, x: f"{_de_subj(s, x, plural=True)} konnten {_dnp(s, x, 'B', 'acc', plural=True)} nicht heben"),
+       cues=_cue_sets("tired weak sick old young lazy injured", "heavy big large"), plural=True)
+_frame("catch", "The {A} couldn't catch the {B} because it was too {cue}.", {"A": SUBJECTS, "B": ("animal",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu attraper {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht fangen"),
+       cues=_cue_sets("slow tired old lazy weak sick fat injured", "fast clever"), poss=("A",), weight=2)
 
 
 def _two_sentences():
@@ -577,13 +609,13 @@ def _person_reason():
     return fr, de
 
 
-def _fr_vp_obj(v: Verb, noun: Noun, det="def") -> str:
-    return fr_np(noun, det, prep=v.fr_prep)
+def _fr_vp_obj(v: Verb, noun: Noun, det="def", plural=False) -> str:
+    return fr_np(noun, det, plural, prep=v.fr_prep)
 
 
-def _de_obj(v: Verb, noun: Noun, det="def") -> str:
+def _de_obj(v: Verb, noun: Noun, det="def", plural=False) -> str:
     case = "acc" if v.de_prep else (v.de_case or "acc")
-    return de_np(noun, case, det, prep=v.de_prep)
+    return de_np(noun, case, det, plural, prep=v.de_prep)
 
 
 _frame("person_reason", "{name} is {adj} because {he} {verbpast} the {B}.", {"B": ("object", "food", "animal")},
@@ -753,55 +785,58 @@ def _relative_object():
 _frame("relative_object", "The {B} that I {verbpast} was {adj}.", {}, _relative_object(), verb_need="direct", weight=2)
 
 
-def _svo_clauses(tense: str):
+def _svo_clauses(tense: str, plural: bool = False):
     """'The A VERBed the B' in one tense (past, present, negated past, future, question, name subject, I) as
-    French and German clause renderers ``(spec, lex) -> str``, capitalised, without the final mark."""
+    French and German clause renderers ``(spec, lex) -> str``, capitalised, without the final mark. ``plural``:
+    both nouns in the plural ("The customers didn't buy the apples"); either noun may be the speaker's ("my")."""
+    p3 = "3pl" if plural else "3sg"
+
     def subj_fr(spec, lex):
         if spec.get("name"):
             return spec["name"]
         if tense == "i_past":
             return "je"
-        return fr_np(_n(spec, lex, "A"))
+        return _fnp(spec, lex, "A", plural=plural)
 
     def fr(spec, lex):
         v = lex.verbs[spec["verb"]]
-        obj = _fr_vp_obj(v, _n(spec, lex, "B"))
+        obj = _fr_vp_obj(v, _n(spec, lex, "B"), _det(spec, "B"), plural)
         s = subj_fr(spec, lex)
-        aux = "ai" if tense == "i_past" else "a"
+        aux = "ai" if tense == "i_past" else "ont" if plural else "a"
         if tense in ("past", "name", "i_past"):
             out = f"{s} {aux} {v.fr_pp} {obj}"
         elif tense == "present":
-            out = f"{s} {v.fr_pres['3sg']} {obj}"
+            out = f"{s} {v.fr_pres[p3]} {obj}"
         elif tense == "neg":
-            out = f"{s} ne a pas {v.fr_pp} {obj}"
+            out = f"{s} ne {aux} pas {v.fr_pp} {obj}"
         elif tense == "future":
-            out = f"{s} {v.fr_fut['3sg']} {obj}"
+            out = f"{s} {v.fr_fut[p3]} {obj}"
         else:  # question
-            out = f"Est-ce que {s} a {v.fr_pp} {obj}"
+            out = f"Est-ce que {s} {aux} {v.fr_pp} {obj}"
         return _cap(out)
 
     def de(spec, lex):
         v = de_verb(lex.verbs[spec["verb"]], bool(spec.get("A")) and "animal" in _n(spec, lex, "A").classes)
-        obj = _de_obj(v, _n(spec, lex, "B"))
+        obj = _de_obj(v, _n(spec, lex, "B"), _det(spec, "B"), plural)
         if spec.get("name"):
             s = spec["name"]
         elif tense == "i_past":
             s = "ich"
         else:
-            s = de_np(_n(spec, lex, "A"), "nom")
+            s = _dnp(spec, lex, "A", "nom", plural=plural)
         sep = f" {v.de_sep}" if v.de_sep else ""
-        person = "1sg" if tense == "i_past" else "3sg"
+        person = "1sg" if tense == "i_past" else p3
         if tense in ("past", "name", "i_past"):
             out = f"{s} {v.de_past[person]} {obj}{sep}"
         elif tense == "present":
-            out = f"{s} {v.de_pres['3sg']} {obj}{sep}"
+            out = f"{s} {v.de_pres[person]} {obj}{sep}"
         elif tense == "neg":
-            out = (f"{s} {v.de_past['3sg']} nicht {obj}{sep}" if v.de_prep
-                   else f"{s} {v.de_past['3sg']} {obj} nicht{sep}")
+            out = (f"{s} {v.de_past[person]} nicht {obj}{sep}" if v.de_prep
+                   else f"{s} {v.de_past[person]} {obj} nicht{sep}")
         elif tense == "future":
-            out = f"{s} wird {obj} {v.de_inf}"
+            out = f"{s} {'werden' if plural else 'wird'} {obj} {v.de_inf}"
         else:
-            out = f"{v.de_past['3sg']} {s} {obj}{sep}"
+            out = f"{v.de_past[person]} {s} {obj}{sep}"
         return _cap(out)
     return fr, de
 
@@ -824,13 +859,17 @@ _frame("name_past", "{name} {verbpast} the {B}.", {}, _svo("name"), verb_need="t
 _frame("i_past", "I {verbpast} the {B}.", {}, _svo("i_past"), verb_need="transitive", weight=2)
 
 
+_BECAUSE_CUES = _cue_sets("tired sick lazy weak scared sleepy poor injured",
+                          "hot cold hard expensive fragile rotten salty sour bitter stale sharp dusty complicated thick"
+                          " smooth broken")
 _frame("svo_because", "The {A} didn't {verb} the {B} because it was too {cue}.",
-       {"A": ("animal",), "B": ("object", "food", "drink", "container", "vessel", "clothing", "tool", "furniture",
+       {"A": SUBJECTS, "B": ("object", "food", "drink", "container", "vessel", "clothing", "tool", "furniture",
                                 "instrument")},
-       _because(*_svo_clauses("neg")),
-       cues=_cue_sets("tired sick lazy weak scared sleepy", "hot cold hard expensive fragile rotten salty sour bitter"
-                      " stale sharp dusty complicated thick smooth"),
-       verb_need="pick", cue_fits=True, weight=3)
+       _because(*_svo_clauses("neg")), cues=_BECAUSE_CUES, verb_need="pick", cue_fits=True, poss=("A", "B"), weight=3)
+_frame("they_because", "The {Apl} didn't {verb} the {Bpl} because they were too {cue}.",
+       {"A": SUBJECTS, "B": ("object", "food", "clothing", "tool", "furniture", "instrument", "container", "vessel")},
+       _because(*_svo_clauses("neg", plural=True)), cues=_BECAUSE_CUES, verb_need="pick", cue_fits=True, plural=True,
+       weight=2)
 
 FRAMES: dict[str, Frame] = {f.name: f for f in FRAMES_LIST}
 COREF_FRAMES = tuple(f.name for f in FRAMES_LIST if f.cues and len(f.cues) == 2)
@@ -855,6 +894,11 @@ def render_en(spec: Spec, lex: Lexicon | None = None) -> str:
     lex = lex or lexicon()
     frame = FRAMES[spec.frame]
     d = dict(spec.slots)
+    en = frame.en
+    if d.get("deg") == "plain":
+        en = en.replace("too {cue}", "{cue}")
+    if d.get("my"):
+        en = re.sub(rf"[Tt]he (\{{{d['my']}(?:pl)?\}})", r"my \1", en)
     values = {}
     for slot in ("A", "B", "C", "P", "L"):
         if slot in d:
@@ -881,7 +925,7 @@ def render_en(spec: Spec, lex: Lexicon | None = None) -> str:
         values["num"] = lex.numbers[int(d["num"])][0]
     if "prep" in d:
         values["prep"] = d["prep"]
-    return _cap(frame.en.format(**values))
+    return _cap(en.format(**values))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1016,6 +1060,12 @@ def _sample_spec(frame: Frame, rng: random.Random, lex: Lexicon, coref_pool=None
         slots["prep"] = rng.choice(sorted(_PLACE_PREPS))
     if frame.name == "bought" and not lex.nouns[slots["P"]].sex:
         return None
+    if frame.plural and any(_mass(lex.nouns[slots[r]]) for r in frame.roles):
+        return None  # "they" needs countable nouns
+    if "too {cue}" in frame.en and rng.random() < _PLAIN_SHARE:
+        slots["deg"] = "plain"
+    if frame.poss and rng.random() < _MY_SHARE:
+        slots["my"] = rng.choice(frame.poss)
     return Spec(frame.name, tuple(sorted(slots.items())))
 
 
@@ -1148,14 +1198,10 @@ SEED_PAIR = (("cross", (("A", "animal"), ("B", "street"), ("cue", "tired"))),
              ("cross", (("A", "animal"), ("B", "street"), ("cue", "wide"))))
 
 
-def _gender(noun: Noun, lang: str) -> str:
-    return noun.fr_g if lang == "fr" else noun.de_g
-
-
 @lru_cache(maxsize=4)
 def probe_pairs(lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
     """Minimal pairs from the test split: the same sentence with the cue flipped from one role to the other,
-    the two antecedents of different gender in ``lang`` (so the right pronouns differ). The seed pair
+    where the right pronouns in ``lang`` differ (German plural *sie* never does). The seed pair
     ("The animal didn't cross the street because it was too tired / wide.") comes first."""
     _check_lang(lang)
     lex = lexicon()
@@ -1167,15 +1213,13 @@ def probe_pairs(lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
             continue
         role = _pron_role(frame, spec)
         other = next(r for r in frame.cues if r != role)
-        if _gender(lex.nouns[spec[role]], lang) == _gender(lex.nouns[spec[other]], lang):
-            continue
         cues = [c for c in _pools(spec.frame)["cue"][other]
                 if not frame.cue_fits or set(lex.adjectives[c].applies) & set(lex.nouns[spec[other]].classes)]
         if not cues:
             continue
         cue = cues[int(_h("probe", spec) * len(cues))]
         twin = Spec(spec.frame, tuple(sorted(dict(spec.slots, cue=cue).items())))
-        if _split_of(twin) != "test":
+        if _split_of(twin) != "test" or _target_pronoun(spec, lang, lex) == _target_pronoun(twin, lang, lex):
             continue
         seen.add(spec)
         out.append((make_pair(spec, lang, contracted=True), make_pair(twin, lang, contracted=True)))
@@ -1221,9 +1265,21 @@ def _regex_for(frame: Frame, lex: Lexicon) -> re.Pattern:
         "name": f"(?P<name>{alt(lex.names)})", "he": "(?:he|she)", "num": f"(?P<num>{alt(x[0] for x in lex.numbers.values())})",
         "prep": f"(?P<prep>{alt(_PLACE_PREPS)})",
     }
-    parts = re.split(r"(\{\w+\})", frame.en)
+    for slot in frame.poss:
+        groups[f"my{slot}"] = f"(?P<my{slot}>the|my) "
+    groups["too"] = "(?P<too>too )?"
+    parts = re.split(r"(\{\w+\})", _pattern_template(frame))
     pattern = "".join(groups[p[1:-1]] if p.startswith("{") else re.escape(p.lower()) for p in parts)
     return re.compile(pattern)
+
+
+def _pattern_template(frame: Frame) -> str:
+    """The frame's English template as its parser reads it: "too" optional before the cue, "the" or "my" before
+    each possessable noun (``{too}``, ``{myA}`` stand for those choices)."""
+    en = frame.en.replace("too {cue}", "{too}{cue}")
+    for slot in frame.poss:
+        en = re.sub(rf"[Tt]he (\{{{slot}(?:pl)?\}})", rf"{{my{slot}}}\1", en)
+    return en
 
 
 @lru_cache(maxsize=None)
@@ -1236,7 +1292,7 @@ def _parser(i: int) -> re.Pattern:
 @lru_cache(maxsize=None)
 def _literals(i: int) -> tuple[str, ...]:
     """The fixed words of frame ``i`` as its pattern spells them: a sentence without all of them cannot match it."""
-    return tuple(p.lower() for p in re.split(r"\{\w+\}", FRAMES_LIST[i].en) if p)
+    return tuple(p.lower() for p in re.split(r"\{\w+\}", _pattern_template(FRAMES_LIST[i])) if p)
 
 
 def _parsers(text: str):
@@ -1270,8 +1326,16 @@ def parse(sentence: str) -> Spec:
             continue
         g = {k: v for k, v in m.groupdict().items() if v}
         slots = {}
+        if "too {cue}" in frame.en and "too" not in g:
+            slots["deg"] = "plain"
+        mine = [k[2:] for k, v in g.items() if k.startswith("my") and v == "my"]
+        if len(mine) > 1:
+            continue  # one possessed noun per sentence
         for k, v in g.items():
-            if k in ("Apl", "Bpl"):
+            if k == "too" or k.startswith("my"):
+                if v == "my":
+                    slots["my"] = k[2:]
+            elif k in ("Apl", "Bpl"):
                 slots[k[0]] = by_pl[v]
             elif k == "Aplmass":
                 slots["A"] = by_pl.get(v, v)
