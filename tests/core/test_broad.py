@@ -56,6 +56,22 @@ def test_cue_decides_the_antecedent_not_position():
     ("My sister bought a new car because it was cheap.", "de", "Meine Schwester kaufte ein neues Auto, weil es billig war."),
     ("I like coffee.", "fr", "J'aime le café."),
     ("I like coffee.", "de", "Ich mag Kaffee."),
+    # "my" before either noun, and a cue without "too"
+    ("The book doesn't fit in my pocket because it is too thick.", "de",
+     "Das Buch passt nicht in meine Tasche, weil es zu dick ist."),
+    ("My dog didn't cross the street because it was tired.", "fr",
+     "Mon chien n'a pas traversé la rue parce qu'il était fatigué."),
+    ("The lizard couldn't climb the rock because it was injured.", "de",
+     "Die Eidechse konnte nicht auf den Felsen klettern, weil sie verletzt war."),
+    # plural SVO with "they", people lifting, catching
+    ("The customers didn't buy the apples because they were rotten.", "fr",
+     "Les clients n'ont pas acheté les pommes parce qu'elles étaient pourries."),
+    ("The customers didn't buy the apples because they were too poor.", "de",
+     "Die Kunden kauften die Äpfel nicht, weil sie zu arm waren."),
+    ("The boys couldn't lift the tables because they were too heavy.", "fr",
+     "Les garçons n'ont pas pu soulever les tables parce qu'elles étaient trop lourdes."),
+    ("The snake couldn't catch the frog because it was too fast.", "de",
+     "Die Schlange konnte den Frosch nicht fangen, weil er zu schnell war."),
 ])
 def test_reference_translations(src, lang, tgt):
     assert broad.translate(src, lang) == tgt
@@ -99,15 +115,27 @@ def test_heldout_nouns_never_in_a_training_coreference_sentence(train):
     assert all(any(p.spec[s] in held for s in broad.FRAMES[p.frame].roles) for p in heldout)
 
 
-def test_probe_pairs_come_from_test_and_flip_the_pronoun(train):
-    probe = broad.probe_pairs("fr")
+@pytest.mark.parametrize("lang", LANGS)
+def test_probe_pairs_come_from_test_and_flip_the_pronoun(train, lang):
+    """Every pair flips the target pronoun in its own language (German plural "sie" pairs are left out)."""
+    probe = broad.probe_pairs(lang)
     assert len(probe) >= 100
     assert probe[0][0].src == "The animal didn't cross the street because it was too tired."
-    train_src = {p.src for p in train["fr"]}
+    train_src = {p.src for p in train[lang]}
     for a, b in probe[1:]:
         assert a.antecedent != b.antecedent and a.tgt_pronoun != b.tgt_pronoun
         assert a.src not in train_src and b.src not in train_src
         assert a.candidates == b.candidates
+
+
+def test_variants_round_trip_and_one_possessive_per_sentence(train):
+    """Sentences with "my" or without "too" parse back to the spec that rendered them; two "my"s are refused."""
+    variants = [p for p in train["de"] if p.spec.get("my") or p.spec.get("deg")][:400]
+    assert {p.spec.get("my") for p in variants} >= {"A", "B"} and any(p.spec.get("deg") for p in variants)
+    for p in variants:
+        assert broad.parse(p.src) == p.spec, p.src
+    with pytest.raises(ValueError):
+        broad.parse("My book doesn't fit in my pocket because it is too thick.")
 
 
 def test_parse_round_trip(train):
