@@ -123,7 +123,8 @@ def test_the_induction_preset_grows_induction_heads_live(visit):
         assert len(traces) == 8 and {t["name"] for t in traces} == {f"L{l} H{h}" for l in (0, 1) for h in range(4)}
         assert max(t["y"][0] for t in traces) < 0.3  # no induction head at the first measurement
         assert len(plotted(page, "Previous-token score of each head")) == 8
-        page.get_by_role("button", name="Stop").click()
+        # the page's own Stop button: while a rerun is in flight Streamlit's header shows a "Stop" button too
+        page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Stop").click()
         page.locator("[data-testid=stAlertContentWarning]", has_text="Nothing was saved").wait_for(timeout=60_000)
         assert not visit.errors, visit.errors
         return
