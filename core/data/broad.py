@@ -371,6 +371,14 @@ def _det(spec, slot: str) -> str:
     return "my" if spec.get("my") == slot else "def"
 
 
+_GRADED = "too {cue}"  # a template's graded cue, which a spec may write without "too"
+
+
+def _the_noun(slot: str) -> re.Pattern:
+    """``the {slot}`` (or ``{slotpl}``) in a template: where a possessed noun's "the" becomes "my"."""
+    return re.compile(rf"[Tt]he (\{{{slot}(?:pl)?\}})")
+
+
 def _too(spec) -> bool:
     """Whether the cue is graded ("because it was too tired"); spec slot ``deg="plain"``: "because it was tired"."""
     return spec.get("deg") != "plain"
@@ -896,9 +904,9 @@ def render_en(spec: Spec, lex: Lexicon | None = None) -> str:
     d = dict(spec.slots)
     en = frame.en
     if d.get("deg") == "plain":
-        en = en.replace("too {cue}", "{cue}")
+        en = en.replace(_GRADED, "{cue}")
     if d.get("my"):
-        en = re.sub(rf"[Tt]he (\{{{d['my']}(?:pl)?\}})", r"my \1", en)
+        en = _the_noun(d["my"]).sub(r"my \1", en)
     values = {}
     for slot in ("A", "B", "C", "P", "L"):
         if slot in d:
@@ -1062,7 +1070,7 @@ def _sample_spec(frame: Frame, rng: random.Random, lex: Lexicon, coref_pool=None
         return None
     if frame.plural and any(_mass(lex.nouns[slots[r]]) for r in frame.roles):
         return None  # "they" needs countable nouns
-    if "too {cue}" in frame.en and rng.random() < _PLAIN_SHARE:
+    if _GRADED in frame.en and rng.random() < _PLAIN_SHARE:
         slots["deg"] = "plain"
     if frame.poss and rng.random() < _MY_SHARE:
         slots["my"] = rng.choice(frame.poss)
@@ -1276,9 +1284,9 @@ def _regex_for(frame: Frame, lex: Lexicon) -> re.Pattern:
 def _pattern_template(frame: Frame) -> str:
     """The frame's English template as its parser reads it: "too" optional before the cue, "the" or "my" before
     each possessable noun (``{too}``, ``{myA}`` stand for those choices)."""
-    en = frame.en.replace("too {cue}", "{too}{cue}")
+    en = frame.en.replace(_GRADED, "{too}{cue}")
     for slot in frame.poss:
-        en = re.sub(rf"[Tt]he (\{{{slot}(?:pl)?\}})", rf"{{my{slot}}}\1", en)
+        en = _the_noun(slot).sub(rf"{{my{slot}}}\1", en)
     return en
 
 
@@ -1326,15 +1334,16 @@ def parse(sentence: str) -> Spec:
             continue
         g = {k: v for k, v in m.groupdict().items() if v}
         slots = {}
-        if "too {cue}" in frame.en and "too" not in g:
+        if _GRADED in frame.en and "too" not in g:
             slots["deg"] = "plain"
         mine = [k[2:] for k, v in g.items() if k.startswith("my") and v == "my"]
         if len(mine) > 1:
             continue  # one possessed noun per sentence
+        if mine:
+            slots["my"] = mine[0]
         for k, v in g.items():
             if k == "too" or k.startswith("my"):
-                if v == "my":
-                    slots["my"] = k[2:]
+                continue
             elif k in ("Apl", "Bpl"):
                 slots[k[0]] = by_pl[v]
             elif k == "Aplmass":
