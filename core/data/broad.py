@@ -364,6 +364,7 @@ class Frame:
     cue_fits: bool = False  # the cue must describe its role's noun (an adjective whose classes include the noun's)
     weight: float = 1.0
     poss: tuple = ()  # slots whose "the" may be "my" ("doesn't fit in my pocket"): spec slot "my" names the one
+    only: dict | None = None  # slot -> the nouns it takes, narrower than its classes (the tools that cut)
 
 
 def _det(spec, slot: str) -> str:
@@ -382,6 +383,20 @@ def _the_noun(slot: str) -> re.Pattern:
 def _too(spec) -> bool:
     """Whether the cue is graded ("because it was too tired"); spec slot ``deg="plain"``: "because it was tired"."""
     return spec.get("deg") != "plain"
+
+
+_PERSON_IT = re.compile(r"\b(because|although|until) it\b")  # where a template's "it" may stand for a person
+_NO_TOO = frozenset({"huge", "enormous"})  # cues English never grades with "too"
+
+
+def _en_pronoun(frame: Frame, spec, lex) -> str:
+    """The English pronoun of a coreference sentence: "they", "he" / "she" for a person (a person is never
+    "it"), else "it"."""
+    if frame.plural:
+        return "they"
+    role = _pron_role(frame, spec)
+    sex = lex.nouns[spec[role]].sex if role and "person" in lex.nouns[spec[role]].classes else None
+    return {"m": "he", "f": "she"}.get(sex, "it")
 
 
 def _n(spec, lex, slot):
@@ -460,7 +475,7 @@ _frame("cross", "The {A} didn't cross the {B} because it was too {cue}.", {"A": 
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas traversé {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} überquerte {_dnp(s, x, 'B', 'acc')} nicht"),
        cues=_cue_sets("tired scared hungry slow weak sick lazy", "wide long crowded dark muddy steep dangerous"
-                      " noisy slippery narrow"), poss=("A",), weight=3)
+                      " noisy slippery narrow deep"), poss=("A",), weight=3)
 _frame("cross_although", "The {A} crossed the {B} although it was very {cue}.", {"A": ("animal",), "B": ("place",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} a traversé {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} überquerte {_dnp(s, x, 'B', 'acc')}",
@@ -478,11 +493,11 @@ _frame("fit", "The {A} doesn't fit in the {B} because it is too {cue}.", {"A": (
        _because(lambda s, x: f"{_fr_subj(s, x)} ne rentre pas dans {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} passt nicht in {_dnp(s, x, 'B', 'acc')}",
                 fr_be="est", de_be="ist"),
-       cues=_cue_sets("big large wide long thick", "small tiny narrow short"), poss=("A", "B"), weight=3)
+       cues=_cue_sets("big large wide long thick huge enormous", "small tiny narrow short"), poss=("A", "B"), weight=3)
 _frame("fit_past", "The {A} didn't fit into the {B} because it was too {cue}.", {"A": ("object",), "B": ("container",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} ne rentrait pas dans {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} passte nicht in {_dnp(s, x, 'B', 'acc')}"),
-       cues=_cue_sets("big large wide long thick", "small tiny narrow short"), poss=("A", "B"), weight=2)
+       cues=_cue_sets("big large wide long thick huge enormous", "small tiny narrow short"), poss=("A", "B"), weight=2)
 _frame("carry", "The {A} couldn't carry the {B} because it was too {cue}.", {"A": SUBJECTS, "B": ("object",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu porter {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht tragen"),
@@ -491,6 +506,17 @@ _frame("lift", "The {A} couldn't lift the {B} because it was too {cue}.", {"A": 
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu soulever {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht heben"),
        cues=_cue_sets(ANIMAL_WEAK, "heavy big large"), poss=("A", "B"), weight=2)
+_frame("push", "The {A} couldn't push the {B} because it was too {cue}.",
+       {"A": SUBJECTS, "B": ("object", "furniture", "vehicle")},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu pousser {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht schieben"),
+       cues=_cue_sets(ANIMAL_WEAK, "heavy big large"), poss=("A", "B"))
+_frame("they_push", "The {Apl} couldn't push the {Bpl} because they were too {cue}.",
+       {"A": SUBJECTS, "B": ("object", "furniture", "vehicle")},
+       _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas pu pousser {_fnp(s, x, 'B', plural=True)}",
+                lambda s, x: f"{_de_subj(s, x, plural=True)} konnten {_dnp(s, x, 'B', 'acc', plural=True)} nicht "
+                             "schieben"),
+       cues=_cue_sets("tired weak sick old young lazy injured", "heavy big large"), plural=True)
 _frame("climb", "The {A} couldn't climb the {B} because it was too {cue}.", {"A": ("animal",), "B": ("obstacle",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu escalader {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} konnte nicht auf {_dnp(s, x, 'B', 'acc')} klettern"),
@@ -499,10 +525,19 @@ _frame("jump", "The {A} couldn't jump over the {B} because it was too {cue}.", {
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu sauter par-dessus {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} konnte nicht über {_dnp(s, x, 'B', 'acc')} springen"),
        cues=_cue_sets(ANIMAL_WEAK + " fat", "high tall wide"), poss=("A",), weight=2)
+_frame("jump_onto", "The {A} couldn't jump onto the {B} because it was too {cue}.",
+       {"A": ("animal",), "B": ("furniture",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu sauter sur {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} konnte nicht auf {_dnp(s, x, 'B', 'acc')} springen"),
+       cues=_cue_sets(ANIMAL_WEAK + " fat", "high tall"), poss=("A", "B"))
 _frame("break", "The {A} broke the {B} because it was too {cue}.", {"A": ("tool",), "B": ("object",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} a cassé {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} zerbrach {_dnp(s, x, 'B', 'acc')}"),
        cues=_cue_sets("hard heavy", "fragile thin old"), poss=("B",), weight=2)
+_frame("break_neg", "The {A} didn't break the {B} because it was too {cue}.", {"A": ("tool",), "B": ("object",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas cassé {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} zerbrach {_dnp(s, x, 'B', 'acc')} nicht"),
+       cues=_cue_sets("light small", "hard thick"), cue_fits=True, poss=("B",))
 _frame("pour", "I poured the {L} from the {A} into the {B} until it was {cue}.", {"A": ("vessel",), "B": ("vessel",)},
        _because(lambda s, x: f"J'ai versé {_fnp(s, x, 'L')} {_fnp(s, x, 'A', prep='de')} dans "
                              f"{_fnp(s, x, 'B')}",
@@ -510,23 +545,47 @@ _frame("pour", "I poured the {L} from the {A} into the {B} until it was {cue}.",
                              f"{_dnp(s, x, 'B', 'acc')}",
                 fr_conj="jusqu'à ce que", de_conj="bis", fr_deg="", de_deg="", fr_be="soit"),
        cues=_cue_sets("empty", "full"), weight=2)
+_frame("pour_person", "The {P} poured the {L} from the {A} into the {B} until it was {cue}.",
+       {"P": ("person",), "A": ("vessel",), "B": ("vessel",)},
+       _because(lambda s, x: f"{_fr_subj(s, x, 'P')} a versé {_fnp(s, x, 'L')} {_fnp(s, x, 'A', prep='de')} dans "
+                             f"{_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x, 'P')} goss {_dnp(s, x, 'L', 'acc')} aus {_dnp(s, x, 'A', 'dat')} in "
+                             f"{_dnp(s, x, 'B', 'acc')}",
+                fr_conj="jusqu'à ce que", de_conj="bis", fr_deg="", de_deg="", fr_be="soit"),
+       cues=_cue_sets("empty", "full"), poss=("P",))
 _frame("they_cross", "The {Apl} didn't cross the {Bpl} because they were too {cue}.",
        {"A": ("animal",), "B": ("place",)},
        _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas traversé {_fnp(s, x, 'B', plural=True)}",
                 lambda s, x: f"{_de_subj(s, x, plural=True)} überquerten {_dnp(s, x, 'B', 'acc', plural=True)} "
                              "nicht"),
-       cues=_cue_sets("tired scared hungry slow weak sick old", "wide long crowded dark muddy steep dangerous"),
+       cues=_cue_sets("tired scared hungry slow weak sick old", "wide long crowded dark muddy steep dangerous deep"),
        plural=True, weight=2)
 _frame("they_fit", "The {Apl} don't fit in the {Bpl} because they are too {cue}.", {"A": ("object",), "B": ("container",)},
        _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} ne rentrent pas dans {_fnp(s, x, 'B', plural=True)}",
                 lambda s, x: f"{_de_subj(s, x, plural=True)} passen nicht in {_dnp(s, x, 'B', 'acc', plural=True)}",
                 fr_be="est", de_be="ist"),
-       cues=_cue_sets("big large long", "small tiny"), plural=True, poss=("B",))
+       cues=_cue_sets("big large long huge", "small tiny"), plural=True, poss=("B",))
 _frame("they_lift", "The {Apl} couldn't lift the {Bpl} because they were too {cue}.",
        {"A": SUBJECTS, "B": ("object", "furniture")},
        _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas pu soulever {_fnp(s, x, 'B', plural=True)}",
                 lambda s, x: f"{_de_subj(s, x, plural=True)} konnten {_dnp(s, x, 'B', 'acc', plural=True)} nicht heben"),
        cues=_cue_sets("tired weak sick old young lazy injured", "heavy big large"), plural=True)
+_frame("they_climb", "The {Apl} couldn't climb the {Bpl} because they were too {cue}.",
+       {"A": SUBJECTS, "B": ("obstacle",)},
+       _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas pu escalader {_fnp(s, x, 'B', plural=True)}",
+                lambda s, x: f"{_de_subj(s, x, plural=True)} konnten nicht auf {_dnp(s, x, 'B', 'acc', plural=True)} "
+                             "klettern"),
+       cues=_cue_sets("tired weak sick old young lazy injured", "high steep slippery tall"), plural=True)
+_frame("vehicle_cross", "The {A} couldn't cross the {B} because it was too {cue}.", {"A": ("vehicle",), "B": ("place",)},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu traverser {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht überqueren"),
+       cues=_cue_sets("heavy big large long", "narrow steep muddy icy deep"), cue_fits=True, poss=("A",))
+CUTTERS = ("knife", "axe", "saw", "cleaver", "hatchet", "machete", "penknife", "pocketknife", "razor", "scalpel",
+           "sickle", "chainsaw")
+_frame("cut", "The {A} couldn't cut the {B} because it was too {cue}.", {"A": ("tool",), "B": ("object", "food")},
+       _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu couper {_fnp(s, x, 'B')}",
+                lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht schneiden"),
+       cues=_cue_sets("small short", "thick hard big large"), cue_fits=True, poss=("A", "B"), only={"A": CUTTERS})
 _frame("catch", "The {A} couldn't catch the {B} because it was too {cue}.", {"A": SUBJECTS, "B": ("animal",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu attraper {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht fangen"),
@@ -907,6 +966,8 @@ def render_en(spec: Spec, lex: Lexicon | None = None) -> str:
         en = en.replace(_GRADED, "{cue}")
     if d.get("my"):
         en = _the_noun(d["my"]).sub(r"my \1", en)
+    if frame.cues and (pron := _en_pronoun(frame, spec, lex)) in ("he", "she"):
+        en = _PERSON_IT.sub(rf"\1 {pron}", en, count=1)
     values = {}
     for slot in ("A", "B", "C", "P", "L"):
         if slot in d:
@@ -982,6 +1043,8 @@ def _pools(frame_name: str) -> dict:
     lex = lexicon()
     frame = FRAMES[frame_name]
     pools = {slot: _pool(lex, classes) for slot, classes in frame.roles.items()}
+    for slot, nouns in (frame.only or {}).items():
+        pools[slot] = tuple(n for n in pools[slot] if n in nouns)
     if frame.verb_need:
         verbs = [v for v in lex.verbs.values() if v.fr_aux == "avoir" and v.fr_pp and v.de_past.get("3sg")]
         if frame.verb_need in ("direct", "pick"):
@@ -1070,7 +1133,11 @@ def _sample_spec(frame: Frame, rng: random.Random, lex: Lexicon, coref_pool=None
         return None
     if frame.plural and any(_mass(lex.nouns[slots[r]]) for r in frame.roles):
         return None  # "they" needs countable nouns
-    if _GRADED in frame.en and rng.random() < _PLAIN_SHARE:
+    if frame.cues and not frame.plural:
+        referent = lex.nouns[slots[_pron_role(frame, Spec(frame.name, tuple(slots.items())))]]
+        if "person" in referent.classes and not referent.sex:
+            return None  # "he" or "she"? (a person is never "it")
+    if _GRADED in frame.en and (slots.get("cue") in _NO_TOO or rng.random() < _PLAIN_SHARE):
         slots["deg"] = "plain"
     if frame.poss and rng.random() < _MY_SHARE:
         slots["my"] = rng.choice(frame.poss)
@@ -1163,7 +1230,7 @@ def make_pair(spec: Spec, lang: str, contracted: bool = False) -> Pair:
     src = render_en(spec, lex) if contracted else _written_out(render_en(spec, lex))
     tgt = (frame.fr if lang == "fr" else frame.de)(spec, lex, frame)
     src_words = [w.lower() for w in words(src)]
-    pron = "they" if frame.plural else "it"
+    pron = _en_pronoun(frame, spec, lex) if frame.cues else "it"
     candidates = tuple(lex.nouns[spec[s]].en for s in ("A", "B", "C", "P") if spec.get(s))
     return Pair(src, tgt, lang, spec.frame, src_words.index(pron) if frame.cues and pron in src_words else None,
                 _antecedent(spec), candidates, _target_pronoun(spec, lang, lex), _combo(spec), spec)
@@ -1227,8 +1294,9 @@ def probe_pairs(lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
             continue
         cue = cues[int(_h("probe", spec) * len(cues))]
         twin = Spec(spec.frame, tuple(sorted(dict(spec.slots, cue=cue).items())))
-        if _split_of(twin) != "test" or _target_pronoun(spec, lang, lex) == _target_pronoun(twin, lang, lex):
-            continue
+        if (_split_of(twin) != "test" or _target_pronoun(spec, lang, lex) == _target_pronoun(twin, lang, lex)
+                or _en_pronoun(frame, spec, lex) != _en_pronoun(frame, twin, lex)):
+            continue  # not a minimal pair in this language, or "he" against "it"
         seen.add(spec)
         out.append((make_pair(spec, lang, contracted=True), make_pair(twin, lang, contracted=True)))
         if len(out) >= n:
@@ -1276,6 +1344,7 @@ def _regex_for(frame: Frame, lex: Lexicon) -> re.Pattern:
     for slot in frame.poss:
         groups[f"my{slot}"] = f"(?P<my{slot}>the|my) "
     groups["too"] = "(?P<too>too )?"
+    groups["it"] = "(?:it|he|she)"
     parts = re.split(r"(\{\w+\})", _pattern_template(frame))
     pattern = "".join(groups[p[1:-1]] if p.startswith("{") else re.escape(p.lower()) for p in parts)
     return re.compile(pattern)
@@ -1285,6 +1354,8 @@ def _pattern_template(frame: Frame) -> str:
     """The frame's English template as its parser reads it: "too" optional before the cue, "the" or "my" before
     each possessable noun (``{too}``, ``{myA}`` stand for those choices)."""
     en = frame.en.replace(_GRADED, "{too}{cue}")
+    if frame.cues and not frame.plural:
+        en = _PERSON_IT.sub(r"\1 {it}", en)
     for slot in frame.poss:
         en = _the_noun(slot).sub(rf"{{my{slot}}}\1", en)
     return en

@@ -72,6 +72,12 @@ def test_cue_decides_the_antecedent_not_position():
      "Les garçons n'ont pas pu soulever les tables parce qu'elles étaient trop lourdes."),
     ("The snake couldn't catch the frog because it was too fast.", "de",
      "Die Schlange konnte den Frosch nicht fangen, weil er zu schnell war."),
+    ("The knife couldn't cut the rope because it was too thick.", "fr",
+     "Le couteau n'a pas pu couper la corde parce qu'elle était trop épaisse."),
+    ("The truck couldn't cross the bridge because it was too heavy.", "de",
+     "Der Lastwagen konnte die Brücke nicht überqueren, weil er zu schwer war."),
+    ("The hikers couldn't climb the mountains because they were too steep.", "fr",
+     "Les randonneurs n'ont pas pu escalader les montagnes parce qu'elles étaient trop raides."),
 ])
 def test_reference_translations(src, lang, tgt):
     assert broad.translate(src, lang) == tgt

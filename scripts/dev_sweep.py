@@ -1,0 +1,75 @@
+"""Recipe and corpus choice on the development sets: train several translators side by side (seeds, step counts),
+then score each on tests/data/winograd_dev*.tsv and the valid split (never the test set).
+
+    python scripts/dev_sweep.py --tasks en-fr en-de --seeds 0 1 2 --steps 2200 3300 --work /tmp/sweep --jobs 8
+
+Each run is the bundled recipe (scripts/train_bundled.sh's ``big`` flags) with its seed and step count; on a GPU
+machine the runs share the one GPU (``--device auto``). Prints one JSON line per run and a table of the means per
+(task, steps) last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BIG = ("--layers 4 --d-model 256 --heads 8 --d-ff 1024 --dropout 0.1 --label-smoothing 0.0 --schedule cosine "
+       "--lr 0.001 --warmup 200 --batch-tokens 2000 --eval-every 500 --ckpt-every 500 --threads 1").split()
+
+
+def _train(task: str, seed: int, steps: int, work: Path) -> dict:
+    out = work / f"{task}-s{seed}-n{steps}"
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, "-m", "core.train", "--task", task, "--out", str(out), "--seed", str(seed),
+                           "--steps", str(steps), *BIG], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode:
+        return {"task": task, "seed": seed, "steps": steps, "error": proc.stderr[-2000:]}
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"task": task, "seed": seed, "steps": steps, "out": str(out), "train_s": round(time.time() - t0, 1),
+            "valid": summary.get("metrics")}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", nargs="+", default=["en-fr", "en-de"])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--steps", nargs="+", type=int, default=[2200])
+    ap.add_argument("--work", default="/tmp/dev_sweep")
+    ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--report", help="also write the JSON lines here")
+    args = ap.parse_args(argv)
+    from eval_dev import evaluate  # noqa: E402  (scripts/ is on sys.path when run as a script)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    runs = [(t, s, n) for t in args.tasks for n in args.steps for s in args.seeds]
+    with ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(lambda r: _train(*r, work), runs))
+    lines = []
+    for res in results:
+        if "error" not in res:
+            res["dev"] = {d["dev"]: round(d["handwritten_pronoun_accuracy"], 4) for d in evaluate(res["out"])}
+        lines.append(json.dumps(res))
+        print(lines[-1], flush=True)
+    if args.report:
+        Path(args.report).write_text("\n".join(lines) + "\n")
+    print("\ntask    steps  dev set              mean    per seed")
+    for t in args.tasks:
+        for n in args.steps:
+            done = [r for r in results if r["task"] == t and r["steps"] == n and "dev" in r]
+            for dev in (done[0]["dev"] if done else {}):
+                accs = [r["dev"][dev] for r in done]
+                print(f"{t:7} {n:6} {dev:20} {statistics.mean(accs):.3f}  "
+                      + " ".join(f"s{r['seed']}={r['dev'][dev]:.3f}" for r in done))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
