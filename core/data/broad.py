@@ -17,6 +17,9 @@ English pronoun ("it", "they") could grammatically refer to either of two nouns;
 be too big for it, and with "too small" only the container. Every coreference frame lists the cues
 that point to each role, and the generator keeps only cues that the other noun's role cannot
 take, so the answer never follows from word order (both readings of each frame occur; tests check).
+A person is never "it": where the cue points at a person (who can carry, lift, push, catch), the English says "he" or
+"she" by the noun's sex, and a person noun with no sex is not drawn for that reading. Probe pairs keep only twins
+whose English pronoun is the same, so a pair still differs in its cue alone.
 
 Splits
 ------
@@ -462,6 +465,7 @@ def _cue_sets(a: str, b: str) -> dict:
 
 
 ANIMAL_WEAK = "tired weak sick old small young slow lazy injured"
+PLURAL_WEAK = "tired weak sick old young lazy injured"  # the plural frames' subjects
 SUBJECTS = ("animal", "person")  # who can carry, lift, catch
 FRAMES_LIST: list[Frame] = []
 
@@ -516,7 +520,7 @@ _frame("they_push", "The {Apl} couldn't push the {Bpl} because they were too {cu
        _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas pu pousser {_fnp(s, x, 'B', plural=True)}",
                 lambda s, x: f"{_de_subj(s, x, plural=True)} konnten {_dnp(s, x, 'B', 'acc', plural=True)} nicht "
                              "schieben"),
-       cues=_cue_sets("tired weak sick old young lazy injured", "heavy big large"), plural=True)
+       cues=_cue_sets(PLURAL_WEAK, "heavy big large"), plural=True)
 _frame("climb", "The {A} couldn't climb the {B} because it was too {cue}.", {"A": ("animal",), "B": ("obstacle",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu escalader {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} konnte nicht auf {_dnp(s, x, 'B', 'acc')} klettern"),
@@ -569,13 +573,13 @@ _frame("they_lift", "The {Apl} couldn't lift the {Bpl} because they were too {cu
        {"A": SUBJECTS, "B": ("object", "furniture")},
        _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas pu soulever {_fnp(s, x, 'B', plural=True)}",
                 lambda s, x: f"{_de_subj(s, x, plural=True)} konnten {_dnp(s, x, 'B', 'acc', plural=True)} nicht heben"),
-       cues=_cue_sets("tired weak sick old young lazy injured", "heavy big large"), plural=True)
+       cues=_cue_sets(PLURAL_WEAK, "heavy big large"), plural=True)
 _frame("they_climb", "The {Apl} couldn't climb the {Bpl} because they were too {cue}.",
        {"A": SUBJECTS, "B": ("obstacle",)},
        _because(lambda s, x: f"{_fr_subj(s, x, plural=True)} n'ont pas pu escalader {_fnp(s, x, 'B', plural=True)}",
                 lambda s, x: f"{_de_subj(s, x, plural=True)} konnten nicht auf {_dnp(s, x, 'B', 'acc', plural=True)} "
                              "klettern"),
-       cues=_cue_sets("tired weak sick old young lazy injured", "high steep slippery tall"), plural=True)
+       cues=_cue_sets(PLURAL_WEAK, "high steep slippery tall"), plural=True)
 _frame("vehicle_cross", "The {A} couldn't cross the {B} because it was too {cue}.", {"A": ("vehicle",), "B": ("place",)},
        _because(lambda s, x: f"{_fr_subj(s, x)} n'a pas pu traverser {_fnp(s, x, 'B')}",
                 lambda s, x: f"{_de_subj(s, x)} konnte {_dnp(s, x, 'B', 'acc')} nicht überqueren"),
