@@ -6,6 +6,7 @@ import subprocess
 import pytest
 
 from core.data import broad
+from core.data.translation import words
 
 LANGS = ("fr", "de")
 
@@ -142,6 +143,28 @@ def test_variants_round_trip_and_one_possessive_per_sentence(train):
         assert broad.parse(p.src) == p.spec, p.src
     with pytest.raises(ValueError):
         broad.parse("My book doesn't fit in my pocket because it is too thick.")
+
+
+def test_a_person_is_he_or_she_never_it(train):
+    """Where the cue points at a person, the English pronoun is the person's "he" / "she", the pair's pronoun index
+    points at it, and the sentence parses back; where it points at a thing, it stays "it"."""
+    lex = broad.lexicon()
+    people = things = 0
+    for p in train["fr"]:
+        frame = broad.FRAMES[p.frame]
+        if not frame.cues or frame.plural:
+            continue
+        noun = lex.nouns[p.antecedent]
+        want = {"m": "he", "f": "she"}[noun.sex] if "person" in noun.classes else "it"
+        assert [w.lower() for w in words(p.src)][p.pronoun_index] == want, p.src
+        if want != "it":
+            people += 1
+            assert broad.parse(p.src) == p.spec, p.src
+        elif "person" in {c for s in frame.roles for c in lex.nouns[p.spec[s]].classes}:
+            things += 1
+    assert people > 1000 and things > 1000
+    assert broad.translate("The woman couldn't carry the box because she was too tired.", "de") == \
+        "Die Frau konnte die Schachtel nicht tragen, weil sie zu müde war."
 
 
 def test_parse_round_trip(train):
