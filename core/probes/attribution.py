@@ -61,7 +61,7 @@ def gradient_x_input(model, src: list[int], dec: list[int], tok_a: int, tok_b: i
     return (grad * held["x"].detach())[0].sum(-1).float().cpu()
 
 
-ENGLISH_PRONOUNS = ("it", "they", "them")
+ENGLISH_PRONOUNS = ("it", "they", "them", "he", "she")
 
 
 @torch.no_grad()

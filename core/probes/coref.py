@@ -63,16 +63,20 @@ def locate_any(tokens: list[str], words, start: int = 0) -> int | None:
     return next((i for i in range(start, len(tokens)) if _norm(tokens[i]) in words), None)
 
 
-def default_query(res: Run, kind: str, tok, word: str = "it") -> int:
-    """The query row a page opens on for attention ``kind`` ("encoder", "decoder", "cross"): the whole word ``word``
-    (self-attention), or the decoder position that writes the target pronoun (cross-attention: the row whose
-    next-token prediction is il/elle/er/sie/es); else the first token that is not special."""
+QUERY_WORDS = ("it", "they", "he", "she")  # the English pronouns a page opens on, the first one found
+
+
+def default_query(res: Run, kind: str, tok, words=QUERY_WORDS) -> int:
+    """The query row a page opens on for attention ``kind`` ("encoder", "decoder", "cross"): the first of ``words``
+    the sentence holds as a whole word (self-attention; "it", else "they", "he", "she"), or the decoder position that
+    writes the target pronoun (cross-attention: the row whose next-token prediction is il/elle/er/sie/es); else the
+    first token that is not special."""
     ids = res.src_ids if kind == "encoder" else res.tgt_ids
     if kind == "cross":
         j = target_pronoun(res)
         found = None if j is None else j - 1
     else:
-        found = word_index(tok, ids, word)
+        found = next((i for w in words if (i := word_index(tok, ids, w)) is not None), None)
     if found is not None:
         return found
     shown = tok.display(ids)

@@ -196,3 +196,6 @@ def test_default_query_is_the_pronoun_for_self_and_the_writing_position_for_cros
     # no pronoun anywhere: the first token that is not [BOS]
     other = run(enfr, "the cat sees the dog", None)
     assert coref.default_query(other, "cross", enfr.tokenizer) == 1
+    # a person is "he" / "she": self-attention opens on that pronoun
+    person = run(enfr, "The man couldn't lift the table because he was too weak.", None)
+    assert person.src_tokens[coref.default_query(person, "encoder", enfr.tokenizer)] == "he"
