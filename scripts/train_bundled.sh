@@ -17,7 +17,8 @@ python -m core.train --task en-fr-tiny --out assets/models/en-fr-tiny --seed 2 $
 python -m core.train --task en-de-tiny --out assets/models/en-de-tiny --seed 0 $mt --eval-every 300 --ckpt-every 600
 # The default translators: the broad dictionary corpus (core.data.broad), 4+4 layers, d_model 256, 8 heads, batches
 # of <= 2000 padded tokens a side by length (side by side: 2,478 s / 2,568 s on the 43-frame corpus on stop 25's machine;
-# 5,609 s / 5,709 s on the 46-frame corpus on stop 26's, which ran the same recipe at 0.44x the tokens/s).
+# 5,609 s / 5,709 s on the 46-frame corpus on stop 26's, which ran the same recipe at 0.44x the tokens/s; 2,477 s /
+# 2,535 s on the 54-frame corpus on stop 27's).
 # One thread each so the two train side by side on the 2 cores (the cards state the measured time); evaluation during
 # training reads the valid split only.
 big="--layers 4 --d-model 256 --heads 8 --d-ff 1024 --dropout 0.1 --label-smoothing 0.0 --schedule cosine --lr 0.001 \
