@@ -56,7 +56,7 @@ for p in (str(ROOT), str(ROOT / "tests")):
 
 MODEL = "en-fr"
 ANIMALS = "dog cat horse cow pig duck goat fox frog wolf rabbit sheep mouse bird hen animal".split()
-ADJECTIVES = "tired hungry happy sad angry calm lazy slow weak sick scared busy".split()
+ADJECTIVES = "tired hungry happy sad angry calm lazy slow weak sick scared proud".split()
 VERBS = ["is", "was"]
 # Every (animal, adjective) word is a single token of the en-fr vocabulary and a word it was trained on ("turtle" and
 # "ready" were, for the 98-word en-fr it replaced; tests/e2e/test_load.py checks the list), so the heatmap's x axis

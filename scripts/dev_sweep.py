@@ -46,7 +46,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--report", help="also write the JSON lines here")
     args = ap.parse_args(argv)
-    from eval_dev import evaluate  # noqa: E402  (scripts/ is on sys.path when run as a script)
+    from core.io import jsonio
+    from eval_dev import evaluate  # scripts/ is on sys.path when run as a script
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     runs = [(t, s, n) for t in args.tasks for n in args.steps for s in args.seeds]
@@ -56,7 +57,7 @@ def main(argv=None) -> int:
     for res in results:
         if "error" not in res:
             res["dev"] = {d["dev"]: round(d["handwritten_pronoun_accuracy"], 4) for d in evaluate(res["out"])}
-        lines.append(json.dumps(res))
+        lines.append(jsonio.dumps(res))
         print(lines[-1], flush=True)
     if args.report:
         Path(args.report).write_text("\n".join(lines) + "\n")
