@@ -3,14 +3,16 @@ then score each on tests/data/winograd_dev*.tsv and the valid split (never the t
 
     python scripts/dev_sweep.py --tasks en-fr en-de --seeds 0 1 2 --steps 2200 3300 --work /tmp/sweep --jobs 8
 
-Each run is the bundled recipe (scripts/train_bundled.sh's ``big`` flags) with its seed and step count; on a GPU
-machine the runs share the one GPU (``--device auto``). Prints one JSON line per run and a table of the means per
+Each run is the shipped model's own training command (``meta.command`` of assets/models/TASK, as
+scripts/train_bundled.sh wrote it) with its seed and step count, one thread; on a GPU machine the runs share the one
+GPU (``--device auto``). Prints one JSON line per run and a table of the means per
 (task, steps) last.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -21,15 +23,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-BIG = ("--layers 4 --d-model 256 --heads 8 --d-ff 1024 --dropout 0.1 --label-smoothing 0.0 --schedule cosine "
-       "--lr 0.001 --warmup 200 --batch-tokens 2000 --eval-every 500 --ckpt-every 500 --threads 1").split()
+def _recipe(task: str) -> list[str]:
+    """The flags of the shipped ``task`` model's training command (its card's ``meta.command``)."""
+    meta = json.loads((ROOT / "assets" / "models" / task / "config.json").read_text())["meta"]
+    return shlex.split(meta["command"].split("core.train", 1)[1])
 
 
 def _train(task: str, seed: int, steps: int, work: Path) -> dict:
     out = work / f"{task}-s{seed}-n{steps}"
     t0 = time.time()
-    proc = subprocess.run([sys.executable, "-m", "core.train", "--task", task, "--out", str(out), "--seed", str(seed),
-                           "--steps", str(steps), *BIG], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "core.train", *_recipe(task), "--out", str(out), "--seed", str(seed),
+                           "--steps", str(steps), "--threads", "1"], cwd=ROOT, capture_output=True, text=True)
     if proc.returncode:
         return {"task": task, "seed": seed, "steps": steps, "error": proc.stderr[-2000:]}
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
