@@ -5,8 +5,7 @@ then score each on tests/data/winograd_dev*.tsv and the valid split (never the t
 
 Each run is the shipped model's own training command (``meta.command`` of assets/models/TASK, as
 scripts/train_bundled.sh wrote it) with its seed and step count, one thread; on a GPU machine the runs share the one
-GPU (``--device auto``). Prints one JSON line per run and a table of the means per
-(task, steps) last.
+GPU (``--device auto``). Prints one JSON line per run and, last, a table of the means per (task, steps).
 """
 from __future__ import annotations
 
@@ -22,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
 
 def _recipe(task: str) -> list[str]:
     """The flags of the shipped ``task`` model's training command (its card's ``meta.command``)."""

@@ -32,10 +32,9 @@ def evaluate(model: str, dev_sets=DEV_SETS, misses: bool = False) -> list[dict]:
         hyps = task.translate(ck.model, [r.en for r in rows])
         res = {"model": model, "dev": Path(dev).name, **score(rows, task.lang, hyps, task.data, ck.known_words)}
         if misses:
-            res["misses"] = [f"{r.en}  ->  {h}  (want {r.reference(task.lang)[1]}, "
-                             f"got {task.data.pronoun_of(h, task.lang)})"
-                             for r, h in zip(rows, hyps)
-                             if task.data.pronoun_of(h, task.lang) != r.reference(task.lang)[1]]
+            wanted_got = [(r.reference(task.lang)[1], task.data.pronoun_of(h, task.lang)) for r, h in zip(rows, hyps)]
+            res["misses"] = [f"{r.en}  ->  {h}  (want {want}, got {got})"
+                             for r, h, (want, got) in zip(rows, hyps, wanted_got) if got != want]
         out.append(res)
     return out
 
