@@ -392,14 +392,21 @@ _PERSON_IT = re.compile(r"\b(because|although|until) it\b")  # where a template'
 _NO_TOO = frozenset({"huge", "enormous"})  # cues English never grades with "too"
 
 
+def _person_referent(frame: Frame, spec, lex) -> "Noun | None":
+    """The noun "it" stands for in a singular coreference sentence (``spec``: a Spec or its slots), when that noun is
+    a person."""
+    role = None if frame.plural else _pron_role(frame, spec)
+    noun = lex.nouns[spec[role]] if role else None
+    return noun if noun is not None and "person" in noun.classes else None
+
+
 def _en_pronoun(frame: Frame, spec, lex) -> str:
     """The English pronoun of a coreference sentence: "they", "he" / "she" for a person (a person is never
     "it"), else "it"."""
     if frame.plural:
         return "they"
-    role = _pron_role(frame, spec)
-    sex = lex.nouns[spec[role]].sex if role and "person" in lex.nouns[spec[role]].classes else None
-    return {"m": "he", "f": "she"}.get(sex, "it")
+    person = _person_referent(frame, spec, lex)
+    return {"m": "he", "f": "she"}.get(person.sex if person else None, "it")
 
 
 def _n(spec, lex, slot):
@@ -1137,10 +1144,9 @@ def _sample_spec(frame: Frame, rng: random.Random, lex: Lexicon, coref_pool=None
         return None
     if frame.plural and any(_mass(lex.nouns[slots[r]]) for r in frame.roles):
         return None  # "they" needs countable nouns
-    if frame.cues and not frame.plural:
-        referent = lex.nouns[slots[_pron_role(frame, Spec(frame.name, tuple(slots.items())))]]
-        if "person" in referent.classes and not referent.sex:
-            return None  # "he" or "she"? (a person is never "it")
+    person = _person_referent(frame, slots, lex) if frame.cues else None
+    if person is not None and not person.sex:
+        return None  # "he" or "she"? (a person is never "it")
     if _GRADED in frame.en and (slots.get("cue") in _NO_TOO or rng.random() < _PLAIN_SHARE):
         slots["deg"] = "plain"
     if frame.poss and rng.random() < _MY_SHARE:
