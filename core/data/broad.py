@@ -368,6 +368,7 @@ class Frame:
     weight: float = 1.0
     poss: tuple = ()  # slots whose "the" may be "my" ("doesn't fit in my pocket"): spec slot "my" names the one
     only: dict | None = None  # slot -> the nouns it takes, narrower than its classes (the tools that cut)
+    langs: tuple = LANGS  # the languages whose corpus samples this frame (its weight is 0 in the others)
 
 
 def _det(spec, slot: str) -> str:
@@ -949,13 +950,30 @@ _frame("they_because", "The {Apl} didn't {verb} the {Bpl} because they were too 
        _because(*_svo_clauses("neg", plural=True)), cues=_BECAUSE_CUES, verb_need="pick", cue_fits=True, plural=True,
        weight=2)
 
+
+# One plural noun and "they": nothing to decide, but the French pronoun is the noun's plural gender (ils / elles),
+# which a noun otherwise shows mostly in the two-noun "they" frames. French only: German plural "sie" is the same for
+# every gender, so these sentences would teach en-de nothing its corpus lacks. Kept last in FRAMES_LIST, so the frames
+# before them draw exactly the same specs in a language they are off for.
+_BUYABLE = ("object", "food", "clothing", "tool", "furniture", "instrument", "container", "vessel", "vehicle", "plant")
+_frame("they_bought", "I bought the {Bpl} because they were {cue}.", {"B": _BUYABLE},
+       _because(lambda s, x: f"J'ai acheté {_fnp(s, x, 'B', plural=True)}",
+                lambda s, x: f"Ich kaufte {_dnp(s, x, 'B', 'acc', plural=True)}", fr_deg="", de_deg=""),
+       cues={"B": ("cheap", "beautiful", "small", "light", "red", "blue", "new", "useful", "fresh")}, cue_fits=True,
+       plural=True, langs=("fr",))
+_frame("they_not_bought", "I didn't buy the {Bpl} because they were too {cue}.", {"B": _BUYABLE},
+       _because(lambda s, x: f"Je n'ai pas acheté {_fnp(s, x, 'B', plural=True)}",
+                lambda s, x: f"Ich kaufte {_dnp(s, x, 'B', 'acc', plural=True)} nicht"),
+       cues={"B": ("expensive", "heavy", "big", "small", "old", "rotten", "stale", "salty", "sour")}, cue_fits=True,
+       plural=True, langs=("fr",))
+
 FRAMES: dict[str, Frame] = {f.name: f for f in FRAMES_LIST}
 COREF_FRAMES = tuple(f.name for f in FRAMES_LIST if f.cues and len(f.cues) == 2)
 
 
-def frame_names() -> tuple[str, ...]:
-    """The names of every sentence frame, in definition order."""
-    return tuple(FRAMES)
+def frame_names(lang: str | None = None) -> tuple[str, ...]:
+    """The names of every sentence frame (or of those ``lang``'s corpus samples), in definition order."""
+    return tuple(name for name, f in FRAMES.items() if lang is None or lang in f.langs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1177,17 +1195,16 @@ def _split_of(spec: Spec) -> str:
 _FRAME_SEEDS = {"train": 11, "valid": 12, "test": 13, "heldout": 14}
 
 
-@lru_cache(maxsize=8)
-def _specs(split: str, size: int) -> tuple[Spec, ...]:
-    """``size`` distinct specs of ``split``, sampled from the frames by weight (deterministic)."""
+@lru_cache(maxsize=16)
+def _specs(split: str, size: int, lang: str) -> tuple[Spec, ...]:
+    """``size`` distinct specs of ``split`` in ``lang``'s corpus, sampled from its frames by weight (deterministic)."""
     lex = lexicon()
     rng = random.Random(_FRAME_SEEDS[split])
     frames = FRAMES_LIST
-    weights = [f.weight for f in frames]
     if split == "heldout":
         held = heldout_nouns()
         frames = [f for f in FRAMES_LIST if f.cues]
-        weights = [f.weight for f in frames]
+    weights = [f.weight if lang in f.langs else 0.0 for f in frames]
     out: dict[Spec, None] = {}
     tries = 0
     while len(out) < size and tries < size * 60:
@@ -1254,7 +1271,7 @@ def _check_lang(lang):
 @lru_cache(maxsize=16)
 def _pairs(lang: str, split: str) -> tuple[Pair, ...]:
     size = TRAIN_SIZE if split == "train" else EVAL_SIZE
-    return tuple(make_pair(s, lang) for s in _specs(split, size))
+    return tuple(make_pair(s, lang) for s in _specs(split, size, lang))
 
 
 def generate(lang: str, split: str, n: int | None = None, seed: int = 0) -> list[Pair]:
@@ -1270,9 +1287,12 @@ def generate(lang: str, split: str, n: int | None = None, seed: int = 0) -> list
     return rng.sample(pairs, n)
 
 
-def english_sentences(split: str = "train") -> tuple[str, ...]:
-    """The English side of every sentence of ``split`` (the specs :func:`generate` translates, in spec order)."""
-    return tuple(render_en(s) for s in _specs(split, TRAIN_SIZE if split == "train" else EVAL_SIZE))
+def english_sentences(split: str = "train", lang: str | None = None) -> tuple[str, ...]:
+    """The English side of every sentence of ``split`` in ``lang``'s corpus (the specs :func:`generate` translates,
+    in spec order); without ``lang``, of every language's, each sentence once."""
+    size = TRAIN_SIZE if split == "train" else EVAL_SIZE
+    specs = dict.fromkeys(s for one in ((lang,) if lang else LANGS) for s in _specs(split, size, one))
+    return tuple(render_en(s) for s in specs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1292,7 +1312,7 @@ def probe_pairs(lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
     lex = lexicon()
     out = [tuple(make_pair(Spec(f, tuple(sorted(s))), lang, contracted=True) for f, s in SEED_PAIR)]
     seen = {out[0][0].spec}
-    for spec in _specs("test", EVAL_SIZE):
+    for spec in _specs("test", EVAL_SIZE, lang):
         frame = FRAMES[spec.frame]
         if spec.frame not in COREF_FRAMES or spec in seen:
             continue

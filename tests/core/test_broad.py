@@ -20,7 +20,8 @@ def test_at_least_thirty_frames_all_generated(train):
     assert len(broad.FRAMES) >= 30
     for lang in LANGS:
         seen = collections.Counter(p.frame for p in train[lang])
-        assert set(seen) == set(broad.FRAMES), set(broad.FRAMES) - set(seen)
+        assert set(seen) == set(broad.frame_names(lang)), set(broad.frame_names(lang)) - set(seen)
+    assert set(broad.frame_names("fr")) - set(broad.frame_names("de")) == {"they_bought", "they_not_bought"}
 
 
 def test_both_readings_of_every_coreference_frame_occur(train):
