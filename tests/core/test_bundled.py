@@ -5,10 +5,11 @@ from core.io import registry
 from core.evaluate import translate_all
 from core.training.tasks import heldout_metrics
 
-# a little under what the shipped en-fr / en-de measured (cards: test pronoun 0.998 / 1.000, exact 0.991 / 0.995,
-# BLEU 99.8 / 99.9, held-out nouns 0.991 / 0.996, hand-written set 0.887 / 0.915)
+# a little under what the shipped en-fr / en-de measured (cards: test pronoun 0.998 / 1.000, exact 0.992 / 0.995,
+# BLEU 99.3 / 99.9, held-out nouns 0.984 / 0.996); the hand-written set's floor is issue 16's target, which both
+# now meet (0.915 / 0.915, 65 of 71 each)
 FLOORS = {"pronoun_accuracy": 0.99, "exact_match": 0.98, "bleu": 95.0, "heldout_noun_pronoun_accuracy": 0.98,
-          "handwritten_pronoun_accuracy": 0.87}
+          "handwritten_pronoun_accuracy": 0.90}
 EXPECTED = {"copy", "reverse", "en-fr", "en-de", "en-fr-tiny", "en-de-tiny", "lm", "lm-tiny", "mlm"}
 BROAD = {  # the sentences people try first (issue 16), with the reference translations of core.data.broad
     "en-fr": {"The trophy doesn't fit in the suitcase because it is too big.":
