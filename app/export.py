@@ -17,15 +17,24 @@ def _weights(res: Run) -> int:
     return sum(res.trace.stacked(kind)[:, 0].numel() for kind in res.trace.kinds())
 
 
+def _csv_field_bytes(token: str) -> int:
+    """The UTF-8 bytes ``csv.writer`` (minimal quoting) writes for ``token`` as one field: the token itself, or, when
+    it holds a comma, a quote or a line break, the token with its quotes doubled, between two quotes."""
+    if any(c in token for c in ',"\r\n'):
+        return len(token.encode()) + token.count('"') + 2
+    return len(token.encode())
+
+
 def estimate(res: Run) -> dict:
-    """Upper bounds, in bytes, of the JSON and CSV exports of ``res`` (no file is built)."""
+    """Upper bounds, in bytes, of the JSON and CSV exports of ``res`` (no file is built): the CSV's token fields
+    exactly, its other fields at their widest."""
     out = {"json": 0, "csv": 0}
     for kind in res.trace.kinds():
         q_tokens, k_tokens = res.tokens(kind)
         n = res.trace.stacked(kind)[:, 0].shape[:2].numel()  # layers × heads
         tq, tk = len(q_tokens), len(k_tokens)
-        q_bytes = sum(2 * len(t.encode()) + 2 for t in q_tokens)  # a token CSV quotes: doubled quotes, two more
-        k_bytes = sum(2 * len(t.encode()) + 2 for t in k_tokens)
+        q_bytes = sum(_csv_field_bytes(t) for t in q_tokens)
+        k_bytes = sum(_csv_field_bytes(t) for t in k_tokens)
         out["json"] += n * tq * tk * budget.JSON_VALUE_BYTES
         out["csv"] += n * (tq * tk * budget.CSV_ROW_BYTES + tk * q_bytes + tq * k_bytes)
     tokens = sum(len(t.encode()) * 6 + 4 for t in [*res.src_tokens, *res.tgt_tokens])  # JSON escapes: \\uXXXX

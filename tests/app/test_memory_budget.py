@@ -61,6 +61,16 @@ def test_the_worst_input_is_cut_to_the_budget_and_its_exports_fit(name):
     assert json.loads(data)["source_tokens"] == res.src_tokens
 
 
+def test_the_csv_token_bytes_are_what_the_csv_writer_writes():
+    """export.estimate counts each token field exactly (its upper bound rests on the other fields only)."""
+    import csv
+    import io
+    for token in ("because", ",", '"', 'say "hi", then', "a\nb", "\r", "café", "▁über", "", "Ġ'"):
+        buf = io.StringIO()
+        csv.writer(buf).writerow([token, "x"])  # as attention_csv writes: minimal quoting, CRLF
+        assert export._csv_field_bytes(token) == len(buf.getvalue().encode()) - len(",x\r\n"), token
+
+
 def test_a_model_refuses_more_positions_than_its_budget():
     model = registry.load("mlm").model
     model.position_limit = 16
