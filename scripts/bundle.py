@@ -67,6 +67,9 @@ def main(folder: str) -> None:
         (path / name).unlink(missing_ok=True)
     config = json.loads((path / "config.json").read_text())
     config["meta"]["heldout"] = metrics
+    if ck.meta.get("task") == "lm":  # its corpus is read from installed Debian packages, which updates can change
+        from core.data import english
+        config["meta"]["corpus"] = english.fingerprint()
     tmp = path / "config.json.tmp"
     tmp.write_text(jsonio.dumps(config, indent=2))
     tmp.replace(path / "config.json")

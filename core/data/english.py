@@ -228,6 +228,26 @@ def lines(split: str = "train") -> list[str]:
     return list(_split_lines()[split])
 
 
+def package_version(package: str) -> str | None:
+    """The installed Debian version of ``package`` (from dpkg's status file), or None where it is not installed."""
+    status = Path("/var/lib/dpkg/status")
+    if not status.exists():
+        return None
+    for block in status.read_text(encoding="utf-8", errors="replace").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(" "))
+        if fields.get("Package") == package and "installed" in fields.get("Status", ""):
+            return fields.get("Version")
+    return None
+
+
+def fingerprint() -> dict:
+    """What a model card's figures were measured on: the sha256 of each split's text (first 16 hex digits) and the
+    installed versions of the source packages. A Debian update of a package can change the text under a shipped
+    card; comparing fingerprints says so plainly instead of as a drifted number."""
+    return {"sha256": {s: hashlib.sha256("\n".join(_split_lines()[s]).encode()).hexdigest()[:16] for s in SPLITS},
+            "packages": {pkg: package_version(pkg) for pkg in PACKAGES.split()}}
+
+
 def describe() -> dict:
     """Size of the corpus per split and source (paragraphs, characters, words), for a model card."""
     out = {"sources": SOURCES, "packages": PACKAGES, "splits": {}}

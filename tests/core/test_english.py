@@ -75,6 +75,23 @@ def test_the_installed_corpus_is_real_prose_of_at_least_5_mb():
         english.lines("dev")
 
 
+def test_package_versions_agree_with_dpkg_query_and_the_fingerprint_follows_the_text():
+    """The card's corpus fingerprint (see test_bundled) names what it was measured on: package versions as dpkg itself
+    reports them, and one digest per split that is the digest of that split's lines."""
+    import hashlib
+    import subprocess
+    for pkg in english.PACKAGES.split():
+        want = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True).stdout
+        assert english.package_version(pkg) == want != ""
+    assert english.package_version("no-such-package-attention-lab") is None
+    fp = english.fingerprint()
+    assert fp["packages"] == {p: english.package_version(p) for p in english.PACKAGES.split()}
+    for split in english.SPLITS:
+        text = "\n".join(english.lines(split)).encode()
+        assert fp["sha256"][split] == hashlib.sha256(text).hexdigest()[:16]
+    assert len(set(fp["sha256"].values())) == 3
+
+
 def test_byte_level_bpe_never_needs_unk_and_round_trips():
     tok = Tokenizer.train(["The cat sat on the mat because it was tired."] * 20, "bytebpe", 300)
     for text in ("The cat sat.", "naïve café — 😀 Ωmega", "zebra 42!"):
