@@ -29,7 +29,8 @@ def limits(ck) -> str:
     lex = broad.lexicon()
     n_words = len(ck.known_words or ())
     return (f"\n\n## What it does not know\n\nIt has read {n_words} distinct English words, all from "
-            f"{len(broad.frame_names(task[-2:]))} sentence frames over {len(lex.nouns)} nouns, {len(lex.adjectives)} adjectives and "
+            f"{len(broad.frame_names(task[-2:]))} sentence frames over {len(lex.nouns)} nouns, {len(lex.adjectives)} "
+            "adjectives and "
             f"{len(lex.verbs)} verbs (`words.json` lists them). Any other word is unknown to it: every page names such "
             "words and marks the output \"outside what this model was trained on — not a translation\". Sentences "
             "in other shapes (questions other than yes/no and where, subordinate clauses other than the frames', "

@@ -235,7 +235,8 @@ class TranslationTask(Task):
         else:
             lex = self.data.lexicon()
             self.description = (f"core.data.broad: {len(train)} generated English→{lang} training pairs in "
-                                f"{len(self.data.frame_names(lang))} frames over a dictionary lexicon ({len(lex.nouns)} nouns, "
+                                f"{len(self.data.frame_names(lang))} frames over a dictionary lexicon "
+                                f"({len(lex.nouns)} nouns, "
                                 f"{len(lex.adjectives)} adjectives, {len(lex.verbs)} verbs; core/data/LEXICON.md); "
                                 f"held-out combinations and held-out nouns; BPE vocabulary of {self.tokenizer.vocab_size}")
 

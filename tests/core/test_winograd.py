@@ -25,7 +25,8 @@ def test_each_pronoun_cell_is_what_the_scorer_reads_in_its_reference(path):
     rows = load(path)
     assert len(rows) >= 40
     for lang in broad.LANGS:
-        wrong = [(r.en, r.reference(lang)) for r in rows if broad.pronoun_of(r.reference(lang)[0], lang) != r.reference(lang)[1]]
+        wrong = [(r.en, r.reference(lang)) for r in rows
+                 if broad.pronoun_of(r.reference(lang)[0], lang) != r.reference(lang)[1]]
         assert not wrong, wrong[:3]
 
 
