@@ -145,6 +145,38 @@ def notice(ck, cov: dict | None, name: str | None = None) -> str | None:
     return text
 
 
+BROAD_TASKS = ("en-fr", "en-de")  # translators of the broad dictionary corpus (core.data.broad), whose frames are known
+
+
+def _in_frames(text: str, lang: str) -> bool:
+    """Whether ``text`` is a sentence of one of ``lang``'s broad-corpus frames (a missing or different final stop
+    forgiven)."""
+    from ..data import broad
+    stripped = re.sub(r"[\s.!?]*$", "", text)
+    for candidate in (text, stripped + ".", stripped + "?"):
+        try:
+            if broad.parse(candidate).frame in broad.frame_names(lang):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def shape_notice(ck, text: str, cov: dict | None, name: str | None = None) -> str | None:
+    """For a broad-corpus translator, a sentence whose every word it knows but whose shape is none of the frames it
+    was trained on (``None`` otherwise: unknown words have their own notice)."""
+    task = ck.meta.get("task")
+    if task not in BROAD_TASKS or _trained_on_user_text(ck.meta) or not cov or cov["unknown_words"]:
+        return None
+    if not words(text) or _in_frames(text, task[-2:]):
+        return None
+    from ..data import broad
+    return (f"Every word here is known to {name or model_name(ck)}, but this sentence has none of the "
+            f"{len(broad.frame_names(task[-2:]))} shapes it was trained on (its model card lists what it learned). "
+            "Outside them it often writes a fluent but wrong sentence, and which noun a pronoun takes is close to "
+            "a guess.")
+
+
 def outside_label(ck) -> str:
     """How a page marks the output of a sentence with unknown words."""
     return OUTSIDE if is_translation(ck) else OUTSIDE_GENERIC

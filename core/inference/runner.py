@@ -49,10 +49,10 @@ def vocabulary_notices(tok, text: str) -> list[str]:
 
 def coverage_notices(ck: Checkpoint, text: str, name: str | None = None) -> tuple[dict | None, list[str]]:
     """(:func:`core.inference.coverage.for_checkpoint` of ``text``, the notices a page shows): the words of ``text`` the
-    model never saw in training, named, and any remaining [UNK] pieces."""
+    model never saw in training, named; for a broad-corpus translator, a sentence of known words in a shape it never
+    saw; and any remaining [UNK] pieces."""
     cov = coverage.for_checkpoint(ck, text)
-    note = coverage.notice(ck, cov, name)
-    notices = [note] if note else []
+    notices = [n for n in (coverage.notice(ck, cov, name), coverage.shape_notice(ck, text, cov, name)) if n]
     named = set(cov["unknown_words"]) if cov else set()
     unk = [w for w in ck.tokenizer.unknown_words(text)  # what is left: symbols, emoji
            if not any(w.lower() in word for word in named)]

@@ -141,6 +141,27 @@ def test_a_translation_run_names_unknown_words_and_is_marked_not_a_translation(t
     assert not fine.outside and fine.outside_label == "" and not any("Unknown" in n for n in fine.notices)
 
 
+def test_a_broad_translator_says_when_known_words_come_in_a_shape_it_never_saw():
+    """All words known but no frame of the model's corpus matches: one notice says so (its own words, not the
+    unknown-word one). A frame of the other language only (they_bought is French-only) counts as unseen."""
+    from core.io import registry
+    from core.inference.runner import coverage_notices
+    fr, de = registry.load("en-fr"), registry.load("en-de")
+    two = "The boy gave the horse an apple. It was hungry."  # known words, no frame
+    cov, notes = coverage_notices(fr, two)
+    assert cov["unknown_words"] == [] and len(notes) == 1
+    assert notes[0].startswith("Every word here is known to en-fr, but this sentence has none of the 56 shapes")
+    for text in ("The trophy doesn't fit in the suitcase because it is too big.", "The dog saw the cat"):
+        assert coverage_notices(fr, text)[1] == [] and coverage_notices(de, text)[1] == []  # a missing stop forgiven
+    bought = "I bought the apples because they were cheap."
+    assert coverage_notices(fr, bought)[1] == []
+    assert coverage_notices(de, bought)[1][0].startswith("Every word here is known to en-de, but this sentence has "
+                                                         "none of the 54 shapes")
+    unknown = coverage_notices(fr, "The boy gave the zorblax an apple. It was hungry.")[1]
+    assert len(unknown) == 1 and unknown[0].startswith("Unknown to en-fr: zorblax.")
+    assert coverage_notices(registry.load("en-fr-tiny"), "The dog was the dog.")[1] == []  # not a broad corpus
+
+
 def test_a_synthetic_run_is_outside_but_not_called_a_translation(tmp_path):
     ck = checkpoint.load(tiny_checkpoint(tmp_path / "copy", "copy", vocab=tuple("abcdefghij")))
     res = run(ck, "a b hello 3")
