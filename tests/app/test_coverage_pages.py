@@ -33,6 +33,16 @@ def test_attention_page_names_unknown_words_and_marks_the_output():
     assert out.startswith("**Model output:** ") and OUTSIDE not in out
 
 
+def test_attention_page_says_when_known_words_come_in_a_shape_the_model_never_saw():
+    at = open_page("attention.py", "en-fr", text="The boy gave the horse an apple. It was hungry.")
+    shape = [w for w in warnings(at) if "none of the 56 shapes" in w.replace("\\", "")]
+    assert len(shape) == 1 and not any("Unknown to" in w for w in warnings(at)), warnings(at)
+    [out] = [m.value for m in at.markdown if m.value.startswith("**Model output")]
+    assert out.startswith("**Model output:** ")  # every word known: shown as its output, the notice says the rest
+    at.sidebar.text_area(key="text").set_value(SEED).run()
+    assert not any("shapes" in w for w in warnings(at)), warnings(at)
+
+
 def test_what_a_user_typed_is_shown_as_text_not_markdown():
     at = open_page("attention.py", "en-fr", text="The **zorblax** saw [a link](http://x) <b>it</b>.")
     note = next(w for w in warnings(at) if w.startswith("Unknown to en\\-fr"))
