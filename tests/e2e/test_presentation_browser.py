@@ -27,6 +27,13 @@ TIMEOUT = 600_000  # a cold page on a busy 2-core machine
 
 def settle(page):
     settle_page(page, timeout=TIMEOUT)
+    try:  # the shell's projector CSS (html at 22 px) can land a moment after the page reads idle (seen once on
+        # /training at stop 28); give it 20 s, then measure anyway, so CSS that never comes still fails below
+        page.wait_for_function("() => getComputedStyle(document.documentElement).fontSize === '22px'", timeout=20_000)
+    except Exception:
+        pass
+    else:
+        settle_page(page, timeout=TIMEOUT)
     page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].every(p => p.querySelector('.main-svg'))",
                            timeout=60_000)
     page.wait_for_timeout(600)
