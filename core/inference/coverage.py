@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import lru_cache
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -148,9 +149,11 @@ def notice(ck, cov: dict | None, name: str | None = None) -> str | None:
 BROAD_TASKS = ("en-fr", "en-de")  # translators of the broad dictionary corpus (core.data.broad), whose frames are known
 
 
+@lru_cache(maxsize=512)
 def _in_frames(text: str, lang: str) -> bool:
     """Whether ``text`` is a sentence of one of ``lang``'s broad-corpus frames (a missing or different final stop
-    forgiven)."""
+    forgiven). Cached: a page reruns on every widget change, and a refused sentence costs up to three full parses
+    (about 0.1 s each for two sentences)."""
     from ..data import broad
     stripped = re.sub(r"[\s.!?]*$", "", text)
     for candidate in (text, stripped + ".", stripped + "?"):
@@ -168,11 +171,12 @@ def shape_notice(ck, text: str, cov: dict | None, name: str | None = None) -> st
     task = ck.meta.get("task")
     if task not in BROAD_TASKS or _trained_on_user_text(ck.meta) or not cov or cov["unknown_words"]:
         return None
-    if not words(text) or _in_frames(text, task[-2:]):
+    lang = task[-2:]
+    if not words(text) or _in_frames(text, lang):
         return None
     from ..data import broad
     return (f"Every word here is known to {name or model_name(ck)}, but this sentence has none of the "
-            f"{len(broad.frame_names(task[-2:]))} shapes it was trained on (its model card lists what it learned). "
+            f"{len(broad.frame_names(lang))} shapes it was trained on (its model card lists what it learned). "
             "Outside them it often writes a fluent but wrong sentence, and which noun a pronoun takes is close to "
             "a guess.")
 
