@@ -36,8 +36,13 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DICTD = '/usr/share/dictd'
 WN = '/usr/share/wordnet'
-HUN_FR = '/usr/share/hunspell/fr'
-HUN_DE = '/usr/share/hunspell/de_DE'
+sys.path.insert(0, ROOT)
+from core.data import frozen  # noqa: E402
+# hunspell's dictionaries are read from the frozen copies (assets/corpora/hunspell, scripts/freeze_hunspell.py), so a
+# Debian point release cannot change a check; FreeDict and WordNet are read as installed (see tests/core/test_lexicon.py)
+_HUN = frozen.files('hunspell')
+HUN_FR = str(_HUN / 'fr')
+HUN_DE = str(_HUN / 'de_DE')
 APT = ('dict-freedict-eng-fra dict-freedict-fra-eng dict-freedict-eng-deu dict-freedict-deu-eng '
        'hunspell hunspell-fr-classical hunspell-de-de wordnet-base')
 

@@ -47,8 +47,11 @@ def lm_limits() -> str:
     size = sum(x["chars"] for x in d["splits"].values())
     rows = "\n".join(f"| {s} | {x['paragraphs']:,} | {x['words']:,} | {x['chars']:,} |" for s, x in d["splits"].items())
     srcs = "\n".join(f"- {v}" for v in d["sources"].values())
-    return (f"\n\n## Corpus\n\n{size / 1e6:.1f} MB of English prose after cleaning (`core/data/english.py` rebuilds it "
-            f"from the installed packages: `apt-get install {d['packages']}`):\n\n{srcs}\n\nOnly running text is "
+    versions = ", ".join(f"{p} {v}" for p, v in d["packages"].items())
+    return (f"\n\n## Corpus\n\n{size / 1e6:.1f} MB of English prose after cleaning, frozen in `assets/corpora/english/` "
+            f"({d['compressed_bytes'] / 1e6:.1f} MB xz; extracted from {versions}, so a Debian point release cannot "
+            "change it; `python -m core.data.english` re-extracts from the installed packages and reports what "
+            f"changed):\n\n{srcs}\n\nOnly running text is "
             "kept (code, tables, directives and headings are dropped); each source document goes whole to one split."
             "\n\n| split | paragraphs | words | characters |\n|---|---|---|---|\n" + rows +
             "\n\n## What it does not know\n\nIt has read technical documentation only: software, operating "
@@ -68,7 +71,7 @@ def main(folder: str) -> None:
         (path / name).unlink(missing_ok=True)
     config = json.loads((path / "config.json").read_text())
     config["meta"]["heldout"] = metrics
-    if ck.meta.get("task") == "lm":  # its corpus is read from installed Debian packages, which updates can change
+    if ck.meta.get("task") == "lm":  # the frozen corpus it was measured on (test_bundled compares the card with it)
         from core.data import english
         config["meta"]["corpus"] = english.fingerprint()
     tmp = path / "config.json.tmp"

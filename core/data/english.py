@@ -1,6 +1,11 @@
-"""Real English prose for the bundled language model, read from two Debian documentation packages.
+"""Real English prose for the bundled language model, extracted from two Debian documentation packages and frozen.
 
-Sources (both installed with ``apt-get install python3.11-doc debian-handbook``; nothing is downloaded):
+Everything reads the frozen extraction in ``assets/corpora/english/`` (:mod:`core.data.frozen`): a Debian point
+release of a package cannot change what the shipped lm was trained and measured on. ``python -m core.data.english``
+re-extracts from the installed packages and reports, per split, which documents a newer release changed; ``--write``
+replaces the frozen copy (then re-measure the lm card: ``python scripts/bundle.py assets/models/lm``).
+
+Sources (``apt-get install python3.11-doc debian-handbook``, needed only to rebuild; nothing is downloaded):
 
 * **The Python 3.11 documentation** (package ``python3.11-doc``): the reStructuredText sources of the
   tutorial, library and language reference, HOWTOs and "What's New" under
@@ -17,7 +22,8 @@ is replaced by its text. A paragraph becomes one line. The split is **by documen
 validation or test split shares a paragraph with training: each source file goes to ``train`` / ``valid``
 / ``test`` by a stable hash of its path (90 / 5 / 5 %).
 
-:func:`lines` returns a split's paragraphs; :func:`describe` the corpus's size per source, for a model card.
+:func:`lines` returns a split's paragraphs; :func:`describe` the corpus's size, :func:`fingerprint` one digest per
+split for a model card, and :func:`card_mismatch` says when a card no longer describes the frozen text.
 """
 
 from __future__ import annotations
@@ -29,9 +35,13 @@ from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
 
+from . import frozen
+
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 HANDBOOK = Path("/usr/share/doc/debian-handbook/html/en-US")
 PACKAGES = "python3.11-doc debian-handbook"
+NAME = "english"  # assets/corpora/english: the frozen extraction everything reads
+REBUILD = "python -m core.data.english"
 SOURCES = {
     "python-docs": "The Python 3.11 documentation (Debian package python3.11-doc), PSF License Agreement",
     "debian-handbook": "The Debian Administrator's Handbook, English (Debian package debian-handbook), "
@@ -193,66 +203,123 @@ def split_of(name: str) -> str:
     return "valid" if h < 5 else "test" if h < 10 else "train"
 
 
-def _documents() -> list[tuple[str, str, list[str]]]:
-    """Every source document as ``(source, relative path, paragraphs)``, in a fixed order."""
-    if not PYTHON_DOCS.is_dir() or not HANDBOOK.is_dir():
-        raise FileNotFoundError(f"the English corpus reads installed documentation: apt-get install {PACKAGES} "
-                                f"(missing {PYTHON_DOCS if not PYTHON_DOCS.is_dir() else HANDBOOK})")
+def extract(python_docs: Path | None = None, handbook: Path | None = None) -> list[frozen.Document]:
+    """Every source document read from the installed packages, in a fixed order (what :func:`rebuild` freezes)."""
+    python_docs, handbook = python_docs or PYTHON_DOCS, handbook or HANDBOOK
+    if not python_docs.is_dir() or not handbook.is_dir():
+        raise FileNotFoundError(f"rebuilding the English corpus reads installed documentation: apt-get install "
+                                f"{PACKAGES} (missing {python_docs if not python_docs.is_dir() else handbook})")
     docs = []
-    for path in sorted(PYTHON_DOCS.rglob("*.rst.txt")):
-        rel = str(path.relative_to(PYTHON_DOCS))
-        docs.append(("python-docs", rel, rst_paragraphs(path.read_text(encoding="utf-8", errors="replace"))))
-    for path in sorted(HANDBOOK.glob("*.html")):
-        rel = path.name
-        docs.append(("debian-handbook", rel, html_paragraphs(path.read_text(encoding="utf-8", errors="replace"))))
+    for path in sorted(python_docs.rglob("*.rst.txt")):
+        pars = rst_paragraphs(path.read_text(encoding="utf-8", errors="replace"))
+        docs.append(frozen.Document("python-docs", str(path.relative_to(python_docs)), tuple(pars)))
+    for path in sorted(handbook.glob("*.html")):
+        pars = html_paragraphs(path.read_text(encoding="utf-8", errors="replace"))
+        docs.append(frozen.Document("debian-handbook", path.name, tuple(pars)))
     return docs
 
 
-@lru_cache(maxsize=1)
-def _split_lines() -> dict[str, tuple[str, ...]]:
+def split_documents(documents: list[frozen.Document]) -> dict[str, tuple[str, ...]]:
+    """The paragraphs of each split; a paragraph repeated across pages (boilerplate) is kept once, where first met."""
     out: dict[str, list[str]] = {s: [] for s in SPLITS}
     seen: set[str] = set()
-    for source, rel, pars in _documents():
-        split = split_of(f"{source}/{rel}")
-        for p in pars:
-            if p not in seen:  # a paragraph repeated across pages (boilerplate) is kept once, where first met
+    for doc in documents:
+        split = split_of(doc.key)
+        for p in doc.paragraphs:
+            if p not in seen:
                 seen.add(p)
                 out[split].append(p)
     return {s: tuple(v) for s, v in out.items()}
 
 
-def lines(split: str = "train") -> list[str]:
-    """The paragraphs of one split (``train``, ``valid`` or ``test``), one per line."""
+@lru_cache(maxsize=4)
+def _split_lines(root: Path = frozen.ROOT) -> dict[str, tuple[str, ...]]:
+    return split_documents(frozen.read(NAME, root))
+
+
+def lines(split: str = "train", root: Path = frozen.ROOT) -> list[str]:
+    """The paragraphs of one split (``train``, ``valid`` or ``test``) of the frozen corpus, one per line."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-    return list(_split_lines()[split])
+    return list(_split_lines(root)[split])
 
 
 def package_version(package: str) -> str | None:
-    """The installed Debian version of ``package`` (from dpkg's status file), or None where it is not installed."""
-    status = Path("/var/lib/dpkg/status")
-    if not status.exists():
-        return None
-    for block in status.read_text(encoding="utf-8", errors="replace").split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(" "))
-        if fields.get("Package") == package and "installed" in fields.get("Status", ""):
-            return fields.get("Version")
-    return None
+    """The installed Debian version of ``package``, or None (see :func:`core.data.frozen.package_version`)."""
+    return frozen.package_version(package)
 
 
-def fingerprint() -> dict:
+def fingerprint(root: Path = frozen.ROOT) -> dict:
     """What a model card's figures were measured on: the sha256 of each split's text (first 16 hex digits) and the
-    installed versions of the source packages. A Debian update of a package can change the text under a shipped
-    card; comparing fingerprints says so plainly instead of as a drifted number."""
-    return {"sha256": {s: hashlib.sha256("\n".join(_split_lines()[s]).encode()).hexdigest()[:16] for s in SPLITS},
-            "packages": {pkg: package_version(pkg) for pkg in PACKAGES.split()}}
+    Debian versions the frozen copy was extracted from (not what happens to be installed)."""
+    split = _split_lines(root)
+    return {"sha256": {s: hashlib.sha256("\n".join(split[s]).encode()).hexdigest()[:16] for s in SPLITS},
+            "packages": frozen.manifest(NAME, root)["packages"]}
 
 
-def describe() -> dict:
-    """Size of the corpus per split and source (paragraphs, characters, words), for a model card."""
-    out = {"sources": SOURCES, "packages": PACKAGES, "splits": {}}
-    for s in SPLITS:
-        ls = _split_lines()[s]
+def card_mismatch(model: str, then: dict, root: Path = frozen.ROOT) -> str | None:
+    """Why a card's corpus fingerprint ``then`` no longer describes the frozen corpus, or None when it does.
+
+    The frozen copy changes only when someone rebuilds it with ``--write``; this names the splits whose text moved,
+    the package versions before and after, and the command that re-measures the card."""
+    now = fingerprint(root)
+    changed = [s for s in SPLITS if now["sha256"][s] != then.get("sha256", {}).get(s)]
+    if not changed:
+        return None
+    return (f"the {model} card was measured on other text: the frozen corpus's {', '.join(changed)} split"
+            f"{'s' if len(changed) > 1 else ''} changed (packages then {then.get('packages')}, frozen now "
+            f"{now['packages']}). Re-measure with `python scripts/bundle.py assets/models/{model}` and say in the "
+            "card what changed")
+
+
+def describe(root: Path = frozen.ROOT) -> dict:
+    """Size of the corpus per split (paragraphs, characters, words) and where it came from, for a model card."""
+    meta = frozen.manifest(NAME, root)
+    out = {"sources": SOURCES, "packages": meta["packages"], "compressed_bytes": meta["data_bytes"], "splits": {}}
+    for s, ls in _split_lines(root).items():
         out["splits"][s] = {"paragraphs": len(ls), "chars": sum(len(x) for x in ls),
                             "words": sum(len(x.split()) for x in ls)}
     return out
+
+
+def rebuild(write: bool = False, root: Path = frozen.ROOT, **paths) -> dict:
+    """Extract the corpus again from the installed packages and compare it with the frozen copy, per split; with
+    ``write`` the new extraction replaces the frozen copy (then re-measure the lm card)."""
+    new = extract(**paths)
+    try:
+        old = frozen.read(NAME, root)
+        old_packages = frozen.manifest(NAME, root)["packages"]
+    except frozen.FrozenCorpusError:
+        old, old_packages = [], None
+    changes = frozen.diff(old, new)
+    report = {"packages_frozen": old_packages,
+              "packages_installed": {p: frozen.package_version(p) for p in PACKAGES.split()},
+              "documents": len(new),
+              **{k: [f"{split_of(x)}: {x}" for x in v] for k, v in changes.items()},
+              "splits_changed": sorted({split_of(x) for v in changes.values() for x in v})}
+    if write:
+        frozen.write(NAME, new, sources=SOURCES, packages=PACKAGES.split(), rebuild=REBUILD, root=root)
+        _split_lines.cache_clear()
+        report["written"] = str(root / NAME)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+    ap = argparse.ArgumentParser(prog="python -m core.data.english", description=(
+        "Re-extract the English corpus from the installed Debian packages and report what changed against the "
+        "frozen copy in assets/corpora/english (nothing is written without --write)."))
+    ap.add_argument("--write", action="store_true", help="replace the frozen copy with the new extraction")
+    args = ap.parse_args(argv)
+    try:
+        report = rebuild(write=args.write)
+    except FileNotFoundError as e:
+        print(f"error: {e}")
+        return 2
+    print(json.dumps(report, indent=1, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,10 +1,13 @@
 """The real-English corpus (core.data.english), the byte-level BPE and the n-gram baselines of the lm card."""
+import hashlib
+import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
-from core.data import english
+from core.data import english, frozen
 from core.training.tasks import ngram_perplexities
 from core.io.tokenizer import UNK, Tokenizer
 
@@ -64,7 +67,7 @@ def test_split_is_by_document_and_stable():
     assert 0.03 < shares.count("valid") / 4000 < 0.07 and 0.03 < shares.count("test") / 4000 < 0.07
 
 
-def test_the_installed_corpus_is_real_prose_of_at_least_5_mb():
+def test_the_frozen_corpus_is_real_prose_of_at_least_5_mb():
     d = english.describe()
     total = sum(s["chars"] for s in d["splits"].values())
     assert total >= 5_000_000, d
@@ -75,21 +78,89 @@ def test_the_installed_corpus_is_real_prose_of_at_least_5_mb():
         english.lines("dev")
 
 
-def test_package_versions_agree_with_dpkg_query_and_the_fingerprint_follows_the_text():
-    """The card's corpus fingerprint (see test_bundled) names what it was measured on: package versions as dpkg itself
-    reports them, and one digest per split that is the digest of that split's lines."""
-    import hashlib
-    import subprocess
-    for pkg in english.PACKAGES.split():
-        want = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True).stdout
-        assert english.package_version(pkg) == want != ""
-    assert english.package_version("no-such-package-attention-lab") is None
+def test_the_frozen_corpus_needs_no_package_and_matches_its_manifest(monkeypatch):
+    """Everything reads assets/corpora/english: with the packages gone the corpus is still there, its data file is
+    the one its manifest names, and each split's fingerprint is the digest of that split's lines."""
+    monkeypatch.setattr(english, "PYTHON_DOCS", Path("/nonexistent/python-docs"))
+    monkeypatch.setattr(english, "HANDBOOK", Path("/nonexistent/handbook"))
+    meta = frozen.manifest("english")
+    data = (frozen.ROOT / "english" / frozen.DATA).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == meta["data_sha256"] and len(data) == meta["data_bytes"]
+    assert meta["packages"]["python3.11-doc"] and meta["packages"]["debian-handbook"]
+    assert {"python-docs", "debian-handbook"} == set(meta["sources"])
     fp = english.fingerprint()
-    assert fp["packages"] == {p: english.package_version(p) for p in english.PACKAGES.split()}
+    assert fp["packages"] == meta["packages"]
     for split in english.SPLITS:
         text = "\n".join(english.lines(split)).encode()
         assert fp["sha256"][split] == hashlib.sha256(text).hexdigest()[:16]
     assert len(set(fp["sha256"].values())) == 3
+    with pytest.raises(FileNotFoundError, match="apt-get install python3.11-doc debian-handbook"):
+        english.extract()
+
+
+def test_package_version_reads_dpkg_status(tmp_path):
+    status = tmp_path / "status"
+    status.write_text("Package: a\nStatus: install ok installed\nVersion: 1.0-2\n\n"
+                      "Package: b\nStatus: deinstall ok config-files\nVersion: 3\n")
+    assert frozen.package_version("a", status) == "1.0-2"
+    assert frozen.package_version("b", status) is None  # removed: its config files only
+    assert frozen.package_version("c", status) is None
+    assert frozen.package_version("a", tmp_path / "missing") is None
+
+
+def _fake_packages(root: Path, sentence: str) -> dict:
+    """A miniature python3.11-doc and debian-handbook: three rst pages and one handbook chapter."""
+    docs, book = root / "py", root / "book"
+    (docs / "library").mkdir(parents=True)
+    book.mkdir()
+    for i in range(3):
+        (docs / "library" / f"m{i}.rst.txt").write_text(f"Module {i}\n========\n\n{sentence} Page {i} of three.\n")
+    (book / "apt.html").write_text("<p>The sources.list file lists every repository that APT reads, one a line.</p>")
+    return {"python_docs": docs, "handbook": book}
+
+
+def test_rebuild_reports_a_changed_document_and_its_split(tmp_path):
+    """The rebuild command compares a new extraction with the frozen copy and writes only when told to."""
+    paths = _fake_packages(tmp_path, "This paragraph is long enough to count as running prose here.")
+    first = english.rebuild(write=True, root=tmp_path / "corpora", **paths)
+    assert len(first["added"]) == 4 and first["written"]
+    then = english.fingerprint(tmp_path / "corpora")
+    page = paths["python_docs"] / "library" / "m1.rst.txt"
+    page.write_text(page.read_text().replace("long enough", "easily long enough"))
+    report = english.rebuild(root=tmp_path / "corpora", **paths)
+    split = english.split_of("python-docs/library/m1.rst.txt")
+    assert report["changed"] == [f"{split}: python-docs/library/m1.rst.txt"] and report["splits_changed"] == [split]
+    assert report["added"] == report["removed"] == [] and "written" not in report
+    assert english.fingerprint(tmp_path / "corpora") == then  # nothing written without write=True
+
+
+def test_a_changed_training_document_names_its_split_and_the_remeasure_command(tmp_path):
+    """The drift path of the lm card test: a copy of the frozen corpus with one training document changed is
+    reported as the train split having moved, with the command that re-measures the card; the unchanged copy
+    matches the card."""
+    card = json.loads((frozen.ROOT.parent / "models" / "lm" / "config.json").read_text())["meta"]["corpus"]
+    docs = frozen.read("english")
+    manifest = frozen.manifest("english")
+    kwargs = dict(sources=manifest["sources"], packages=list(manifest["packages"]), rebuild=manifest["rebuild"])
+    frozen.write("english", docs, root=tmp_path / "same", **kwargs)
+    assert english.card_mismatch("lm", card, tmp_path / "same") is None
+    i = next(i for i, d in enumerate(docs) if english.split_of(d.key) == "train" and d.paragraphs)
+    changed = frozen.Document(docs[i].source, docs[i].path, (docs[i].paragraphs[0] + " Changed.",) + docs[i].paragraphs[1:])
+    frozen.write("english", docs[:i] + [changed] + docs[i + 1:], root=tmp_path / "moved", **kwargs)
+    msg = english.card_mismatch("lm", card, tmp_path / "moved")
+    assert "train split changed" in msg and "valid" not in msg and "test" not in msg.split("split")[0]
+    assert "python scripts/bundle.py assets/models/lm" in msg
+
+
+def test_a_damaged_frozen_file_is_refused_plainly(tmp_path):
+    docs = frozen.read("english")[:3]
+    frozen.write("x", docs, sources={}, packages=[], rebuild="python -m core.data.english", root=tmp_path)
+    assert frozen.read("x", tmp_path) == docs
+    (tmp_path / "x" / frozen.DATA).write_bytes(b"not xz")
+    with pytest.raises(frozen.FrozenCorpusError, match="does not match its manifest"):
+        frozen.read("x", tmp_path)
+    with pytest.raises(frozen.FrozenCorpusError, match="no frozen corpus 'y'"):
+        frozen.read("y", tmp_path)
 
 
 def test_byte_level_bpe_never_needs_unk_and_round_trips():
