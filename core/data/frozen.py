@@ -63,17 +63,18 @@ def _encode(documents: list[Document]) -> bytes:
     return lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME)
 
 
-def write(name: str, documents: list[Document], *, sources: dict[str, dict], packages: list[str],
+def write(name: str, documents: list[Document], *, sources: dict, packages: list[str] | dict[str, str | None],
           rebuild: str, root: Path = ROOT) -> dict:
     """Freeze ``documents`` as corpus ``name``; ``sources`` maps each source to its description and licence,
-    ``packages`` are the Debian packages read (their installed versions go into the manifest)."""
+    ``packages`` are the Debian packages read: names (their installed versions go into the manifest) or a mapping
+    name → version (for packages downloaded, not installed)."""
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
     data = _encode(documents)
     manifest = {
         "name": name,
         "frozen_on": datetime.date.today().isoformat(),
-        "packages": {p: package_version(p) for p in packages},
+        "packages": dict(packages) if isinstance(packages, dict) else {p: package_version(p) for p in packages},
         "sources": sources,
         "documents": len(documents),
         "paragraphs": sum(len(d.paragraphs) for d in documents),
