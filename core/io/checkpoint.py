@@ -37,6 +37,10 @@ STATE_WEIGHTS, STATE_JSON = "train_state.safetensors", "train_state.json"  # cor
 # Every file a checkpoint folder may hold. A folder holding anything else is not ours: nothing here renames,
 # replaces or deletes it (see :func:`check_replaceable`).
 OWN_FILES = frozenset({WEIGHTS, CONFIG, TOKENIZER, CARD, WORDS, PATCHING, STATE_WEIGHTS, STATE_JSON})
+# The file :func:`write_dir_atomically` writes into the folders it makes beside a checkpoint (``.NAME.tmp-PID-…``
+# while it fills one, ``.NAME.old`` while it swaps): a leftover folder is ours to delete only when it holds this
+# file, whatever else its file names look like (a Hugging Face folder has config.json + model.safetensors too).
+LEFTOVER_MARKER = ".attention-lab-leftover"
 PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")
 MAX_CONFIG_BYTES = 4 * 2 ** 20  # a config.json (model fields + meta) is a few kilobytes  # pickle protocol 2+, torch.save's zip container
 
@@ -75,7 +79,7 @@ def _foreign(folder: Path) -> list[str]:
     out = []
     for p in sorted(folder.iterdir()):
         base = p.name[:-4].removeprefix(".") if p.name.endswith(".tmp") else None  # our write-then-rename names
-        own = p.name in OWN_FILES or base in OWN_FILES
+        own = p.name in OWN_FILES or base in OWN_FILES or p.name == LEFTOVER_MARKER
         if not own or p.is_symlink() or not p.is_file():
             out.append(p.name + ("/" if p.is_dir() and not p.is_symlink() else ""))
     return out
@@ -108,9 +112,19 @@ def check_replaceable(dest) -> None:
                               "refusing to replace it: choose a new or empty folder")
 
 
+def _mark(folder: Path) -> None:
+    """Say, inside ``folder``, that it is a temporary or backup folder of ours (:data:`LEFTOVER_MARKER`)."""
+    _fsync_write(folder / LEFTOVER_MARKER, f"made by core.io.checkpoint.write_dir_atomically (process {os.getpid()}); "
+                                           "safe to delete\n".encode())
+
+
 def _ours_to_remove(folder: Path) -> bool:
-    """A leftover folder of ours (a half-written temporary, a swapped-out old checkpoint): only our files in it."""
-    return folder.is_dir() and not folder.is_symlink() and not _foreign(folder)
+    """A leftover folder of ours (a half-written temporary, a swapped-out old checkpoint): it holds the marker
+    :func:`write_dir_atomically` wrote into it (a regular file, not a link) and nothing but our files. File names
+    alone never decide: anyone's model folder can hold a config.json and a model.safetensors."""
+    marker = folder / LEFTOVER_MARKER
+    return (folder.is_dir() and not folder.is_symlink() and marker.is_file() and not marker.is_symlink()
+            and not _foreign(folder))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -125,7 +139,8 @@ def _pid_alive(pid: int) -> bool:
 
 def clean_temporaries(dest) -> list[Path]:
     """Remove the temporary folders a killed writer of ``dest`` left behind (``.NAME.tmp-PID-…`` whose process is
-    gone, or the older ``.NAME.tmp-…``), when they hold only our files. Returns what was removed."""
+    gone) when they hold our marker (:data:`LEFTOVER_MARKER`) and only our files; any other folder of that name is
+    left alone. Returns what was removed."""
     dest = Path(dest)
     removed = []
     if not dest.parent.is_dir():
@@ -150,20 +165,20 @@ def write_dir_atomically(dest, fill) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     recover(dest)
     check_replaceable(dest)
+    check_leftovers(dest)
     old = dest.with_name(f".{dest.name}.old")
-    if old.exists() or old.is_symlink():
-        if not _ours_to_remove(old):
-            raise CheckpointError(f"{old} is in the way and is not a leftover Attention Lab checkpoint; "
-                                  "refusing to delete it")
     clean_temporaries(dest)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-{os.getpid()}-", dir=dest.parent))
     try:
+        _mark(tmp)  # first: a kill at any later moment leaves a folder the next writer knows as ours
         fill(tmp)
         if old.exists():
             shutil.rmtree(old)
         if dest.exists():
             os.replace(dest, old)
+            _mark(old)  # a kill before this line leaves an unmarked .old: recover() still brings it back
         os.replace(tmp, dest)
+        (dest / LEFTOVER_MARKER).unlink(missing_ok=True)
         shutil.rmtree(old, ignore_errors=True)
     finally:
         if tmp.exists():
@@ -171,13 +186,25 @@ def write_dir_atomically(dest, fill) -> Path:
     return dest
 
 
+def check_leftovers(dest) -> None:
+    """Refuse (:class:`CheckpointError`) when ``.NAME.old`` beside ``dest`` is in the way of a write and is not a
+    leftover of ours (:func:`_ours_to_remove`): it is never deleted. A writer calls this before any work."""
+    dest = Path(dest)
+    old = dest.with_name(f".{dest.name}.old")
+    if (old.exists() or old.is_symlink()) and not _ours_to_remove(old):
+        raise CheckpointError(f"{old} is in the way and is not a folder this program left behind (it has no "
+                              f"{LEFTOVER_MARKER}); refusing to delete it: move it away, or write the checkpoint elsewhere")
+
+
 def recover(path) -> Path:
     """If a kill fell between the two renames of :func:`write_dir_atomically`, put the old folder back (only when
     it is one of ours)."""
     path = Path(path)
     old = path.with_name(f".{path.name}.old")
-    if not path.exists() and not path.is_symlink() and _ours_to_remove(old) and _is_our_config(old):
+    if (not path.exists() and not path.is_symlink() and old.is_dir() and not old.is_symlink() and not _foreign(old)
+            and _is_our_config(old)):  # a move, never a deletion: an unmarked .old of ours comes back too
         os.replace(old, path)
+        (path / LEFTOVER_MARKER).unlink(missing_ok=True)
     return path
 
 

@@ -512,6 +512,63 @@ def test_a_user_folder_named_like_our_old_folder_is_never_deleted_or_restored(tm
     assert _tree(tmp_path) == before
 
 
+def _hugging_face_folder(folder):
+    """Someone's own model folder, whose file names are all checkpoint names (issue 35 item 4)."""
+    folder.mkdir()
+    (folder / CONFIG).write_text('{"model_type": "bert"}')
+    (folder / WEIGHTS).write_bytes(b"their weights")
+    (folder / TOKENIZER).write_text('{"version": "1.0"}')
+
+
+@pytest.mark.parametrize("leftover", [".ckpt.old", ".ckpt.tmp-backup", ".ckpt.tmp-99999999-x", ".ckpt.tmp-card"])
+def test_a_folder_named_like_our_leftovers_is_judged_by_our_marker_not_by_its_file_names(tmp_path, tok, leftover):
+    """Issue 35 item 4: ``.bert.old/`` (config.json + model.safetensors + tokenizer.json) and ``.bert.tmp-backup/``
+    (card.md) beside a new checkpoint were deleted because their file names looked like ours. Only a folder holding
+    the marker that write_dir_atomically writes into its own temporaries is ever deleted."""
+    folder = tmp_path / leftover
+    if leftover.endswith("card"):
+        folder.mkdir()
+        (folder / checkpoint.CARD).write_text("my notes")
+    else:
+        _hugging_face_folder(folder)
+    before = _tree(tmp_path)
+    if leftover.endswith(".old"):
+        with pytest.raises(CheckpointError, match="refusing to delete"):
+            checkpoint.save(tmp_path / "ckpt", make_model(tok), tok)
+        assert _tree(tmp_path) == before
+    else:
+        checkpoint.save(tmp_path / "ckpt", make_model(tok), tok)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([leftover, "ckpt"])
+        assert [t for t in _tree(tmp_path) if t[0].startswith(leftover)] == before
+    assert checkpoint.clean_temporaries(tmp_path / "ckpt") == []
+
+
+def test_our_own_leftovers_carry_the_marker_and_are_removed(tmp_path, tok, monkeypatch):
+    """The folders write_dir_atomically leaves when killed hold the marker: the next write removes them (and the
+    checkpoint it swaps in does not keep the marker)."""
+    dest = checkpoint.save(tmp_path / "ckpt", make_model(tok, seed=0), tok)
+    real_rmtree, calls = checkpoint.shutil.rmtree, []
+
+    def dying_rmtree(path, *a, **k):  # killed after the swap, before the old folder was deleted
+        calls.append(path)
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(checkpoint.shutil, "rmtree", dying_rmtree)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save(dest, make_model(tok, seed=1), tok)
+    monkeypatch.setattr(checkpoint.shutil, "rmtree", real_rmtree)
+    old = tmp_path / ".ckpt.old"
+    assert (old / checkpoint.LEFTOVER_MARKER).is_file()
+    assert checkpoint.LEFTOVER_MARKER not in [p.name for p in dest.iterdir()]
+    stale = tmp_path / ".ckpt.tmp-99999999-abc"  # a killed writer's temporary (process gone)
+    stale.mkdir()
+    (stale / WEIGHTS).write_text("half")
+    (stale / checkpoint.LEFTOVER_MARKER).write_text("x")
+    checkpoint.save(dest, make_model(tok, seed=2), tok)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+    assert sorted(p.name for p in dest.iterdir()) == [CONFIG, WEIGHTS, TOKENIZER]
+
+
 def test_an_empty_folder_or_our_own_checkpoint_is_replaced(tmp_path, tok):
     (tmp_path / "empty").mkdir()
     checkpoint.save(tmp_path / "empty", make_model(tok), tok)

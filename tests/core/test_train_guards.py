@@ -56,12 +56,87 @@ def test_out_refuses_a_folder_that_is_not_a_checkpoint_and_touches_nothing(tmp_p
     assert tree(tmp_path) == before  # nothing deleted, renamed (no .victim.old) or left behind
 
 
-def test_out_replaces_its_own_checkpoint(tmp_path):
+def test_out_replaces_an_existing_checkpoint_only_with_force(tmp_path):
+    """Issue 35 item 3: a second run with the same --out silently replaced the first run's model. It is refused
+    (one line, exit 2, nothing touched); --resume continues it, --force replaces it."""
     out = tmp_path / "run"
-    for _ in range(2):
-        r = train_cli("--out", out, *TINY)
-        assert r.returncode == 0, r.stderr[-2000:]
-    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+    r = train_cli("--out", out, *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    before = tree(tmp_path)
+    line = one_error_line(train_cli("--out", out, *TINY))
+    assert "already holds a checkpoint" in line and "--force" in line and "--resume" in line, line
+    assert tree(tmp_path) == before
+    r = train_cli("--out", out, *TINY, "--force")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [p.name for p in tmp_path.iterdir()] == ["run"] and tree(tmp_path) != before
+
+
+SHIPPED = sorted(p.name for p in (ROOT / "assets" / "models").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_out_never_replaces_a_shipped_model_without_force(name):
+    """Issue 35 item 3: ``--out assets/models/copy`` (reverse, en-fr-tiny, lm-tiny, xl …) exited 0 and overwrote the
+    shipped weights, config and tokenizer. The check runs before anything is built (read-only here)."""
+    from core.train import check_out
+    for out in (f"assets/models/{name}", ROOT / "assets" / "models" / name, f"assets/models/{name}/sub",
+                f"assets/models/../models/{name}"):
+        with pytest.raises(ValueError, match="shipped with Attention Lab.*--force"):
+            check_out(str(out))
+        with pytest.raises(ValueError, match="shipped"):
+            check_out(str(out), resume=True)
+
+
+@pytest.fixture
+def keep_threads():
+    """main() in this process sets torch's thread count (--threads 1); later tests get theirs back."""
+    import torch
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.usefixtures("keep_threads")
+def test_a_shipped_model_stays_whole_and_force_rebuilds_it(tmp_path, monkeypatch, capsys):
+    """The whole command on a copy of the shipped ``copy`` model (registry.BUNDLED pointed at it): refused with one
+    line and exit 2, every file unchanged; with --force it is rebuilt (scripts/train_bundled.sh's use)."""
+    import shutil
+    from core import train as train_cli_module
+    from core.io import registry
+    bundled = tmp_path / "assets" / "models"
+    shutil.copytree(ROOT / "assets" / "models" / "copy", bundled / "copy")
+    monkeypatch.setattr(registry, "BUNDLED", bundled)
+    before = tree(tmp_path)
+    assert train_cli_module.main(["--out", str(bundled / "copy"), *TINY]) == 2
+    assert "shipped with Attention Lab" in capsys.readouterr().err
+    assert tree(tmp_path) == before
+    assert train_cli_module.main(["--out", str(bundled / "copy"), *TINY, "--force"]) == 0
+    assert tree(tmp_path) != before
+
+
+@pytest.mark.usefixtures("keep_threads")
+def test_out_beside_someone_elses_dot_old_and_tmp_folders_keeps_them(tmp_path, capsys):
+    """Issue 35 item 4: ``--out …/bert`` with the user's ``.bert.old/`` (Hugging Face-style config.json +
+    model.safetensors + tokenizer.json) and ``.bert.tmp-backup/card.md`` beside it exited 0 and both were gone. The
+    .old one is in the way: refused before the first step; the .tmp one is not ours and stays."""
+    from core import train as train_cli_module
+    old, backup = tmp_path / ".bert.old", tmp_path / ".bert.tmp-backup"
+    old.mkdir()
+    (old / "config.json").write_text('{"model_type": "bert"}')
+    (old / "model.safetensors").write_bytes(b"their weights")
+    (old / "tokenizer.json").write_text("{}")
+    backup.mkdir()
+    (backup / "card.md").write_text("my notes")
+    before = tree(tmp_path)
+    assert train_cli_module.main(["--out", str(tmp_path / "bert"), *TINY]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to delete" in err and ".bert.old" in err, err
+    assert tree(tmp_path) == before
+    (tmp_path / "elsewhere").mkdir()
+    os.replace(old, tmp_path / "elsewhere" / ".bert.old")  # the user moves it away, as the message says
+    assert train_cli_module.main(["--out", str(tmp_path / "bert"), *TINY]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".bert.tmp-backup", "bert", "elsewhere"]
+    assert (backup / "card.md").read_text() == "my notes"
 
 
 # ------------------------------------------------------------------ defect 7: every flag checked, NaN never trained
@@ -154,6 +229,8 @@ def test_the_next_run_removes_the_temporaries_a_killed_run_left_and_nothing_else
     assert r.returncode == 0, r.stderr[-2000:]
     killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(out)], cwd=ROOT, capture_output=True)
     assert killed.returncode == -9
+    # without our marker a folder is never ours, whatever its files are called (issue 35 item 4): neither an older
+    # version's temporary nor someone else's folder of that name is deleted
     legacy = tmp_path / ".run.tmp-k3j9x_2a"  # the name an older version gave its temporary folder
     legacy.mkdir()
     (legacy / "config.json").write_text("{")
@@ -164,7 +241,7 @@ def test_the_next_run_removes_the_temporaries_a_killed_run_left_and_nothing_else
     assert len(orphans) == 3, orphans
     r = train_cli("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.tmp-notes", "run"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.tmp-k3j9x_2a", ".run.tmp-notes", "run"]
     assert (mine / "thesis.txt").read_text() == "thesis"
 
 
