@@ -1,10 +1,18 @@
-"""``python -m core.evaluate --model MODEL --pairs FILE.tsv``: translation quality and pronoun accuracy.
+"""``python -m core.evaluate --model MODEL (--pairs FILE.tsv | --split valid|test [--corpus generated|real])``.
 
-FILE.tsv holds ``source<TAB>reference`` lines. Prints one line per sentence, then (last line) JSON
-with ``n``, ``bleu`` (sacrebleu), ``exact_match``, ``pronoun_accuracy`` and an attention-based
-coreference score: per (layer, head) the share of sentences whose strongest link goes to the
-correct antecedent — ``coreference`` from "it" through encoder self-attention, ``coreference_cross``
-from the decoder position that predicts the target pronoun through cross-attention (see core.probes.coref).
+One evaluator for every translation model (en-fr, en-de and the ``-tiny`` ones, bundled or trained): it reads the
+model's own corpus (:func:`core.data.corpus_for` of its task), so the broad translators' plural pronouns (ils / elles)
+count, and the tiny ones are scored with their small grammar. Sources:
+
+* ``--pairs FILE.tsv``: ``source<TAB>reference`` lines of your own (at most :data:`MAX_BYTES`);
+* ``--split valid|test --corpus generated``: the generated corpus's split (``--n`` pairs, seed 7);
+* ``--split valid|test --corpus real``: the human translations of :mod:`core.data.parallel` (broad models only).
+
+Prints one line per sentence, then (last line) JSON: ``n``, sacrebleu ``bleu`` and ``chrf``, ``exact_match``,
+``pronoun_accuracy`` with ``by_pronoun`` (reference pronoun → [right, of]), and an attention-based coreference score
+where the corpus's grammar parses the sentence: per (layer, head) the share of sentences whose strongest link goes
+to the correct antecedent — ``coreference`` from "it" through encoder self-attention, ``coreference_cross`` from the
+decoder position that predicts the target pronoun through cross-attention (see core.probes.coref).
 """
 from __future__ import annotations
 
@@ -13,19 +21,25 @@ import sys
 
 import torch
 
-from .data import translation
+from .data import corpus_for, lang_of
 from .inference.decoding import greedy_batch
 from .io import checkpoint, jsonio, registry
 from .io.tokenizer import EOS
 from .probes.coref import ProbeItem, scoreboards
-from .training.tasks import pad_rows, translation_metrics
+from .training.tasks import TRANSLATION, pad_rows, real_scores
+
+MAX_BYTES = 10_000_000  # a pairs file larger than this is refused before it is read
 
 
 def read_pairs(path) -> list[tuple[str, str]]:
     """The ``(source, reference)`` pairs of a ``source<TAB>reference`` file (blank lines skipped); ValueError
     for a malformed line, text that is not UTF-8, or a file with no pairs."""
+    with open(path, "rb") as f:
+        raw = f.read(MAX_BYTES + 1)  # bounded: /dev/zero or a huge file is refused, not read whole
+    if len(raw) > MAX_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_BYTES:,} bytes; split it into smaller files")
     try:
-        text = open(path, encoding="utf-8").read()
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{path} is not UTF-8 text") from None
     pairs = []
@@ -34,7 +48,8 @@ def read_pairs(path) -> list[tuple[str, str]]:
             continue
         parts = line.split("\t")
         if len(parts) != 2 or not parts[0].strip():
-            raise ValueError(f"{path}:{n}: expected 'source<TAB>reference', got {line[:60]!r}")
+            raise ValueError(f"{path}:{n}: expected 'source<TAB>reference' (a line with one tab), got "
+                             f"{len(parts)} column{'s' if len(parts) != 1 else ''}")
         pairs.append((parts[0].strip(), parts[1].strip()))
     if not pairs:
         raise ValueError(f"{path} holds no sentence pairs")
@@ -53,23 +68,31 @@ def translate_all(ck, sources: list[str], batch: int = 64) -> list[str]:
     return out
 
 
-def evaluate(ck, pairs: list[tuple[str, str]], lang: str) -> tuple[list[dict], dict]:
-    """Translate every pair with ``ck`` into ``lang``: per-sentence rows (source, reference, hypothesis, exact)
-    and the metrics (exact match, pronoun accuracy, BLEU, coreference head scores where the grammar parses)."""
-    import sacrebleu
+def evaluate(ck, pairs: list[tuple[str, str]], task: str | None = None) -> tuple[list[dict], dict]:
+    """Translate every pair with ``ck``: per-sentence rows (source, reference, hypothesis, exact) and the metrics
+    (BLEU, chrF, exact match, pronoun accuracy overall and per reference pronoun, coreference head scores where the
+    model's corpus parses the sentence). ``task`` defaults to the model's own (``meta.task``)."""
+    task = task or ck.meta.get("task", "")
+    data, lang = corpus_for(task), lang_of(task)
     hyps = translate_all(ck, [s for s, _ in pairs])
-    labelled, items = [], []
+    metrics = real_scores([r for _, r in pairs], hyps)
+    by: dict[str, list[int]] = {}
+    items = []
     for (src, ref), hyp in zip(pairs, hyps):
+        pron = data.pronoun_of(ref, lang)
+        if pron:
+            cell = by.setdefault(pron, [0, 0])
+            cell[0] += data.pronoun_of(hyp, lang) == pron
+            cell[1] += 1
         try:
-            p = translation.pair_for(src, lang)
+            p = data.pair_for(src, lang)
         except ValueError:
-            p = None
-        pron = translation.pronoun_of(ref, lang)
-        labelled.append(translation.Pair(src, ref, lang, p.frame if p else "?", None, None, (), pron, ()))
-        if p and p.antecedent and len(p.candidates) > 1:
+            continue
+        if p.antecedent and len(p.candidates) > 1:
             items.append(ProbeItem(src, p.antecedent, p.candidates, reference=ref))
-    metrics = translation_metrics(labelled, hyps, lang, translation)
-    metrics["bleu"] = round(sacrebleu.corpus_bleu(hyps, [[r for _, r in pairs]]).score, 2)
+    n_pron = sum(n for _, n in by.values())
+    metrics.update(pronoun_accuracy=sum(r for r, _ in by.values()) / n_pron if n_pron else None, n_pronoun=n_pron,
+                   by_pronoun=dict(sorted(by.items())))
     for kind, board in scoreboards(ck, items).items():
         if board["share"] is not None:
             metrics["coreference" if kind == "self" else f"coreference_{kind}"] = {
@@ -80,22 +103,43 @@ def evaluate(ck, pairs: list[tuple[str, str]], lang: str) -> tuple[list[dict], d
     return rows, metrics
 
 
+def corpus_pairs(task: str, split: str, corpus: str, n: int | None) -> list[tuple[str, str]]:
+    """``(source, reference)`` pairs of a model's own corpus: the generated ``split`` (``n`` pairs, seed 7) or the
+    human translations' ``split`` (every pair, or an even sample of ``n``)."""
+    lang = lang_of(task)
+    if corpus == "generated":
+        return [(p.src, p.tgt) for p in corpus_for(task).generate(lang, split, n=n or 300, seed=7)]
+    if task.endswith("-tiny"):
+        raise ValueError(f"{task} never read human translations; use --corpus generated")
+    from .data import parallel
+    real = parallel.pairs(lang, split)
+    return real[::max(1, len(real) // n)][:n] if n else real
+
+
 def main(argv=None) -> int:
     """The ``python -m core.evaluate`` command line: one line per sentence, then the metrics as JSON; returns
     the exit code (2 for an unusable model or file)."""
     ap = argparse.ArgumentParser(prog="python -m core.evaluate", description=__doc__.split("\n")[0])
-    ap.add_argument("--model", required=True, help="bundled short name (en-fr, en-de) or a checkpoint folder")
-    ap.add_argument("--pairs", required=True, help="TSV file: source<TAB>reference per line")
+    ap.add_argument("--model", required=True, help="bundled short name (en-fr, en-de-tiny...) or a checkpoint folder")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--pairs", help="TSV file: source<TAB>reference per line")
+    src.add_argument("--split", choices=("valid", "test"), help="a split of the model's own corpus")
+    ap.add_argument("--corpus", choices=("generated", "real"), default="generated",
+                    help="with --split: the generated sentences or the human translations (default generated)")
+    ap.add_argument("--n", type=int, default=None, help="with --split: evaluate this many pairs (default: generated "
+                    "300, real all)")
     args = ap.parse_args(argv)
     try:
+        if args.n is not None and not 1 <= args.n <= 100_000:
+            raise ValueError(f"--n must be between 1 and 100,000, got {args.n}")
         ck = registry.load(args.model)
-        if ck.model.cfg.kind != "encoder-decoder":
-            raise ValueError(f"{args.model} is a {ck.model.cfg.kind} model; evaluation needs a translation model")
-        lang = ck.meta.get("task", "en-fr").split("-")[-1]
-        if lang not in translation.LANGS:
-            raise ValueError(f"{args.model} was not trained on en-fr or en-de (task {ck.meta.get('task')!r})")
-        rows, metrics = evaluate(ck, read_pairs(args.pairs), lang)
-    except (ValueError, OSError) as e:
+        task = ck.meta.get("task", "")
+        if ck.model.cfg.kind != "encoder-decoder" or task not in TRANSLATION:
+            raise ValueError(f"{args.model} is a {ck.model.cfg.kind} model of task {task!r}; evaluation needs a "
+                             f"translation model ({', '.join(TRANSLATION)})")
+        pairs = read_pairs(args.pairs) if args.pairs else corpus_pairs(task, args.split, args.corpus, args.n)
+        rows, metrics = evaluate(ck, pairs, task)
+    except (ValueError, OSError, checkpoint.CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for r in rows:

@@ -130,6 +130,7 @@ def _ids(path: Path) -> dict[str, str]:
 
 
 def libreoffice_documents(root: Path, lang: str) -> list[frozen.Document]:
+    """Every help page present in both languages: its elements paired by id (those with text on both sides)."""
     base = root / "usr/share/libreoffice/help"
     docs = []
     for en_path in sorted((base / "en-US").rglob("*.html")):
@@ -145,6 +146,7 @@ def libreoffice_documents(root: Path, lang: str) -> list[frozen.Document]:
 
 
 def wesnoth_documents(root: Path, lang: str) -> list[frozen.Document]:
+    """One document per catalog (a campaign, the units, the tutorial): every translated msgid."""
     base = root / "usr/share/games/wesnoth/1.16/locale" / lang / "LC_MESSAGES"
     docs = []
     for d in WESNOTH_DOMAINS:
@@ -197,9 +199,11 @@ def _paras(path: Path) -> list[str]:
 
 
 def handbook_documents(root: Path, lang: str) -> list[frozen.Document]:
-    base = Path("/usr/share/doc/debian-handbook/html")
+    """Chapters whose English and translated pages have as many paragraphs: paired in order (the unpacked package
+    under ``root``, else the installed one)."""
+    base = root / "usr/share/doc/debian-handbook/html"
     if not (base / "en-US").is_dir():
-        base = root / "usr/share/doc/debian-handbook/html"
+        base = Path("/usr/share/doc/debian-handbook/html")
     docs = []
     for en_path in sorted((base / "en-US").glob("*.html")):
         other = base / HANDBOOK_LANG[lang] / en_path.name
@@ -215,6 +219,7 @@ def handbook_documents(root: Path, lang: str) -> list[frozen.Document]:
 
 
 def tuxpaint_documents(root: Path, lang: str) -> list[frozen.Document]:
+    """One document per stamp: its first (English) line and its ``<lang>.utf8=`` line."""
     base = root / "usr/share/tuxpaint/stamps"
     docs = []
     for path in sorted(base.rglob("*.txt")):

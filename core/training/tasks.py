@@ -35,6 +35,7 @@ SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
 TEXT_TASKS = ("lm", "mlm")  # can train on a user's text file
 SIMPLE_REPEAT = 12
 BROAD_MAX_LEN, BROAD_DECODE_LEN = 128, 64  # broad translators: positions, and the longest translation evaluated
+REAL_MAX_TOKENS = 96  # a human-translated pair longer than this (either side, in BPE tokens) is left out of training
 
 
 def model_kind(task: str) -> str:
@@ -202,31 +203,48 @@ class TranslationTask(Task):
     batch_tokens: int | None = None  # set (make_task): batches by length of <= this many padded tokens a side
 
     def __init__(self, name: str, tokenizer: Tokenizer | None = None, vocab_size: int | None = None,
-                 train: bool = True):
-        """``train=False`` (with a tokenizer): only evaluate, without building the training split (broad corpus)."""
+                 train: bool = True, real_share: float = 0.0):
+        """``train=False`` (with a tokenizer): only evaluate, without building the training split (broad corpus).
+        ``real_share`` > 0 (broad only): that share of the training pairs are human translations
+        (:mod:`core.data.parallel`, its train split repeated as often as the share needs), the rest generated; the
+        BPE is then learned on both."""
         from ..data import corpus_for, lang_of
         self.name, self.lang, self.data = name, lang_of(name), corpus_for(name)
+        self.real_share = real_share
         lang, tiny = self.lang, name.endswith("-tiny")
         if not train and not tiny and tokenizer is not None:
             self.tokenizer, self.max_len, self.decode_len = tokenizer, BROAD_MAX_LEN, BROAD_DECODE_LEN
             self.description = "core.data.broad (evaluation only)"
             return
         train = self.data.generate(lang, "train")
-        self.train_pairs_text = [(p.src, p.tgt) for p in train]
+        real: list[tuple[str, str]] = []
+        if real_share:
+            from ..data import parallel
+            real = parallel.pairs(lang, "train")
+        self.train_pairs_text = [(p.src, p.tgt) for p in train] + real
         if tokenizer is None:
             # the tokenizer is trained on a fixed sample, so its merges do not depend on the training seed
             sample = train if tiny else self.data.generate(lang, "train", n=60_000, seed=0)
-            tokenizer = Tokenizer.train([p.src for p in sample] + [p.tgt for p in sample], "bpe",
+            tokenizer = Tokenizer.train([p.src for p in sample] + [p.tgt for p in sample]
+                                        + [a for a, _ in real] + [b for _, b in real], "bpe",
                                         vocab_size or (1200 if tiny else 8000))
         self.tokenizer = tokenizer
         # Tiny corpus: simple sentences ("I am happy.") are ~1 % of it; repeat them so the model learns them too.
         pool = train + ([p for p in train if p.frame == "simple"] * (SIMPLE_REPEAT - 1) if tiny else [])
         self.train_ids = list(zip(self.tokenizer.encode_batch([p.src for p in pool]),
                                   self.tokenizer.encode_batch([p.tgt for p in pool])))
+        self.n_real = 0
+        if real:
+            ids = [(s, t) for s, t in zip(self.tokenizer.encode_batch([a for a, _ in real]),
+                                          self.tokenizer.encode_batch([b for _, b in real]))
+                   if max(len(s), len(t)) <= REAL_MAX_TOKENS]
+            self.n_real = round(real_share / (1 - real_share) * len(self.train_ids))
+            self.train_ids += (ids * (self.n_real // len(ids) + 1))[:self.n_real]
         self.max_len = max(max(len(s), len(t)) for s, t in self.train_ids) + 8
         self.decode_len = self.max_len
         if not tiny:  # sinusoidal positions have no parameters: room for sentences longer than the corpus's
-            self.max_len, self.decode_len = max(self.max_len, BROAD_MAX_LEN), BROAD_DECODE_LEN
+            self.max_len = max(self.max_len, BROAD_MAX_LEN)
+            self.decode_len = REAL_MAX_TOKENS + 8 if real else BROAD_DECODE_LEN
         self._order: dict[tuple, list[int]] = {}
         if tiny:
             self.description = (f"core.data.translation: {len(train)} generated English→{lang} training pairs, simple "
@@ -239,6 +257,11 @@ class TranslationTask(Task):
                                 f"({len(lex.nouns)} nouns, "
                                 f"{len(lex.adjectives)} adjectives, {len(lex.verbs)} verbs; core/data/LEXICON.md); "
                                 f"held-out combinations and held-out nouns; BPE vocabulary of {self.tokenizer.vocab_size}")
+            if real:
+                self.description += (f"; mixed with {len(real):,} human-translated sentence pairs (core.data.parallel:"
+                                     f" LibreOffice help, Wesnoth, the Debian handbook, Tux Paint"
+                                     f"{', Ding' if lang == 'de' else ''}), {self.n_real:,} of "
+                                     f"{len(self.train_ids):,} training pairs per epoch ({real_share:.0%})")
 
     def _indices(self, step, batch_size, seed, rank, world):
         """Epochs of a ``DistributedSampler`` over the training pairs, cut into batches by step."""
@@ -299,9 +322,16 @@ class TranslationTask(Task):
 
     def evaluate(self, model, n=300, split="valid"):
         """Greedy translations of ``n`` pairs of ``split`` scored against the references. Training reads the
-        valid split only; the test and held-out-noun splits are read once, for the card (:func:`heldout_metrics`)."""
+        valid split only; the test and held-out-noun splits are read once, for the card (:func:`heldout_metrics`).
+        A model that reads human translations is also scored (chrF, BLEU) on the first ``n`` valid real pairs."""
         pairs = self.data.generate(self.lang, split, n=n, seed=7)
-        return translation_metrics(pairs, self.translate(model, [p.src for p in pairs]), self.lang, self.data)
+        out = translation_metrics(pairs, self.translate(model, [p.src for p in pairs]), self.lang, self.data)
+        if getattr(self, "real_share", 0.0) and split == "valid":
+            from ..data import parallel
+            real = parallel.pairs(self.lang, "valid")[::max(1, len(parallel.pairs(self.lang, "valid")) // n)][:n]
+            out.update({f"real_{k}": v for k, v in real_scores([b for _, b in real],
+                                                               self.translate(model, [a for a, _ in real])).items()})
+        return out
 
     def translate(self, model, sources: list[str]) -> list[str]:
         from ..inference.decoding import greedy_batch
@@ -323,6 +353,14 @@ class TranslationTask(Task):
             data = getattr(self, "data", None) or corpus_for(self.name)
             pairs = data.generate(self.lang, "train")
         return words_of(p[0] if isinstance(p, (tuple, list)) else p.src for p in pairs)
+
+
+def real_scores(refs: list[str], hyps: list[str]) -> dict:
+    """Corpus BLEU and chrF (sacrebleu, default settings) and exact match of translations of real text."""
+    import sacrebleu
+    return {"bleu": round(sacrebleu.corpus_bleu(list(hyps), [list(refs)]).score, 4),
+            "chrf": round(sacrebleu.corpus_chrf(list(hyps), [list(refs)]).score, 4),
+            "exact_match": sum(h == r for h, r in zip(hyps, refs)) / max(1, len(refs)), "n": len(refs)}
 
 
 def translation_metrics(pairs, hyps, lang, data, bleu: bool = False) -> dict:
@@ -637,16 +675,23 @@ class MLMTask(Task):
 
 
 def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
-              tokenizer: Tokenizer | None = None, batch_tokens: int | None = None) -> Task:
-    """``batch_tokens``: a translation task's batches by length, sized in padded tokens (``core.training.batching``)."""
+              tokenizer: Tokenizer | None = None, batch_tokens: int | None = None, real_share: float | None = None,
+              vocab_size: int | None = None) -> Task:
+    """``batch_tokens``: a translation task's batches by length, sized in padded tokens (``core.training.batching``);
+    ``real_share``: the share of a broad translator's training pairs that are human translations
+    (:mod:`core.data.parallel`); ``vocab_size``: a translation task's BPE size."""
     if batch_tokens is not None and name not in TRANSLATION:
         raise ValueError(f"--batch-tokens needs a translation task ({', '.join(TRANSLATION)}), not {name!r}")
+    if real_share and name not in ("en-fr", "en-de"):
+        raise ValueError(f"--real-share needs a broad translation task (en-fr, en-de), not {name!r}")
+    if vocab_size is not None and name not in TRANSLATION:
+        raise ValueError(f"--vocab-size needs a translation task ({', '.join(TRANSLATION)}), not {name!r}")
     if batch_tokens is not None and batch_tokens < 1:
         raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
     if name in SYNTHETIC:
         return SyntheticTask(name, max_len=seq_len or 12, tokenizer=tokenizer)
     if name in TRANSLATION:
-        task = TranslationTask(name, tokenizer=tokenizer)
+        task = TranslationTask(name, tokenizer=tokenizer, vocab_size=vocab_size, real_share=real_share or 0.0)
         task.batch_tokens = batch_tokens
         return task
     if name in LM_TASKS:

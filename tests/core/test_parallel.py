@@ -1,0 +1,99 @@
+"""The human-translation corpus (core.data.parallel): alignment, sentence cutting, filters, splits by document, and
+the frozen copy everything reads; the one evaluator (core.evaluate) on it."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from core.data import frozen, parallel
+
+
+def test_libreoffice_pages_pair_by_element_id(tmp_path):
+    base = tmp_path / "usr/share/libreoffice/help"
+    page = "text/shared/guide/x.html"
+    for lang, texts in (("en-US", ("Opening a document", "Do one of <b>the</b> following:", "Only English")),
+                        ("fr", ("Ouverture d'un document", "Faites l'une des actions suivantes :", None))):
+        (base / lang / page).parent.mkdir(parents=True)
+        body = "".join(f'<p id="{i}" class="paragraph">{t}</p>' for i, t in
+                       zip(("hd_id1", "par_id2", "par_id3"), texts) if t)
+        (base / lang / page).write_text(f'<div id="DisplayArea">{body}<p id="search-bar">Search</p></div>')
+    docs = parallel.libreoffice_documents(tmp_path, "fr")
+    assert docs == [frozen.Document("libreoffice-help", page, (
+        "Opening a document\tOuverture d'un document",
+        "Do one of the following:\tFaites l'une des actions suivantes :"))]
+
+
+def test_tuxpaint_stamp_gives_its_english_and_translated_line(tmp_path):
+    stamp = tmp_path / "usr/share/tuxpaint/stamps/animals/frog.txt"
+    stamp.parent.mkdir(parents=True)
+    stamp.write_text("A frog.\nde.utf8=Ein Frosch.\nfr.utf8=Une grenouille.\n")
+    assert parallel.tuxpaint_documents(tmp_path, "fr")[0].paragraphs == ("A frog.\tUne grenouille.",)
+    assert parallel.tuxpaint_documents(tmp_path, "de")[0].paragraphs == ("A frog.\tEin Frosch.",)
+
+
+def test_paragraphs_are_cut_into_sentences_only_when_both_sides_agree():
+    assert parallel.sentence_pairs("It rains. We stay home!", "Il pleut. Nous restons à la maison !") == [
+        ("It rains.", "Il pleut."), ("We stay home!", "Nous restons à la maison !")]
+    whole = ("Choose Edit. Then Paste.", "Choisissez Édition puis Coller.")
+    assert parallel.sentence_pairs(*whole) == [whole]
+
+
+@pytest.mark.parametrize("en, tr, why", [
+    ("Save the file.", "Save the file.", "untranslated"),
+    ("Delete %s files?", "Supprimer %s fichiers ?", "markup or placeholder"),
+    ("Press <b>Enter</b>", "Appuyez sur Entrée", "markup or placeholder"),
+    ("Kill $unit_name now", "Tuez $unit_name", "markup or placeholder"),
+    ("word " * 41, "mot " * 41, "length"),
+    ("The quick brown fox jumps over the dog.", "Le renard.", "length ratio"),
+    ("The cat sleeps on the warm windowsill.", "Le chat dort sur le rebord chaud de la fenêtre.", None),
+])
+def test_filters_name_what_they_drop(en, tr, why):
+    failed = next((name for name, bad in parallel.FILTERS if bad(en, tr)), None)
+    assert failed == why
+
+
+def test_splits_are_by_document_and_share_no_sentence():
+    assert parallel.split_of("wesnoth/wesnoth-tsg") == "valid" and parallel.split_of("wesnoth/wesnoth-dw") == "test"
+    assert parallel.split_of("wesnoth/wesnoth-httt") == "train"
+    assert parallel.split_of("libreoffice-help/a.html") == parallel.split_of("libreoffice-help/a.html")
+    for lang in parallel.LANGS:
+        keys = {s: {parallel.normalise(a) for a, _ in parallel.pairs(lang, s)} for s in parallel.SPLITS}
+        assert not keys["train"] & keys["valid"] and not keys["train"] & keys["test"]
+        assert not keys["valid"] & keys["test"]
+        assert len(parallel.pairs(lang, "train")) > 45_000 and len(parallel.pairs(lang, "valid")) > 2_000
+
+
+def test_frozen_corpus_records_sources_licences_and_filter_counts():
+    for lang in parallel.LANGS:
+        d = parallel.describe(lang)
+        assert all(v["licence"] for v in d["sources"].values())
+        assert d["packages"]["libreoffice-help-en-us"] and d["packages"]["wesnoth-1.16-data"]
+        for source, row in d["filters"].items():
+            counts = [row["sentence pairs"]] + [row[name] for name, _ in parallel.FILTERS] + [row["duplicates"]]
+            assert counts == sorted(counts, reverse=True) and counts[-1] > 0, (source, row)
+        n = sum(v["pairs"] for v in d["splits"].values())
+        assert n == sum(row["duplicates"] for row in d["filters"].values())
+    assert "ding" in parallel.describe("de")["filters"] and "ding" not in parallel.describe("fr")["filters"]
+    with pytest.raises(ValueError, match="unknown split"):
+        parallel.pairs("fr", "dev")
+
+
+def test_one_evaluator_counts_plural_pronouns_and_reads_the_models_own_corpus():
+    """core.evaluate scored every model with the small grammar: en-fr's ils / elles dropped out and en-fr-tiny was
+    refused. Now the broad corpus's pronoun_of reads elles, and the tiny model is scored on its own grammar."""
+    from core.evaluate import evaluate
+    from core.io import registry
+    ck = registry.load("en-fr")
+    src = "The customers didn't buy the apples because they were rotten."
+    ref = "Les clients n'ont pas acheté les pommes parce qu'elles étaient pourries."
+    _, m = evaluate(ck, [(src, ref)])
+    assert set(m["by_pronoun"]) == {"elles"} and m["n_pronoun"] == 1 and 0 <= m["chrf"] <= 100
+    r = subprocess.run([sys.executable, "-m", "core.evaluate", "--model", "en-fr-tiny", "--split", "valid", "--n", "20"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout.splitlines()[-1])
+    assert m["n"] == 20 and m["exact_match"] > 0.8 and set(m["by_pronoun"]) <= {"il", "elle", "le", "la"}
+    r = subprocess.run([sys.executable, "-m", "core.evaluate", "--model", "en-fr-tiny", "--split", "valid",
+                        "--corpus", "real"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "never read human translations" in r.stderr
