@@ -7,14 +7,14 @@ small="--layers 2 --d-model 64 --heads 4 --d-ff 256 --dropout 0.0 --label-smooth
 # translation: cosine decay to 0.1x after 100 warm-up steps, no label smoothing; >= 99 % held-out pronoun accuracy
 # by step 300 (`bench/bench_time_to_accuracy.py --model en-fr-tiny` reads this recipe back from that card)
 mt="--layers 2 --d-model 128 --heads 4 --d-ff 512 --dropout 0.1 --label-smoothing 0.0 --schedule cosine --lr 0.002 --warmup 100 --steps 1200"
-python -m core.train --task copy    --out assets/models/copy    --steps 2500 --seed 0 $small --eval-every 500 --ckpt-every 500
-python -m core.train --task reverse --out assets/models/reverse --steps 3000 --seed 0 $small --schedule cosine --lr 0.003 \
+python -m core.train --force --task copy    --out assets/models/copy    --steps 2500 --seed 0 $small --eval-every 500 --ckpt-every 500
+python -m core.train --force --task reverse --out assets/models/reverse --steps 3000 --seed 0 $small --schedule cosine --lr 0.003 \
   --warmup 100 --eval-every 500 --ckpt-every 500
 # The tiny translators (98-word grammar, core.data.translation), kept for the Training page and fast tests.
 # en-fr-tiny: seed 2 of 0-2, chosen for the clearest cross-attention head on the coreference probe (its card and the
 # Coreference page's scoreboard give the figures for the shipped seed)
-python -m core.train --task en-fr-tiny --out assets/models/en-fr-tiny --seed 2 $mt --eval-every 300 --ckpt-every 600
-python -m core.train --task en-de-tiny --out assets/models/en-de-tiny --seed 0 $mt --eval-every 300 --ckpt-every 600
+python -m core.train --force --task en-fr-tiny --out assets/models/en-fr-tiny --seed 2 $mt --eval-every 300 --ckpt-every 600
+python -m core.train --force --task en-de-tiny --out assets/models/en-de-tiny --seed 0 $mt --eval-every 300 --ckpt-every 600
 # The default translators: the broad dictionary corpus (core.data.broad), 4+4 layers, d_model 256, 8 heads, batches
 # of <= 2000 padded tokens a side by length (side by side: 2,478 s / 2,568 s on the 43-frame corpus on stop 25's machine;
 # 5,609 s / 5,709 s on the 46-frame corpus on stop 26's, which ran the same recipe at 0.44x the tokens/s; 2,477 s /
@@ -24,20 +24,20 @@ python -m core.train --task en-de-tiny --out assets/models/en-de-tiny --seed 0 $
 # split only.
 big="--layers 4 --d-model 256 --heads 8 --d-ff 1024 --dropout 0.1 --label-smoothing 0.0 --schedule cosine --lr 0.001 \
   --warmup 200 --batch-tokens 2000 --steps 2200 --eval-every 500 --ckpt-every 500 --seed 0"
-python -m core.train --task en-fr --out assets/models/en-fr $big --threads 2
-python -m core.train --task en-de --out assets/models/en-de $big --threads 1
-python -m core.train --task lm-tiny --out assets/models/lm-tiny --seed 0 --layers 2 --d-model 128 --heads 4 --d-ff 512 \
+python -m core.train --force --task en-fr --out assets/models/en-fr $big --threads 2
+python -m core.train --force --task en-de --out assets/models/en-de $big --threads 1
+python -m core.train --force --task lm-tiny --out assets/models/lm-tiny --seed 0 --layers 2 --d-model 128 --heads 4 --d-ff 512 \
   --dropout 0.1 --schedule cosine --lr 0.002 --warmup 100 --steps 2000 --seq-len 64 --pos-encoding learned --norm pre --activation gelu \
   --eval-every 500 --ckpt-every 500
 # The English language model (core.data.english: Python docs + Debian Handbook prose, byte-level BPE 8192):
 # 4 layers, d_model 192, 6 heads, windows of 256 tokens, 4,800 steps (68 min on the 2 cores while other work shared them;
 # about 50 min alone at ≈ 3,600 tok/s)
-python -m core.train --task lm --out assets/models/lm --steps 4800 --seed 0 --layers 4 --d-model 192 --heads 6 --d-ff 768 \
+python -m core.train --force --task lm --out assets/models/lm --steps 4800 --seed 0 --layers 4 --d-model 192 --heads 6 --d-ff 768 \
   --dropout 0.1 --label-smoothing 0.0 --schedule cosine --lr 0.0015 --warmup 100 --batch-size 8 --seq-len 256 \
   --pos-encoding learned --norm pre --activation gelu --eval-every 600 --ckpt-every 600 --threads 2
 # BERT pre-training (masked LM + next-sentence prediction): an encoder-only model on the same English corpus,
 # post-LN, GELU, learned positions, two token types
-python -m core.train --task mlm     --out assets/models/mlm     --seed 0 --layers 4 --d-model 128 --heads 4 --d-ff 512 \
+python -m core.train --force --task mlm     --out assets/models/mlm     --seed 0 --layers 4 --d-model 128 --heads 4 --d-ff 512 \
   --dropout 0.1 --label-smoothing 0.0 --schedule cosine --lr 0.001 --warmup 100 --steps 6000 --batch-size 64 \
   --pos-encoding learned --norm post --activation gelu --eval-every 2000 --ckpt-every 2000
 python scripts/bundle.py assets/models/copy assets/models/reverse assets/models/en-fr-tiny assets/models/en-de-tiny \
