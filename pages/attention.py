@@ -13,9 +13,9 @@ if res.output:
     coverage_view.output("Model output", res.output, res.outside_label)
 
 kinds = res.trace.kinds()
-names = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention (masked)", "cross": "Cross-attention"}
+kind_titles = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention (masked)", "cross": "Cross-attention"}
 url_kind = st.query_params.get("kind")
-kind = st.radio("Attention", kinds, format_func=names.get, horizontal=True,
+kind = st.radio("Attention", kinds, format_func=kind_titles.get, horizontal=True,
                 index=kinds.index(url_kind) if url_kind in kinds else 0)
 n_layers, n_heads = res.trace.n_layers(kind), res.trace.attention(kind, 0).shape[1]
 q_tokens, k_tokens = res.tokens(kind)
@@ -46,7 +46,7 @@ keep_q = [i for i, t in enumerate(q_tokens) if not (hide_special and t.startswit
 keep_k = [i for i, t in enumerate(k_tokens) if not (hide_special and t.startswith("[") and t.endswith("]"))] or [0]
 shown = matrix[keep_q][:, keep_k]
 st.plotly_chart(figures.heatmap(shown, [q_tokens[i] for i in keep_q], [k_tokens[i] for i in keep_k],
-                                title=f"{names[kind]} · {title} · {what}", value_name=what, present=view.present,
+                                title=f"{kind_titles[kind]} · {title} · {what}", value_name=what, present=view.present,
                                 dark=view.dark, scores=what == "scores"), key="heatmap")
 
 st.subheader("One query token, every head of this layer")
@@ -57,7 +57,7 @@ st.plotly_chart(figures.query_bars(res.trace.attention(kind, layer)[0, :, qi], k
 
 with st.expander("Overview: all layers × heads", expanded=False):
     st.plotly_chart(figures.grid(res.trace.stacked(kind)[:, 0], q_tokens, k_tokens, present=view.present,
-                                 title=f"{names[kind]}: every layer (rows) × head (columns)",
+                                 title=f"{kind_titles[kind]}: every layer (rows) × head (columns)",
                                  dark=view.dark), key="grid")
 
 st.subheader("Export")

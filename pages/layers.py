@@ -17,16 +17,16 @@ stacks = [s for s in ("encoder", "decoder") if f"{s}.embed.out" in res.trace]
 stack = st.radio("Stack", stacks, horizontal=True) if len(stacks) > 1 else stacks[0]
 toks = res.src_tokens if stack == "encoder" else res.tgt_tokens
 stages = layers.residual_stages(res.trace, stack)
-names = [s for s, _ in stages]
+stage_names = [s for s, _ in stages]
 
 st.header("1. The residual stream")
-st.plotly_chart(figures.matrix(layers.stage_norms(stages), toks, names, x_title="token", y_title="after", value_name="‖x‖",
+st.plotly_chart(figures.matrix(layers.stage_norms(stages), toks, stage_names, x_title="token", y_title="after", value_name="‖x‖",
                                title="Norm of each token's vector after every sublayer", **P), key="norms")
 coords, share = layers.stream_pca(stages)
-sel = st.select_slider("Stage shown in the PCA", options=range(len(names)), value=len(names) - 1,
-                       format_func=lambda i: names[i])
-st.plotly_chart(figures.trajectories(coords, toks, names, selected=sel, share=share,
-                                     title=f"Token vectors after {names[sel]}, projected on 2 principal components "
+sel = st.select_slider("Stage shown in the PCA", options=range(len(stage_names)), value=len(stage_names) - 1,
+                       format_func=lambda i: stage_names[i])
+st.plotly_chart(figures.trajectories(coords, toks, stage_names, selected=sel, share=share,
+                                     title=f"Token vectors after {stage_names[sel]}, projected on 2 principal components "
                                            "(fitted on all stages; faint lines: each token's path)", **P), key="pca")
 
 st.header("2. What each sublayer adds")
@@ -110,8 +110,8 @@ if not trained_head:
     st.stop()
 cmp = layers.compare_distributions(res.trace.logits[0, pos], ablated.trace.logits[0, pos])
 c1, c2, c3 = st.columns(3)
-c1.metric("Top token, all heads", tok.display([cmp["top_a"]])[0])
-c2.metric("Top token, heads off", tok.display([cmp["top_b"]])[0])
+c1.metric("Top token, all heads", md(tok.display([cmp["top_a"]])[0]))  # a metric's value is Markdown
+c2.metric("Top token, heads off", md(tok.display([cmp["top_b"]])[0]))
 c3.metric("Total variation distance", f"{cmp['tv']:.3g}")
 if model.cfg.kind == "encoder-decoder":
     coverage_view.output("Translation, all heads", res.output, res.outside_label)

@@ -196,8 +196,8 @@ def live():
     k = st.columns(4)
     k[0].metric("Loss", f"{last['loss']:.4f}" if last else "—")
     k[1].metric("Tokens / s", f"{snap['tokens_per_s']:,.0f}")
-    k[2].metric("Elapsed", fmt_s(snap["elapsed"]))
-    k[3].metric("Remaining (est.)", fmt_s(snap["remaining"]) if status in ("running", "paused") else "—")
+    k[2].metric("Elapsed", md(fmt_s(snap["elapsed"])))
+    k[3].metric("Remaining (est.)", md(fmt_s(snap["remaining"])) if status in ("running", "paused") else "—")
     if status == "running" and not last:
         st.caption("Preparing data and model…")
     if status == "done":

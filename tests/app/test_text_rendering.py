@@ -45,6 +45,69 @@ MARKDOWN_CALLS = {"markdown", "write", "caption", "info", "warning", "error", "s
                   "page_link", "checkbox", "toggle", "radio", "selectbox", "multiselect", "select_slider", "slider",
                   "text_input", "text_area", "number_input", "file_uploader", "form_submit_button", "tabs",
                   "spinner", "progress"}
+# Parameters whose Streamlit docstring mentions Markdown but that hold no text shown to a reader
+NOT_TEXT = {"unsafe_allow_html", "width", "anchors", "wrap", "bind", "cursor", "menu_items", "pages"}
+
+
+def _documented_markdown_params(fn) -> list[str]:
+    """The parameters of a Streamlit call whose own docstring says they render Markdown (label, help, a metric's
+    value and delta, a radio's options, a tab's name, an image's caption, ...)."""
+    import inspect
+    doc = inspect.getdoc(fn) or ""
+    section = re.search(r"^Parameters\n-+\n(.*?)(?:^\w[^\n]*\n-+\n|\Z)", doc, re.S | re.M)
+    if not section:
+        return []
+    found, name, text = [], None, []
+    for line in section.group(1).splitlines() + ["end_of_section :"]:
+        head = re.match(r"^\*{0,2}(\w+)\s*:", line)
+        if head:
+            if name and re.search("markdown", "\n".join(text), re.I) and name not in NOT_TEXT:
+                found.append(name)
+            name, text = head.group(1), []
+        else:
+            text.append(line)
+    return found
+
+
+def markdown_arguments() -> dict[str, tuple[set[int], set[str], bool]]:
+    """For every Streamlit call that renders Markdown in some argument: (positions, keyword names, all positional
+    arguments (``st.write(*args)``)), read from Streamlit's own signatures and docstrings, so a parameter that
+    renders Markdown is checked whichever position it is passed in (issue 35 item 5: st.metric's value)."""
+    import inspect
+
+    import streamlit as st
+    out = {}
+    for call in sorted(set(dir(st)) | MARKDOWN_CALLS):
+        fn = getattr(st, call, None)
+        if call.startswith("_") or not callable(fn):
+            continue
+        names = set(_documented_markdown_params(fn))
+        if call in MARKDOWN_CALLS:  # the calls the first version of this check knew: their first argument too
+            names |= {"body", "label", "text", "help"}
+        if "options" in names:  # what format_func returns is the option shown
+            names.add("format_func")
+        try:
+            params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+        except (TypeError, ValueError):
+            continue
+        positions = {i for i, p in enumerate(params) if p.name in names
+                     and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
+        star = any(p.kind == p.VAR_POSITIONAL and p.name in names for p in params)
+        keywords = {p.name for p in params if p.name in names}
+        if positions or keywords or star:
+            out[call] = (positions, keywords, star)
+    return out
+
+
+def test_the_check_knows_every_argument_that_renders_markdown():
+    """The check reads Streamlit's own documentation: a metric's value and delta, widget labels and help, the
+    options of a radio, tab names."""
+    args = markdown_arguments()
+    assert args["metric"][0] >= {0, 1, 2} and {"label", "value", "delta", "help"} <= args["metric"][1]
+    assert 1 in args["radio"][0] and "options" in args["radio"][1] and "help" in args["selectbox"][1]
+    assert args["write"][2] and 0 in args["tabs"][0] and 0 in args["caption"][0] and 1 in args["progress"][0]
+
+
 # Names that hold what a user or a model produced (sentences, tokens, outputs, model and file names, error
 # messages that may quote them). In a Markdown call they must pass through md().
 USER_NAMES = {"e", "err", "exc", "msg", "message", "text", "texts", "tok", "toks", "token", "tokens", "q_tokens",
@@ -89,7 +152,7 @@ def _unsafe(expr: ast.AST) -> list[str]:
 
 
 def markdown_calls_without_md(root: Path) -> list[str]:
-    bad = []
+    bad, rendered = [], markdown_arguments()
     for path in sorted([*(root / "pages").glob("*.py"), *(root / "app").glob("*.py")]):
         src = path.read_text()
         lines = src.splitlines()
@@ -101,15 +164,19 @@ def markdown_calls_without_md(root: Path) -> list[str]:
                 bad += [f"{path.relative_to(root)}:{node.lineno}: (\"md\", … {w} …)" for w in _unsafe(node.elts[1])]
                 continue
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in MARKDOWN_CALLS):
+                    and node.func.attr in rendered):
                 continue
             if node.func.attr == "write" and ast.unparse(node.func.value) not in {"st", "st.sidebar", "container"}:
                 continue  # a file's write
             if any(TRUSTED in lines[i] for i in range(node.lineno - 1, node.end_lineno)):
                 continue
             where = f"{path.relative_to(root)}:{node.lineno}"
-            texts = (node.args[:1] if node.func.attr != "progress" else []) + [k.value for k in node.keywords if k.arg in {"label", "help", "body", "text"}]
+            positions, keywords, star = rendered[node.func.attr]
+            texts = [a for i, a in enumerate(node.args) if star or i in positions] + [
+                k.value for k in node.keywords if k.arg in keywords]
             for arg in texts:
+                if isinstance(arg, ast.Lambda):  # a format_func: what it returns is shown
+                    arg = arg.body
                 for what in _unsafe(arg):
                     bad.append(f"{where}: {node.func.attr}(… {what} …)")
             for k in node.keywords:
@@ -138,7 +205,8 @@ def rendered_markdown(at) -> list[str]:
     would get it (CommonMark)."""
     parser = markdown_it.MarkdownIt("commonmark")
     els = [*at.markdown, *at.caption, *at.info, *at.warning, *at.error, *at.success, *at.subheader, *at.header]
-    return [parser.render(str(el.value)) for el in els]
+    metrics = [str(part) for m in at.metric for part in (m.label, m.value, m.delta) if part]  # all three are Markdown
+    return [parser.render(str(el.value)) for el in els] + [parser.render(part) for part in metrics]
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -182,5 +250,22 @@ def test_vocabulary_tokens_and_model_output_are_shown_as_text(page, model):
     at = open_page(page, model, timeout=240)
     html = rendered_markdown(at)
     assert any("198.51.100.7" in h for h in html), "the tokens should be shown (as text)"
+    bad = [h for h in html if "<img" in h or "<a " in h]
+    assert not bad, bad
+
+
+@pytest.mark.usefixtures("one_thread", "markdown_vocabulary")
+def test_a_token_shown_as_a_metric_value_is_text():
+    """Issue 35 item 5: /layers' "Switch heads off" passed a token's display text as st.metric's value, which Streamlit
+    renders as Markdown: a user model whose tokenizer holds ``![p](//198.51.100.7/c.png)`` made every viewer's browser
+    fetch that address. (The source check above missed it: it read only a call's first argument.)"""
+    from apptest import open_page
+    at = open_page("layers.py", "lm", timeout=240)
+    at.multiselect(key="ablate").set_value([("decoder.0.self_attn", 0)]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    tops = [m for m in at.metric if m.label.startswith("Top token")]
+    html = rendered_markdown(at)
+    shown = [markdown_it.MarkdownIt("commonmark").render(m.value) for m in tops]
+    assert len(tops) == 2 and all(re.search(r"!\[[^\]]*\]\(http://198\.51\.100\.7/\d+\.png\)", h) for h in shown), shown  # as text
     bad = [h for h in html if "<img" in h or "<a " in h]
     assert not bad, bad
