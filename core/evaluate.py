@@ -57,15 +57,20 @@ def read_pairs(path) -> list[tuple[str, str]]:
 
 
 @torch.no_grad()
-def translate_all(ck, sources: list[str], batch: int = 64) -> list[str]:
-    """Greedy translations of ``sources`` by checkpoint ``ck``, ``batch`` sentences at a time (each source cut
-    to fit ``max_len``)."""
+def translate_ids(ck, sources: list[str], batch: int = 64) -> list[list[int]]:
+    """Greedy translations of ``sources`` by checkpoint ``ck`` as token ids (no BOS / EOS), ``batch`` sentences at
+    a time (each source cut to fit ``max_len``)."""
     model, tok = ck.model, ck.tokenizer
     out = []
     for i in range(0, len(sources), batch):
         rows = [tok.encode(s)[: model.cfg.max_len - 1] + [EOS] for s in sources[i:i + batch]]
-        out += [tok.decode(ids) for ids in greedy_batch(model, pad_rows(rows), max_new=model.cfg.max_len - 1)]
+        out += greedy_batch(model, pad_rows(rows), max_new=model.cfg.max_len - 1)
     return out
+
+
+def translate_all(ck, sources: list[str], batch: int = 64) -> list[str]:
+    """Greedy translations of ``sources`` by checkpoint ``ck`` as text."""
+    return [ck.tokenizer.decode(ids) for ids in translate_ids(ck, sources, batch)]
 
 
 def evaluate(ck, pairs: list[tuple[str, str]], task: str | None = None) -> tuple[list[dict], dict]:

@@ -56,3 +56,48 @@ def score(rows: list[Row], lang: str, hyps: list[str], data, known_words=None) -
         ws = [w.lower() for r in rows for w in words(r.en) if w[:1].isalpha()]
         out["handwritten_unknown_rate"] = sum(w not in known_words for w in ws) / len(ws)
     return out
+
+
+# ---- the ordinary set (tests/data/ordinary.tsv): what a student types first ---------------------------------------
+
+@dataclass(frozen=True)
+class Ordinary:
+    """One ordinary sentence with its French and German references and, where "it" / "they" stands for a noun,
+    the pronoun each language needs (``{"fr": "elle", "de": "sie"}``)."""
+    en: str
+    fr: str
+    de: str
+    pronouns: dict
+
+
+def load_ordinary(path: str | Path) -> list[Ordinary]:
+    """The rows of ``en  fr  de  pronoun_note`` lines (``# `` lines are comments; the note is empty or
+    ``fr=elle;de=sie``); ValueError on a line with the wrong number of cells or a malformed note."""
+    rows = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cells = line.split("\t")
+        if len(cells) != 4:
+            raise ValueError(f"{path}:{number}: expected 4 tab-separated cells, got {len(cells)}")
+        note = {}
+        for part in filter(None, cells[3].strip().split(";")):
+            lang, _, pron = part.partition("=")
+            if lang not in ("fr", "de") or not pron:
+                raise ValueError(f"{path}:{number}: a pronoun note reads fr=<pronoun>;de=<pronoun>")
+            note[lang] = pron
+        rows.append(Ordinary(cells[0].strip(), cells[1].strip(), cells[2].strip(), note))
+    return rows
+
+
+def score_ordinary(rows: list[Ordinary], lang: str, hyps: list[str], data) -> dict:
+    """chrF and BLEU (sacrebleu) and exact match of ``hyps`` against the references, and pronoun accuracy on the
+    rows with a note (the pronoun read back by the corpus's ``pronoun_of``)."""
+    import sacrebleu
+    refs = [getattr(r, lang) for r in rows]
+    noted = [(r.pronouns[lang], h) for r, h in zip(rows, hyps) if lang in r.pronouns]
+    return {"ordinary_chrf": round(sacrebleu.corpus_chrf(list(hyps), [refs]).score, 4),
+            "ordinary_bleu": round(sacrebleu.corpus_bleu(list(hyps), [refs]).score, 4),
+            "ordinary_exact_match": sum(h == ref for h, ref in zip(hyps, refs)) / len(rows), "ordinary_n": len(rows),
+            "ordinary_pronoun_accuracy": sum(data.pronoun_of(h, lang) == p for p, h in noted) / max(1, len(noted)),
+            "ordinary_n_pronoun": len(noted)}

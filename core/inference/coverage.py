@@ -171,6 +171,8 @@ def shape_notice(ck, text: str, cov: dict | None, name: str | None = None) -> st
     task = ck.meta.get("task")
     if task not in BROAD_TASKS or _trained_on_user_text(ck.meta) or not cov or cov["unknown_words"]:
         return None
+    if ck.meta.get("quality"):  # a model that read real text: its calibrated confidence notice replaces this one
+        return None
     lang = task[-2:]
     if not words(text) or _in_frames(text, lang):
         return None

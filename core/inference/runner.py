@@ -9,7 +9,7 @@ from ..io.budget import max_positions
 from ..io.checkpoint import Checkpoint
 from ..io.tokenizer import BOS, EOS, normalize_text
 from ..trace import Trace
-from . import coverage, mlm
+from . import coverage, mlm, quality
 from .decoding import greedy_batch
 
 
@@ -90,6 +90,10 @@ def run(ck: Checkpoint, src: str, tgt: str | None = None, *, ablate=None, layers
         out = model(s, torch.tensor([tgt_ids], device=device), trace=trace, ablate=ablate)
         probs = out.logits[0, -1].float().softmax(-1)
         output = tok.decode(out_ids)
+        if not (tgt and normalize_text(tgt)) and ablate is None:  # the model's own translation: how sure is it?
+            unsure = quality.notice(ck.meta, quality.confidence_from_logits(out.logits[0], out_ids))
+            if unsure:
+                notices.append(unsure)
     elif cfg.kind == "decoder-only":
         src_ids = [BOS] + _clip(tok.encode(src), max_positions(model) - 1, "text", notices)
         tgt_ids = src_ids
