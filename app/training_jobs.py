@@ -18,6 +18,7 @@ import itertools
 import math
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -41,6 +42,14 @@ MAX_HEADS = 16
 MAX_D_FF = 1024
 MAX_BATCH = 256
 MAX_UPLOAD = 2_000_000  # bytes of uploaded LM text
+# The longest run of characters without whitespace an uploaded text may hold. The tokenizer's BPE training takes time
+# growing with the longest "word" (2 MB of text, 2 cores: 100,000-character words 94 s, one 400 kB word 98 s), and
+# stays within seconds up to this length (2 MB of 1,000-character words over a 2- to 26-letter alphabet: 3.6-6.5 s).
+MAX_WORD = 1000
+# A job that has not finished preparing (data, tokenizer, model) this long after it started is ended: the slot it holds
+# is the whole server's. Preparation takes 0-10 s here (lm 10 s, en-fr-tiny 8 s, a 2 MB upload of 1,000-character
+# words ~5 s); this leaves room for a loaded machine.
+MAX_PREPARE_S = 300.0
 # Uploads live only as long as they are needed: a job deletes its text when it ends, and the folder is capped (the
 # oldest file no running job needs goes first; any unused one older than UPLOAD_MAX_AGE_S goes at the next upload).
 MAX_UPLOADS_BYTES = 20 * MAX_UPLOAD
@@ -221,12 +230,25 @@ def release_upload(path) -> None:
         p.unlink(missing_ok=True)
 
 
+def check_text(text: str, shown_name: str = "the text") -> None:
+    """Refuse (ValueError, a sentence for the learner) a text whose tokenizer training would not be bounded: a run of
+    more than :data:`MAX_WORD` characters without a space or line break."""
+    long = re.search(r"\S{%d}" % (MAX_WORD + 1), text)
+    if long:
+        line = text.count("\n", 0, long.start()) + 1
+        end = re.compile(r"\s").search(text, long.start())
+        length = (end.start() if end else len(text)) - long.start()
+        raise ValueError(f"{shown_name} has a 'word' of {length:,} characters with no space or line break in it (line "
+                         f"{line:,}); the limit is {MAX_WORD:,}. The trainer learns from prose: words separated by "
+                         "spaces, one text per line.")
+
+
 def save_upload(data: bytes, shown_name: str = "the file") -> Path:
     """Validate uploaded LM text and keep it under ``uploads/`` with a generated name, until the job that uses it
     ends (:func:`release_upload`); the folder is capped (:func:`prune_uploads`).
 
-    Raises ValueError with a readable message (too large, empty, binary, not UTF-8, the server's upload space is
-    full); then nothing is kept.
+    Raises ValueError with a readable message (too large, empty, binary, not UTF-8, a "word" longer than
+    :data:`MAX_WORD` characters (:func:`check_text`), the server's upload space is full); then nothing is kept.
     """
     from core.data.lm import load_text
 
@@ -245,7 +267,7 @@ def save_upload(data: bytes, shown_name: str = "the file") -> Path:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         try:
-            load_text(tmp, max_bytes=MAX_UPLOAD)
+            check_text(load_text(tmp, max_bytes=MAX_UPLOAD), shown_name)
         except ValueError as e:
             raise ValueError(str(e).replace(tmp.name, shown_name)) from None
         final = folder / f"{uuid.uuid4().hex}.txt"
@@ -285,6 +307,9 @@ class Job:
 
     # ---- control (page side)
     def start(self) -> "Job":
+        if self.cfg.text:  # server side, whatever path the text came by: a text the tokenizer could not train on soon
+            from core.data.lm import load_text
+            check_text(load_text(self.cfg.text, max_bytes=MAX_UPLOAD), "The text")
         with _lock:
             if len(_active) >= MAX_JOBS:
                 raise JobLimitError(f"The server is already training {len(_active)} models (the limit is "
@@ -362,6 +387,12 @@ class Job:
                                       ckpt_every=self.cfg.steps + 1, eval_every=max(5, self.cfg.steps // evals),
                                       max_seconds=MAX_RUN_S, history=[])
             outcome = self._run_child(cfg)
+            if outcome is not None and outcome[0] == "ended":  # the server ended a child still preparing
+                if self._stop.is_set():
+                    self._set(status="stopped", error="Stopped while preparing the data and the model.")
+                else:
+                    self._set(status="error", error=outcome[1])
+                return
             if outcome is None:
                 raise RuntimeError(f"the training process ended unexpectedly (exit code {self._proc.exitcode})")
             if outcome[0] == "failed":
@@ -395,18 +426,29 @@ class Job:
             release_upload(self.cfg.text)  # the uploaded text was needed for this run only
 
     def _run_child(self, cfg: TrainConfig) -> tuple[str, str | None] | None:
-        """Start the child and apply its messages until it says how it ended (None: it died without saying)."""
+        """Start the child and apply its messages until it says how it ended (None: it died without saying).
+
+        Until its first step the child is preparing (data, tokenizer, model) and reads no Stop: a Stop then, or
+        preparing past :data:`MAX_PREPARE_S`, ends it here (``("ended", why)``); nothing it prepared is kept."""
         receive, send = _MP.Pipe(duplex=False)
         self._proc = _MP.Process(target=_child, args=(cfg, self._snap_steps, send, self._stop, self._pause),
                                  name=f"train-{self.id}", daemon=True)
         self._proc.start()
         send.close()  # the child holds the only sending end: its exit ends recv() with EOFError
+        began, stepped = time.monotonic(), False
         try:
             while True:
+                if not stepped and (self._stop.is_set() or time.monotonic() - began > MAX_PREPARE_S):
+                    self._proc.kill()
+                    return "ended", (f"Preparing the data and the model took longer than {MAX_PREPARE_S:.0f} s; the "
+                                     "run was ended. Try a smaller text or model.")
+                if not receive.poll(0.2):
+                    continue
                 try:
                     kind, payload = receive.recv()
                 except EOFError:
                     return None
+                stepped = stepped or kind == "step"
                 if kind == "step":
                     self._record(payload)
                 elif kind == "pause":

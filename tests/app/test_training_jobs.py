@@ -103,6 +103,52 @@ def test_save_upload_keeps_a_good_file_inside_the_data_folder(data):
     assert other != path and other.parent == path.parent
 
 
+def test_save_upload_refuses_a_word_longer_than_the_limit_at_once(data):
+    """Issue 35 item 2: a 2,000,000-byte upload with no whitespace (one "word") made the tokenizer's BPE training run
+    for an hour (≈ n^2.2: 400 kB took 98 s). A text with a run of more than MAX_WORD characters without whitespace is
+    refused when it is uploaded, with a message naming the line and the limit; up to the limit is fine."""
+    long_word = b"The dog slept.\nThe cat sat.\n" + b"x" * (tj.MAX_UPLOAD - 40) + b"\n"
+    with pytest.raises(ValueError, match=f"line 3.*the limit is {tj.MAX_WORD:,}") as err:
+        tj.save_upload(long_word, "one-word.txt")
+    assert "one-word.txt" in str(err.value) and f"{tj.MAX_UPLOAD - 40:,} characters" in str(err.value)
+    assert files_under(data) == []
+    ok = tj.save_upload(b"The " + b"y" * tj.MAX_WORD + b" slept.\n", "fine.txt")
+    assert ok.is_file()
+
+
+def test_a_job_refuses_such_a_text_however_it_got_its_path(data):
+    """The server checks the text again when a job starts: a path that did not come through save_upload."""
+    text = data / "mine.txt"
+    text.write_text("Hello there. " + "z" * (tj.MAX_WORD + 1) + "\n" + "The dog was tired.\n" * 50)
+    job = tj.Job(TrainConfig(steps=3, **{**TINY, "task": "lm", "text": str(text)}), "long-word-1")
+    with pytest.raises(ValueError, match="limit"):
+        job.start()
+    assert tj.active_jobs() == 0
+
+
+def test_stop_ends_a_job_that_is_still_preparing(data):
+    """Issue 35 item 2: Stop was read only between training steps, so a job still preparing its data (an upload's
+    tokenizer) ignored it ("stopping" 60 s later, both server slots held). Stopped before its first step, the job's
+    process is ended by the server at once (SIGKILL), not after it has finished preparing; nothing is saved."""
+    job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **TINY), "prep-stop-1").start()
+    job.stop()  # the child is still starting (importing torch, building the task): no step has come yet
+    assert job.join(60), job.snapshot()
+    snap = job.snapshot()
+    assert snap["status"] == "stopped" and snap["step"] == 0 and "preparing" in snap["error"], snap
+    assert job._proc.exitcode == -signal.SIGKILL  # ended by the server, not by finishing its preparation
+    assert tj.active_jobs() == 0 and not (data / "models" / "prep-stop-1").exists()
+    assert not any((data / "tmp").iterdir())
+
+
+def test_a_job_preparing_longer_than_the_limit_is_ended_with_a_message(data, monkeypatch):
+    monkeypatch.setattr(tj, "MAX_PREPARE_S", 0.0)
+    job = tj.Job(TrainConfig(steps=5, **TINY), "prep-slow-1").start()
+    assert job.join(60), job.snapshot()
+    snap = job.snapshot()
+    assert snap["status"] == "error" and "took longer than 0 s" in snap["error"] and snap["step"] == 0, snap
+    assert tj.active_jobs() == 0 and not (data / "models" / "prep-slow-1").exists()
+
+
 # --------------------------------------------------------------------------- settings
 
 def test_check_settings_accepts_a_tiny_run(data):
