@@ -6,7 +6,7 @@ import torch
 
 from app import progress as progress_bar
 from app.cache import bounded
-from app.figures import _style, label, symmetric_range
+from app.figures import DIVERGING, _style, label, symmetric_range
 from app.shell import load_model
 from core.probes import coref, summaries
 from core.data import translation
@@ -105,7 +105,7 @@ def grid_figure(lk: torch.Tensor, candidates, antecedent: str, *, title: str, pr
               for h in range(n_h)] for l in range(n_l)]
     text = [["✓" if resolving is not None and resolving[l][h] else "" for h in range(n_h)] for l in range(n_l)]
     zmax = zmax or symmetric_range(lk[..., 0] - lk[..., 1])
-    fig = go.Figure(go.Heatmap(z=diff, x=list(range(n_h)), y=list(range(n_l)), colorscale="RdBu", zmin=-zmax, zmax=zmax,
+    fig = go.Figure(go.Heatmap(z=diff, x=list(range(n_h)), y=list(range(n_l)), colorscale=DIVERGING, zmin=-zmax, zmax=zmax,
                                text=text, texttemplate="%{text}", customdata=hover,
                                hovertemplate="%{customdata}<extra></extra>",
                                colorbar=dict(title=f"{label(candidates[0])} − {label(candidates[1])}")))

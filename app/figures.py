@@ -14,7 +14,15 @@ import torch
 
 from app import theme
 
-SCALES = {"normal": "Blues", "present": "Greys", "scores": "RdBu"}
+# One colour convention on every page: a signed value (pre-softmax scores, a patching effect, a difference of
+# attention) is red where positive and blue where negative, white at zero; a weight in [0, 1] is light to dark
+# (Blues; in presentation mode the theme's background-to-ink scale, readable on a projector in either theme).
+DIVERGING = "RdBu_r"
+
+
+def sequential_scale(present: bool, dark: bool):
+    """The scale of a weight in [0, 1]: Blues, or in presentation mode the theme's background → full ink."""
+    return theme.heat_scale(dark) if present else "Blues"
 
 
 def label(tok: str) -> str:
@@ -39,9 +47,7 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
     zlist = _cells(matrix)
     custom = _hover_cells(qs, ks) if len(qs) * len(ks) <= HOVER_CELLS else None
     where = "query %{customdata[0]} → key %{customdata[1]}" if custom is not None else "query %{y} → key %{x}"
-    colorscale = SCALES["scores"] if scores else SCALES["present" if present else "normal"]
-    if present and not scores:
-        colorscale = theme.heat_scale(dark)
+    colorscale = DIVERGING if scores else sequential_scale(present, dark)
     hm = go.Heatmap(z=zlist, x=list(range(len(ks))), y=list(range(len(qs))), customdata=custom,
                     colorscale=colorscale, zmid=0 if scores else None, zmin=None if scores else 0,
                     hovertemplate=f"{where}<br>{value_name} %{{z:.6f}}<extra></extra>", colorbar=dict(title=value_name))
@@ -71,7 +77,7 @@ def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present:
     custom = _tile_hover(qs, ks, n_l, n_h) if tiles.numel() <= HOVER_CELLS else None
     where = "%{customdata[0]}<br>%{customdata[1]} → %{customdata[2]}" if custom is not None else "row %{y}, column %{x}"
     # the values go as one float32 array (sent as binary; nested lists are checked cell by cell); NaN between tiles
-    fig = go.Figure(go.Heatmap(z=tiles.numpy(), colorscale="Greys" if present else "Blues", zmin=0, zmax=1,
+    fig = go.Figure(go.Heatmap(z=tiles.numpy(), colorscale=sequential_scale(present, dark), zmin=0, zmax=1,
                                showscale=False, customdata=custom, hoverongaps=False,
                                hovertemplate=f"{where}: %{{z:.4f}}<extra></extra>"))
     fig.update_xaxes(title="head", tickvals=[h * step_k + (tk - 1) / 2 for h in range(n_h)],
@@ -181,7 +187,7 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str, x_title
         custom = _hover_cells(ys or list(range(n_y)), xs or list(range(n_x)), swap=True)
     hover_x = "%{customdata[0]}" if custom is not None else "%{x}"
     hover_y = "%{customdata[1]}" if custom is not None else "%{y}"
-    scale = "RdBu" if diverging else ("Greys" if present else "Blues")
+    scale = DIVERGING if diverging else sequential_scale(present, dark)
     hm = go.Heatmap(z=zlist, x=list(range(n_x)), y=list(range(n_y)), customdata=custom, colorscale=scale,
                     zmid=0 if diverging and zmin is None else None, zmin=zmin, zmax=zmax,
                     hovertemplate=f"{y_title or 'row'} {hover_y}, {x_title or 'column'} {hover_x}"
@@ -209,7 +215,7 @@ def token_strip(tokens, ids, *, title: str = "", present: bool = False, dark: bo
     toks = [label(t) for t in tokens]
     fig = go.Figure(go.Heatmap(z=[[int(i) for i in ids]], x=list(range(len(toks))), y=[0],
                                text=[[f"{t}<br>{int(i)}" for t, i in zip(toks, ids)]], texttemplate="%{text}",
-                               colorscale="Greys" if present else "Blues", showscale=False,
+                               colorscale=sequential_scale(present, dark), showscale=False,
                                hovertemplate="%{text}<extra></extra>"))
     fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=toks, side="top", title="token (position)")
     fig.update_yaxes(visible=False)
@@ -303,7 +309,7 @@ def effect_grid(effect: torch.Tensor, rows, *, title: str = "", zmax: float | No
              for j, v in enumerate(row.tolist())] for i, row in enumerate(z)]
     custom = [[rows[i]] * n_h for i in range(n_r)]
     hm = go.Heatmap(z=[[None if v != v else v for v in row] for row in z.tolist()], x=list(range(n_h)),
-                    y=list(range(n_r)), zmin=-zmax, zmax=zmax, zmid=0, colorscale="RdBu_r", text=text,
+                    y=list(range(n_r)), zmin=-zmax, zmax=zmax, zmid=0, colorscale=DIVERGING, text=text,
                     texttemplate="%{text}", customdata=custom,
                     hovertemplate=f"%{{customdata}} head %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
                     colorbar=dict(title=value_name))
