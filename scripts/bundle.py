@@ -25,6 +25,8 @@ def limits(ck) -> str:
         return lm_limits()
     if task not in ("en-fr", "en-de"):
         return ""
+    if "--real-share" in ck.meta.get("command", ""):
+        return real_limits(ck)
     from core.data import broad
     lex = broad.lexicon()
     n_words = len(ck.known_words or ())
@@ -38,6 +40,33 @@ def limits(ck) -> str:
             "and future) are outside what it learned even when every word is known; it then often produces a "
             "fluent but wrong sentence. Its French and German are the generator's fixed choices (passé composé / "
             "Präteritum for the past, même si / obwohl for although).")
+
+
+def real_limits(ck) -> str:
+    """A translator that read human translations: its corpus per source (licences, filters, splits), and its
+    limits."""
+    from core.data import broad, parallel
+    lang = ck.meta["task"][-2:]
+    d = parallel.describe(lang)
+    names = [name for name, _ in parallel.FILTERS] + ["duplicates"]
+    head = "| source | licence | paragraphs | sentence pairs | " + " | ".join(f"after {n}" for n in names) + " |"
+    rows = "\n".join(f"| {src} | {d['sources'][src]['licence']} | {row['paragraphs']:,} | {row['sentence pairs']:,} | "
+                     + " | ".join(f"{row.get(n, 0):,}" for n in names) + " |" for src, row in d["filters"].items())
+    splits = ", ".join(f"{s} {v['pairs']:,} pairs ({v['en_words']:,} English words)" for s, v in d["splits"].items())
+    versions = ", ".join(f"{p} {v}" for p, v in d["packages"].items() if v)
+    lex = broad.lexicon()
+    return (f"\n\n## Corpus\n\nTwo kinds of text, mixed as `--real-share` says: the generated sentences of "
+            f"`core.data.broad` ({len(broad.frame_names(lang))} frames over {len(lex.nouns)} dictionary nouns, the "
+            "coreference cases) and **human translations** from Debian packages (`core.data.parallel`), frozen in "
+            f"`assets/corpora/parallel-{lang}/` ({d['compressed_bytes'] / 1e6:.1f} MB xz; from {versions}). "
+            "Pairs per source before and after each filter, in order:\n\n" + head + "\n|" + "---|" * (len(names) + 4)
+            + "\n" + rows + f"\n\nSplits by document (a help page, a handbook chapter, a campaign, a stamp): {splits}. "
+            "No normalised English sentence of valid or test occurs in train.\n\n## What it does not know\n\n"
+            "Its human translations are software help (most of them), fantasy-game dialogue, system administration "
+            "and short descriptions of everyday things; everyday conversation is thin in them. Words it never read "
+            "in training are named on every page (`words.json`); a translation it is unsure of (mean log-probability "
+            "per token below the threshold calibrated on its dev sets, `meta.quality`) is marked \"probably not a "
+            "correct translation\".")
 
 
 def lm_limits() -> str:

@@ -305,6 +305,7 @@ def rebuild(write: bool = False, root: Path = frozen.ROOT, **paths) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m core.data.english [--write]``: the rebuild report as JSON; 2 when the packages are missing."""
     import argparse
     import json
     ap = argparse.ArgumentParser(prog="python -m core.data.english", description=(

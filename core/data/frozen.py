@@ -91,6 +91,7 @@ def write(name: str, documents: list[Document], *, sources: dict, packages: list
 
 
 def manifest(name: str, root: Path = ROOT) -> dict:
+    """The manifest of frozen corpus ``name`` (:class:`FrozenCorpusError` when there is none)."""
     path = root / name / MANIFEST
     if not path.exists():
         raise FrozenCorpusError(f"no frozen corpus {name!r} at {path.parent}: build it with its rebuild command")

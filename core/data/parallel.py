@@ -404,6 +404,7 @@ def fingerprint(lang: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m core.data.parallel --lang fr|de [--write]``: download, align, compare; the report as JSON."""
     import argparse
     import json
     ap = argparse.ArgumentParser(prog="python -m core.data.parallel", description=(

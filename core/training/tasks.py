@@ -35,6 +35,7 @@ SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
 TEXT_TASKS = ("lm", "mlm")  # can train on a user's text file
 SIMPLE_REPEAT = 12
 BROAD_MAX_LEN, BROAD_DECODE_LEN = 128, 64  # broad translators: positions, and the longest translation evaluated
+REAL_TEST_N = 1000  # pairs of the human translations' test split a card reads (an even sample: CI re-measures it)
 REAL_MAX_TOKENS = 96  # a human-translated pair longer than this (either side, in BPE tokens) is left out of training
 
 
@@ -376,10 +377,12 @@ def translation_metrics(pairs, hyps, lang, data, bleu: bool = False) -> dict:
     return out
 
 
-def broad_heldout_metrics(task: "TranslationTask", model, known_words=None) -> dict:
+def broad_heldout_metrics(task: "TranslationTask", model, known_words=None, real: bool = False) -> dict:
     """A broad translator's card: the test split (exact match, pronoun accuracy, BLEU), the held-out-noun split
     (coreference sentences on nouns no training coreference sentence used), and the hand-written Winograd-style
-    set in ``tests/data/winograd.tsv`` (pronoun accuracy, unknown-word rate). Flat keys, so a test can compare each."""
+    set in ``tests/data/winograd.tsv`` (pronoun accuracy, unknown-word rate); with ``real`` (a model trained on human
+    translations, ``--real-share``) also an even sample of :data:`REAL_TEST_N` pairs of their test split (BLEU, chrF)
+    and the ordinary sentences of ``tests/data/ordinary.tsv``. Flat keys, so a test can compare each."""
     from pathlib import Path
     test = task.data.generate(task.lang, "test", seed=7)
     out = translation_metrics(test, task.translate(model, [p.src for p in test]), task.lang, task.data, bleu=True)
@@ -387,11 +390,21 @@ def broad_heldout_metrics(task: "TranslationTask", model, known_words=None) -> d
     m = translation_metrics(held, task.translate(model, [p.src for p in held]), task.lang, task.data)
     out.update(heldout_noun_pronoun_accuracy=m["pronoun_accuracy"], heldout_noun_exact_match=m["exact_match"],
                heldout_noun_n=m["n"])
-    path = Path(__file__).resolve().parents[2] / "tests" / "data" / "winograd.tsv"
+    data_dir = Path(__file__).resolve().parents[2] / "tests" / "data"
+    path = data_dir / "winograd.tsv"
     if path.exists():
         from ..data.winograd import load, score
         out.update(score(load(path), task.lang, task.translate(model, [r.en for r in load(path)]), task.data,
                          known_words))
+    if real:  # a model that read human translations: their test split and the ordinary sentences
+        from ..data import parallel
+        from ..data.winograd import load_ordinary, score_ordinary
+        test = parallel.pairs(task.lang, "test")
+        test = test[::max(1, len(test) // REAL_TEST_N)][:REAL_TEST_N]
+        out.update({f"real_test_{k}": v for k, v in real_scores([b for _, b in test],
+                                                                task.translate(model, [a for a, _ in test])).items()})
+        rows = load_ordinary(data_dir / "ordinary.tsv")
+        out.update(score_ordinary(rows, task.lang, task.translate(model, [r.en for r in rows]), task.data))
     return out
 
 
@@ -715,7 +728,9 @@ def heldout_metrics(ck) -> dict:
         task = TranslationTask(task_name, tokenizer=ck.tokenizer, train=False)
         if task_name.endswith("-tiny"):
             return task.evaluate(ck.model, n=None, split="test")
-        return broad_heldout_metrics(task, ck.model, getattr(ck, "known_words", None))
+        task.decode_len = REAL_MAX_TOKENS + 8 if "--real-share" in ck.meta.get("command", "") else task.decode_len
+        return broad_heldout_metrics(task, ck.model, getattr(ck, "known_words", None),
+                                     real="--real-share" in ck.meta.get("command", ""))
     if task_name in SYNTHETIC:
         cfg_len = ck.model.cfg.max_len - 2
         return SyntheticTask(task_name, max_len=cfg_len, tokenizer=ck.tokenizer).evaluate(ck.model, n=1000)
