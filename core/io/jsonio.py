@@ -10,14 +10,18 @@ import json
 import math
 
 
-def finite(obj):
-    """``obj`` with every non-finite float (NaN, ±inf) replaced by ``None``; dicts, lists and tuples recursively."""
+def finite(obj, digits: int | None = None):
+    """``obj`` made JSON-safe, the one cleaner every writer uses: every non-finite float (NaN, ±inf) becomes ``None``,
+    tensors and arrays become lists, dict keys strings; dicts, lists and tuples recursively. With ``digits``, floats
+    are rounded to that many decimals (a board written to a file, not a figure a card re-measures)."""
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        return (obj if digits is None else round(obj, digits)) if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: finite(v) for k, v in obj.items()}
+        return {str(k): finite(v, digits) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [finite(v) for v in obj]
+        return [finite(v, digits) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):  # a tensor or an array (a 0-d one: a number)
+        return finite(obj.tolist(), digits)
     return obj
 
 

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from dataclasses import dataclass
 
 import torch
 
+from ..io import jsonio
 from ..io.budget import max_positions
 from ..io.checkpoint import Checkpoint
 from ..io.tokenizer import BOS, EOS
@@ -515,9 +515,8 @@ def save_scoreboard(ck: Checkpoint, board: dict) -> str:
         raise ValueError("this model has no checkpoint folder to keep the scoreboard in")
     path = ck.path / SAVED
     body = {k: v for k, v in board.items() if k != "skipped"} | {"skipped": [list(s) for s in board["skipped"]]}
-    path.write_text(json.dumps({"weights_sha256": fp, "board": _jsonable(body)}, ensure_ascii=False, indent=1,
-                               allow_nan=False) + "\n",
-                    encoding="utf-8")
+    path.write_text(json.dumps({"weights_sha256": fp, "board": jsonio.finite(body, digits=6)}, ensure_ascii=False,
+                               indent=1, allow_nan=False) + "\n", encoding="utf-8")
     return str(path)
 
 
@@ -542,18 +541,6 @@ def saved_scoreboard(ck: Checkpoint) -> dict | None:
 
 
 # ------------------------------------------------------------------ CLI
-def _jsonable(x):
-    if torch.is_tensor(x):
-        return _jsonable(x.tolist())
-    if isinstance(x, float):
-        return None if math.isnan(x) or math.isinf(x) else round(x, 6)
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    return x
-
-
 def main(argv=None) -> int:
     """The ``python -m core.probes.patch`` command line: head effects for one pair (``--a``, ``--b``) or the
     probe set's scoreboard, printed as JSON; returns the exit code."""
@@ -590,7 +577,7 @@ def main(argv=None) -> int:
         print(json.dumps({"error": str(e)}, allow_nan=False))
         return 2
     result = {"model": args.model, **result}
-    print(json.dumps(_jsonable(result), ensure_ascii=False, allow_nan=False))
+    print(json.dumps(jsonio.finite(result, digits=6), ensure_ascii=False, allow_nan=False))
     return 0
 
 

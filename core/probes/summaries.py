@@ -16,12 +16,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import weakref
 from pathlib import Path
 
 import torch
 
+from ..io import jsonio
 from . import coref
 from . import heads as H
 
@@ -94,18 +94,6 @@ def source(ck, name: str) -> str | None:
 
 
 # ------------------------------------------------------------------ JSON both ways
-def _jsonable(x):
-    if torch.is_tensor(x):
-        return _jsonable(x.tolist())
-    if isinstance(x, float):
-        return None if math.isnan(x) or math.isinf(x) else x
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    return x
-
-
 def _tensor(v):
     if v is None:
         return None
@@ -129,7 +117,7 @@ def probe_items(ck) -> list[coref.ProbeItem]:
 def coref_to_json(boards: dict, items) -> dict:
     """The ``coref`` entry of ``summaries.json``: the scoreboards as JSON with the SHA-256 and count of the
     probe sentences they were computed on."""
-    return {"items_sha256": texts_sha(it.text for it in items), "n_items": len(items), "boards": _jsonable(boards)}
+    return {"items_sha256": texts_sha(it.text for it in items), "n_items": len(items), "boards": jsonio.finite(boards)}
 
 
 def coref_from_json(entry: dict) -> dict:
@@ -180,8 +168,8 @@ def heads_to_json(res: dict, n: int = EVAL_N) -> dict:
     pruning curve as JSON (each curve point keeps only the head it removed)."""
     imp = dataclasses.asdict(res["imp"])
     return {"spec": eval_spec(n), "n": res["n"], "unit": res["unit"], "translation": res["translation"],
-            "importance": _jsonable(imp),  # each point stores the head it removed; the removed list is rebuilt
-            "curve": _jsonable([{"kept": p.kept, "last": list(p.removed[-1]) if p.removed else None, "loss": p.loss,
+            "importance": jsonio.finite(imp),  # each point stores the head it removed; the removed list is rebuilt
+            "curve": jsonio.finite([{"kept": p.kept, "last": list(p.removed[-1]) if p.removed else None, "loss": p.loss,
                                  "acc": p.acc, "metrics": p.metrics} for p in res["curve"]])}
 
 
@@ -274,5 +262,5 @@ def write(ck, name: str, summary: dict) -> Path:
         old = {}
     if old.get("weights_sha256") == summary.get("weights_sha256"):
         summary = old | summary
-    path.write_text(json.dumps(_jsonable(summary), ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(jsonio.finite(summary), ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
     return path

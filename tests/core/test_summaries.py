@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from core.io import budget, checkpoint, registry
+from core.io import budget, checkpoint, jsonio, registry
 from core.probes import coref, heads as H, summaries as S
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def test_heads_round_trip(tiny):
     imp = H.head_importance(tiny.model, batch)
     curve = H.prune_curve(tiny.model, batch, imp.least_first(), every=5)
     res = {"imp": imp, "curve": curve, "n": 2, "translation": False, "unit": "sequences"}
-    back = S.heads_from_json(json.loads(json.dumps(S._jsonable(S.heads_to_json(res, n=2)))))
+    back = S.heads_from_json(json.loads(json.dumps(jsonio.finite(S.heads_to_json(res, n=2)))))
     assert back["imp"].ranking == imp.ranking and torch.equal(back["imp"].margin_drop, imp.margin_drop)
     assert torch.equal(back["imp"].delta, imp.delta) and back["imp"].base_loss == imp.base_loss
     assert [(p.kept, p.removed, p.loss, p.acc) for p in back["curve"]] == [(p.kept, p.removed, p.loss, p.acc)

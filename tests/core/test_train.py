@@ -312,3 +312,16 @@ def test_on_a_terminal_the_cli_draws_a_progress_bar_and_keeps_its_log_lines(tmp_
     assert last_json_line(out)["steps"] == 8
     piped = run_cli(*[a if a != str(tmp_path / "run") else str(tmp_path / "run2") for a in args])
     assert piped.returncode == 0 and "8/8 [" not in piped.stderr and "step 8/8 (100%)" in piped.stderr
+
+
+def test_one_json_cleaner_for_every_writer():
+    """jsonio.finite is the one NaN → null cleaner (patch and summaries used their own copies): non-finite floats
+    become None, tensors lists, keys strings; ``digits`` rounds (patching.json keeps 6 decimals)."""
+    import math
+
+    import torch
+
+    from core.io import jsonio
+    got = jsonio.finite({1: torch.tensor([0.1234567, math.nan]), "x": (math.inf, 2, "s")}, digits=6)
+    assert got == {"1": [0.123457, None], "x": [None, 2, "s"]}
+    assert jsonio.finite(torch.tensor(2.5)) == 2.5
