@@ -70,6 +70,15 @@ def clear() -> None:
         _total = 0
 
 
+def forget(value) -> None:
+    """Drop every cached result computed with ``value`` among its arguments (a model name whose folder was deleted or
+    replaced: a new model may take the name)."""
+    global _total
+    with _lock:
+        for k in [k for k in _entries if any(a == value for a in k[1]) or any(v == value for _, v in k[2])]:
+            _total -= _entries.pop(k)[1]
+
+
 def _put(key, value, size: int) -> None:
     global _total
     with _lock:

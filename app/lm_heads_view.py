@@ -27,9 +27,9 @@ WHAT = {"previous_token": "mean attention from each token to the one just before
 BATCH = 16  # random sequences the scores and losses average over
 
 
-def usable(ck) -> bool:
-    """Does the page apply to this model (one self-attention stack: decoder-only or encoder-only)?"""
-    return ck.model.cfg.kind in ("decoder-only", "encoder-only")
+def usable(cfg) -> bool:
+    """Does the page apply to a model of this config (one self-attention stack: decoder-only or encoder-only)?"""
+    return cfg.kind in ("decoder-only", "encoder-only")
 
 
 def longest_copy(name: str) -> int:

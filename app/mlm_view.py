@@ -16,7 +16,7 @@ LEFT_ONLY_LM = "lm-tiny"  # the bundled causal LM trained on the same generated 
 
 def masked_lm_names() -> list[str]:
     """Models trained with the masked-LM objective (bundled ``mlm`` and the learner's own)."""
-    return usable_models(lambda ck: ck.meta.get("task") == "mlm")  # a broken model is skipped, not fatal
+    return usable_models(lambda m: m.meta.get("task") == "mlm")  # read from each folder; a broken one is skipped
 
 
 @bounded

@@ -5,15 +5,19 @@ share a link that reopens exactly the same view. Everything read from the URL is
 """
 from __future__ import annotations
 
+import os
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import streamlit as st
 
 from app import coverage_view, theme
-from app.cache import bounded
+from app.cache import bounded, nbytes
 from app.guard import public
 from app.text import md
+from core.config import ModelConfig
 from core.io import budget, checkpoint, registry
 from core.inference.runner import Run, run
 
@@ -59,13 +63,143 @@ class View:
         return self.ck.model.cfg.kind
 
 
-@st.cache_resource(show_spinner="Loading model…")
+# Models loaded for the whole server. The bundled and pretrained ones stay loaded (their number is what ships: ≈ 190 MB
+# of weights); a user's model is kept while it is used and goes, least recently used first, when the user models
+# loaded together would pass MODEL_CACHE_BYTES. Pages list models from their config (model_info) and load only the
+# one(s) they show.
+MODEL_CACHE_BYTES = int(os.environ.get("ATTENTION_LAB_MODEL_CACHE_BYTES", 256 << 20))
+_models_lock = threading.Lock()
+_models: OrderedDict = OrderedDict()  # name -> (checkpoint, bytes, pinned), least recently used first
+_loading: dict[str, threading.Lock] = {}  # one lock per name: two sessions never load the same model twice
+
+
+def _pinned(name: str) -> bool:
+    return name in registry.PRETRAINED or name in registry.bundled()
+
+
+def _evict() -> None:
+    """Drop least recently used user models while they hold more than :data:`MODEL_CACHE_BYTES` (under the lock)."""
+    users = [(n, size) for n, (_, size, pinned) in _models.items() if not pinned]
+    total = sum(size for _, size in users)
+    for n, size in users:
+        if total <= MODEL_CACHE_BYTES:
+            break
+        del _models[n]
+        total -= size
+
+
 def load_model(name: str) -> checkpoint.Checkpoint:
     """One copy per model for the whole server; pages only read it. It reads at most the positions whose largest
     trace and exports fit the memory budget of one request (core.io.budget)."""
-    ck = registry.load(name, allow_path=False)
-    budget.limit_positions(ck.model)
-    return ck
+    with _models_lock:
+        hit = _models.get(name)
+        if hit is not None:
+            _models.move_to_end(name)
+            return hit[0]
+        lock = _loading.setdefault(name, threading.Lock())
+    with lock:
+        with _models_lock:
+            hit = _models.get(name)
+        if hit is not None:
+            return hit[0]
+        try:
+            with st.spinner("Loading model…"):
+                try:
+                    ck = registry.load(name, allow_path=False)
+                except (ValueError, OSError) as e:  # what describe cannot see (non-finite weights): listed as broken
+                    with _models_lock:
+                        _infos[_signature(name)] = public(" ".join(str(e).split()) or type(e).__name__)
+                    raise
+            budget.limit_positions(ck.model)
+            with _models_lock:
+                _models[name] = (ck, nbytes(ck.model), _pinned(name))
+                _evict()
+        finally:
+            with _models_lock:
+                _loading.pop(name, None)
+        return ck
+
+
+def _forget_model(name: str | None = None) -> None:
+    """Forget model ``name`` (every model: None), e.g. when its folder changed; the next use loads it again."""
+    with _models_lock:
+        if name is None:
+            _models.clear()
+            _infos.clear()
+        else:
+            _models.pop(name, None)
+            for key in [k for k in _infos if k[0] == name]:
+                del _infos[key]
+
+
+load_model.clear = _forget_model
+
+
+def forget_model(name: str) -> None:
+    """Everything the server keeps about model ``name`` (the loaded model, its listing, cached runs and results),
+    when its folder was saved anew or deleted: a new model may take the name."""
+    from app import cache
+    _forget_model(name)
+    cache.forget(name)
+    st.cache_data.clear()  # the few st.cache_data results keyed by a model name (variants page); small, recomputed
+
+
+def loaded_models() -> list[str]:
+    """The names of the models loaded now, least recently used first."""
+    with _models_lock:
+        return list(_models)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a model list needs to know about a model, read from its folder without loading its weights."""
+    name: str
+    cfg: ModelConfig
+    meta: dict
+
+
+_infos: OrderedDict = OrderedDict()  # (name, files' size and mtime) -> ModelInfo, or the error message
+
+
+def _signature(name: str) -> tuple:
+    try:
+        folder = registry.resolve(name, allow_path=False)
+    except ValueError:
+        return (name, None)
+    stats = []
+    for f in (checkpoint.CONFIG, checkpoint.TOKENIZER, checkpoint.WEIGHTS):
+        try:
+            st_ = (folder / f).stat()
+            stats.append((st_.st_size, st_.st_mtime_ns))
+        except OSError:
+            stats.append(None)
+    return (name, str(folder), tuple(stats))
+
+
+def model_info(name: str) -> ModelInfo:
+    """The config and meta of model ``name``, checked as a load checks them (core.io.checkpoint.describe) but without
+    loading its weights; raises ValueError (the reason) for a model that cannot be loaded. Kept per file version."""
+    if name in registry.PRETRAINED:  # a package, not a folder: the one pretrained model is kept loaded anyway
+        ck = load_model(name)
+        return ModelInfo(name, ck.model.cfg, ck.meta)
+    key = _signature(name)
+    with _models_lock:
+        hit = _infos.get(key)
+        if hit is not None:
+            _infos.move_to_end(key)
+    if hit is None:
+        try:
+            cfg, meta = checkpoint.describe(registry.resolve(name, allow_path=False))
+            hit = ModelInfo(name, cfg, meta)
+        except (ValueError, OSError) as e:  # CheckpointError is a ValueError
+            hit = public(" ".join(str(e).split()) or type(e).__name__)
+        with _models_lock:
+            _infos[key] = hit
+            while len(_infos) > 512:
+                _infos.popitem(last=False)
+    if isinstance(hit, str):
+        raise ValueError(hit)
+    return hit
 
 
 @bounded
@@ -95,21 +229,41 @@ def known_summary() -> str:
             "a model never saw.")
 
 
-@st.cache_resource(ttl=60, show_spinner=False)
 def load_error(name: str) -> str | None:
-    """Why model ``name`` cannot be loaded, without server paths; None when it loads. A failure is kept a minute,
-    then tried again (a model that loads is kept by :func:`load_model` for good)."""
+    """Why model ``name`` cannot be loaded, without server paths (read from its folder: :func:`model_info`); None
+    when it can."""
     try:
-        load_model(name)
+        model_info(name)
     except Exception as e:  # any broken model (truncated weights, a config out of range, ...) is this model's problem
         return public(" ".join(str(e).split()) or type(e).__name__)
     return None
 
 
 def usable_models(keep=None) -> list[str]:
-    """The listed models that load (and that ``keep(checkpoint)`` accepts). A page offering several models takes them
-    from here, so one broken model is skipped (and named by :func:`note_broken`), never a traceback for everyone."""
-    return [n for n in models() if load_error(n) is None and (keep is None or keep(load_model(n)))]
+    """The listed models that can be loaded (and that ``keep(ModelInfo)`` accepts: its ``cfg`` and ``meta``), decided
+    from their folders without loading them. A page offering several models takes them from here, so one broken
+    model is skipped (and named by :func:`note_broken`), never a traceback for everyone, and only the model(s) the
+    page shows are loaded."""
+    return [n for n in models() if load_error(n) is None and (keep is None or keep(model_info(n)))]
+
+
+def model_load_error(name: str) -> str | None:
+    """Why model ``name`` cannot be loaded (loading it: a page is about to show it), or None once it is loaded."""
+    try:
+        load_model(name)
+    except (ValueError, OSError) as e:
+        return public(" ".join(str(e).split()) or type(e).__name__)
+    return None
+
+
+def shown_model(name: str) -> checkpoint.Checkpoint:
+    """The model a page shows, loaded; the page stops after a plain message if it cannot be (e.g. non-finite weights,
+    which only a load finds)."""
+    try:
+        return load_model(name)
+    except (ValueError, OSError) as e:
+        st.error(f"Model {md(repr(name))} cannot be loaded: {md(public(str(e)))}")
+        st.stop()
 
 
 def note_broken() -> None:

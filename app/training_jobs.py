@@ -35,6 +35,12 @@ from core.io.tokenizer import BOS, EOS
 from core.training.trainer import TrainConfig, learning_rate, model_config, pick_device, train
 
 MAX_JOBS = 2  # concurrent training jobs on the whole server
+# Saved models: each takes disk (up to 38.6 MB at the largest settings below) and is offered in every session's model
+# list. At most MAX_SAVED_MODELS on the server (≈ 2.3 GB of disk at the largest settings) and MAX_SAVED_PER_SESSION
+# saved by one browser session; a run that would pass either is refused before it starts. A session may delete the
+# models it saved (delete_model); nothing is deleted for it.
+MAX_SAVED_MODELS = int(os.environ.get("ATTENTION_LAB_MAX_SAVED_MODELS", 60))
+MAX_SAVED_PER_SESSION = int(os.environ.get("ATTENTION_LAB_MAX_SAVED_PER_SESSION", 5))
 MAX_STEPS = 5000
 MAX_D_MODEL = 256
 MAX_LAYERS = 4
@@ -95,6 +101,60 @@ def induction_preset(**changes) -> TrainConfig:
 
 class JobLimitError(RuntimeError):
     """The server already runs :data:`MAX_JOBS` training jobs."""
+
+
+class SavedModelLimitError(JobLimitError):
+    """A new run would pass :data:`MAX_SAVED_MODELS` (the server) or :data:`MAX_SAVED_PER_SESSION` (a session)."""
+
+
+HOW_TO_DELETE = ("delete one of the models you saved in this browser session (“Your saved models” on the Training "
+                 "page), or ask whoever runs the server to delete model folders in its data/models folder")
+
+
+def saved_models() -> list[str]:
+    """Every model folder in the user models folder, listed or not (a broken one takes disk too)."""
+    folder = registry.user_dir()
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+
+
+def saved_limit_error(owned=()) -> str | None:
+    """Why a new run may not start now (its model could not be saved), or None: the server's saved models and
+    running jobs (each will save one) at :data:`MAX_SAVED_MODELS`, or those of this browser session (``owned``: the
+    names it trained) at :data:`MAX_SAVED_PER_SESSION`."""
+    with _lock:
+        return _saved_limit(owned, {j.name for j in _active})
+
+
+def _saved_limit(owned, pending: set[str]) -> str | None:
+    on_disk = set(saved_models())
+    total = len(on_disk | pending)
+    if total >= MAX_SAVED_MODELS:
+        return (f"This server already holds {total} saved models (the limit is {MAX_SAVED_MODELS}), so a new run "
+                f"could not be saved: {HOW_TO_DELETE}.")
+    mine = set(owned) & (on_disk | pending)
+    if len(mine) >= MAX_SAVED_PER_SESSION:
+        return (f"This browser session has already saved {len(mine)} models (the limit is {MAX_SAVED_PER_SESSION} per "
+                "session): delete one of them under “Your saved models” on the Training page, then start again.")
+    return None
+
+
+def delete_model(name: str) -> None:
+    """Delete the user model ``name`` (a checkpoint folder of ours in the user models folder); ValueError otherwise.
+    The page offers it only for the models its session saved."""
+    if not registry.valid_name(name) or registry.reserved(name):
+        raise ValueError(f"{name!r} is not a model you can delete.")
+    folder = registry.user_dir() / name
+    if not folder.is_dir() or folder.is_symlink():
+        raise ValueError(f"There is no saved model called {name!r}.")
+    with _lock:
+        if any(j.name == name for j in _active):
+            raise ValueError(f"A run is still saving {name!r}; stop it or wait until it has finished.")
+    checkpoint.check_replaceable(folder)  # only a checkpoint folder of ours, nothing anyone else put there
+    aside = folder.with_name(f".{name}.deleted-{uuid.uuid4().hex}")
+    os.replace(folder, aside)  # gone from every list at once, then removed
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- settings
@@ -306,7 +366,10 @@ class Job:
         self._proc = None
 
     # ---- control (page side)
-    def start(self) -> "Job":
+    def start(self, owned=()) -> "Job":
+        """Start training in a child process. ``owned``: the names of the models this browser session trained (for
+        :data:`MAX_SAVED_PER_SESSION`). Raises :class:`JobLimitError` (server busy, or the saved-model limits) or
+        ValueError."""
         if self.cfg.text:  # server side, whatever path the text came by: a text the tokenizer could not train on soon
             from core.data.lm import load_text
             check_text(load_text(self.cfg.text, max_bytes=MAX_UPLOAD), "The text")
@@ -316,6 +379,9 @@ class Job:
                                     f"{MAX_JOBS}). Wait until one finishes, then start again.")
             if any(j.name == self.name for j in _active):
                 raise ValueError(f"Another run is already saving a model called {self.name!r}; choose another name.")
+            refused = _saved_limit(owned, {j.name for j in _active})
+            if refused:
+                raise SavedModelLimitError(refused)
             _active.add(self)
         self._set(status="running")
         self._thread = threading.Thread(target=self._work, name=f"train-{self.id}", daemon=True)
@@ -403,6 +469,9 @@ class Job:
                 return
             src = tmp / "ckpt"
             dest = registry.user_dir() / self.name
+            if len(saved_models()) >= MAX_SAVED_MODELS:  # filled meanwhile (another server process on the folder)
+                raise SavedModelLimitError(f"Not saved: the server now holds {MAX_SAVED_MODELS} saved models, its "
+                                           f"limit; {HOW_TO_DELETE}.")
 
             def fill(folder: Path):
                 for f in MODEL_FILES:
@@ -415,7 +484,7 @@ class Job:
             checkpoint.write_dir_atomically(dest, fill)
             self._set(saved=self.name, status="done")
         except Exception as e:  # shown to the learner; the thread must not die silently
-            self._set(status="error", error=f"{type(e).__name__}: {e}" if not isinstance(e, ValueError) else str(e))
+            self._set(status="error", error=str(e) if isinstance(e, (ValueError, JobLimitError)) else f"{type(e).__name__}: {e}")
         finally:
             if self._proc is not None and self._proc.is_alive():
                 self._proc.kill()

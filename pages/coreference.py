@@ -6,7 +6,7 @@ from app import progress as progress_bar
 from app import coverage_view
 from app import patch_view as pv
 from app.figures import label, wrap
-from app.shell import note_broken, page_view, usable_models
+from app.shell import model_load_error, note_broken, page_view, usable_models
 from app.text import md
 from core.probes import coref
 from core.inference import coverage
@@ -87,11 +87,14 @@ if pv.language_ok(view):
     st.subheader(f"Patching scoreboard over the probe set — {md(view.name)}")
     pv.draw_board(view)
 st.subheader("Attention scoreboard over the probe set")
-names = [m for m in usable_models(lambda ck: ck.model.cfg.kind != "decoder-only") if m not in ("copy", "reverse")]
+names = [m for m in usable_models(lambda m: m.cfg.kind != "decoder-only") if m not in ("copy", "reverse")]
 note_broken()
 compare = st.multiselect("Models", names, default=[m for m in ("en-fr", "minilm") if m in names] or names[:1])
 shown_boards = {}
 for col, name in zip(st.columns(max(1, len(compare))), compare):
+    if (why := model_load_error(name)) is not None:  # what only a load finds (non-finite weights): this column only
+        col.error(f"{md(name)} cannot be loaded: {md(why)}")
+        continue
     boards, complete = cv.scoreboards_shown(name, col)
     if boards is None:
         continue

@@ -3,7 +3,7 @@ import streamlit as st
 
 from app import coverage_view
 from app import lm_heads_view as hv
-from app.shell import load_model, note_broken, page_view, traced, usable_models
+from app.shell import note_broken, page_view, shown_model, traced, usable_models
 from app.text import md
 from core import find_heads as fh
 from core.io.tokenizer import normalize_text
@@ -15,10 +15,10 @@ st.markdown("Language models trained on text grow the same few kinds of attentio
             "complete `[A][B] … [A] → [B]` — in-context copying. The test: feed random tokens twice. Nothing can "
             "predict the first copy; a model with induction heads predicts the second.")
 view = page_view()
-if hv.usable(view.ck):
+if hv.usable(view.ck.model.cfg):
     name = view.name
 else:
-    names = usable_models(hv.usable)
+    names = usable_models(lambda m: hv.usable(m.cfg))
     note_broken()
     if not names:
         st.info("No GPT-style (decoder-only) or BERT-style (encoder-only) model can be loaded here.")
@@ -27,7 +27,7 @@ else:
             "so it uses a language model. Pick one here or in the sidebar.")
     name = st.selectbox("Model for this page", names, index=names.index("lm") if "lm" in names else 0,
                         key="lm_heads_model")
-ck = load_model(name)
+ck = shown_model(name)
 decoder = ck.model.cfg.kind == "decoder-only"
 kind = "decoder" if decoder else "encoder"
 present, dark = view.present, view.dark

@@ -7,7 +7,7 @@ import torch
 from app import coverage_view, figures
 from app import mlm_view as mv
 from app import progress as progress_bar
-from app.shell import PRESETS, load_model, note_broken, page_view
+from app.shell import PRESETS, note_broken, page_view, shown_model
 from app.text import md
 from core.inference import coverage, mlm
 from core.io.budget import max_positions
@@ -30,7 +30,7 @@ if not names:
 default = view.name if view.name in names else names[0]
 name = st.selectbox("Masked LM", names, index=names.index(default), key="mlm_model",
                     help="models trained with the masked-LM objective: the bundled mlm and your own")
-ck = load_model(name)
+ck = shown_model(name)
 tok, P = ck.tokenizer, dict(present=view.present, dark=view.dark)
 held = ck.meta.get("heldout", {})
 if "masked_accuracy" in held:

@@ -6,7 +6,7 @@ import streamlit as st
 from app import figures
 from app import training_jobs as tj
 from app.guard import guarded, public
-from app.shell import load_model
+from app.shell import forget_model, models
 from app.text import md
 from core.config import ACTIVATIONS, POSITIONAL
 from core.training.tasks import SYNTHETIC, TASKS, TEXT_TASKS
@@ -28,6 +28,7 @@ BROWSER_TASKS = [t for t in TASKS if t in TASK_HELP]
 view = st.session_state.get("view")
 present, dark = (view.present, view.dark) if view else (False, False)
 jobs: list = st.session_state.setdefault("train_jobs", [])
+owned: list = st.session_state.setdefault("tr_owned", [])  # the models this browser session trained (and may delete)
 
 
 def fmt_s(seconds) -> str:
@@ -45,11 +46,26 @@ def use_model(name: str, task: str) -> None:
         st.session_state["text"], st.session_state["tgt"] = "ba ke mo tu ri va ba ke mo tu ri va", ""
 
 
+def delete_saved(name: str) -> None:
+    """Delete a model this session saved (a button's callback: the sidebar's list is right on the next run)."""
+    try:
+        tj.delete_model(name)
+    except (ValueError, OSError) as e:
+        st.session_state["tr_delete_error"] = public(str(e))
+        return
+    forget_model(name)
+    mine = st.session_state.get("tr_owned", [])
+    if name in mine:
+        mine.remove(name)
+    if st.session_state.get("model") == name:
+        st.session_state["model"] = (models() or [None])[0]
+
+
 # A finished job's model is on disk; make sure no stale cache entry shadows it.
 for job in jobs:
     if job.finished and not job.published:
         if job.snapshot()["saved"]:
-            load_model.clear(job.name)
+            forget_model(job.name)
         job.published = True
 
 st.title("Training")
@@ -80,11 +96,16 @@ st.markdown("**Watch induction heads form.** A 2-layer, attention-only model rea
             "then a previous-token head forms in layer 0, the layer-1 heads turn into induction heads and the loss on "
             "the second copy drops — the phase change of Olsson et al. (2022, *In-context learning and induction "
             "heads*, sec. 3). The charts below plot each head's induction score as it trains.")
+full = tj.saved_limit_error(owned)  # a new run's model could not be saved: refused before it starts
+if full:
+    st.error(md(full))
 if st.button(f"Train the induction preset (about {tj.INDUCTION_MINUTES} min on this server)", key="tr_induction",
-             disabled=running, help="2 layers, d_model 64, 4 heads, no FFN, rotary positions, 2,000 steps of 32 "
-                                    "sequences of 2 × 16 syllables"):
+             disabled=running or bool(full), help="2 layers, d_model 64, 4 heads, no FFN, rotary positions, 2,000 "
+                                                  "steps of 32 sequences of 2 × 16 syllables"):
     try:
-        jobs.append(tj.Job(tj.induction_preset(), tj.suggest_name("induction"), label="induction preset").start())
+        preset = tj.Job(tj.induction_preset(), tj.suggest_name("induction"), label="induction preset")
+        jobs.append(preset.start(owned=owned))
+        owned.append(preset.name)
     except (tj.JobLimitError, ValueError) as e:
         st.error(md(e))
     else:
@@ -160,10 +181,11 @@ if not errors:
                                         "step · warmup^-1.5) × factor"), key="tr_lr_chart")
 
 
-if st.button("Start training", type="primary", disabled=bool(errors) or running or not upload_ok,
+if st.button("Start training", type="primary", disabled=bool(errors) or running or not upload_ok or bool(full),
              help="One run per session at a time." if running else None):
     try:
-        jobs.append(tj.Job(cfg, name).start())
+        jobs.append(tj.Job(cfg, name).start(owned=owned))
+        owned.append(name)
         st.session_state["tr_suggested"] = name  # the name is now taken: the next run offers a fresh one
     except (tj.JobLimitError, ValueError) as e:
         st.error(md(e))
@@ -281,3 +303,20 @@ if len(done) >= 2:
         st.plotly_chart(fig, key="tr_compare_chart")
 elif done:
     st.caption("Finish a second run (e.g. change only the positional encoding) to overlay the two loss curves.")
+
+# ----------------------------------------------------------------- the session's saved models
+st.subheader("Your saved models")
+st.caption(f"This server keeps at most {tj.MAX_SAVED_MODELS} saved models ({len(tj.saved_models())} now), "
+           f"{tj.MAX_SAVED_PER_SESSION} per browser session. The models trained in this browser session can be "
+           "deleted here; nobody else's.")
+if st.session_state.get("tr_delete_error"):
+    st.error(md(st.session_state.pop("tr_delete_error")))
+on_disk = set(tj.saved_models())
+mine = [n for n in owned if n in on_disk]
+if not mine:
+    st.caption("None yet.")
+for saved_name in mine:
+    row = st.columns([4, 1])
+    row[0].markdown(f"**{md(saved_name)}**")
+    row[1].button("Delete", key=f"tr_delete_{saved_name}", on_click=delete_saved, args=(saved_name,),
+                  disabled=any(j.name == saved_name and not j.finished for j in jobs))

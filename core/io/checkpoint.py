@@ -398,24 +398,23 @@ def read_weights(path: Path, parameters: int) -> dict[str, torch.Tensor]:
 
 def check_matches(path: Path, state: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
     """Refuse weights whose names or shapes differ from what the config's model holds (``expected``)."""
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
+    _check_shapes(path, {k: tuple(v.shape) for k, v in state.items()}, {k: tuple(v.shape) for k, v in expected.items()})
+
+
+def _check_shapes(path: Path, found: dict[str, tuple], expected: dict[str, tuple]) -> None:
+    missing = sorted(set(expected) - set(found))
+    unexpected = sorted(set(found) - set(expected))
     if missing or unexpected:
         raise CheckpointError(f"{path.name}: weights do not match the config: "
                               f"missing {missing[:5]}, unexpected {unexpected[:5]}")
     for k, v in expected.items():
-        if state[k].shape != v.shape:
-            raise CheckpointError(f"{path.name}: shape mismatch for {k}: file {tuple(state[k].shape)}, "
-                                  f"config expects {tuple(v.shape)}")
+        if found[k] != v:
+            raise CheckpointError(f"{path.name}: shape mismatch for {k}: file {found[k]}, config expects {v}")
 
 
-def load(path, device: str | torch.device = "cpu") -> Checkpoint:
-    """Load and verify a checkpoint folder; any mismatch raises :class:`CheckpointError` naming it.
-
-    The config is checked field by field (types, ranges, an estimated memory ceiling: :class:`ModelConfig`), the meta
-    is an object with typed fields, and the weights file may not be larger than the config's model, all before
-    anything is allocated; non-finite weights are refused."""
-    path = Path(path)
+def _config_meta_tokenizer(path: Path) -> tuple[ModelConfig, dict, Tokenizer]:
+    """A folder's checked config (field by field: :class:`ModelConfig`), meta (typed fields) and tokenizer (its
+    vocabulary the config's size)."""
     config = read_config(path)
     try:
         cfg = ModelConfig.from_dict(config["model"])
@@ -426,6 +425,61 @@ def load(path, device: str | torch.device = "cpu") -> Checkpoint:
     if tokenizer.vocab_size != cfg.vocab_size:
         raise CheckpointError(f"{path.name}: vocabulary mismatch: tokenizer.json has {tokenizer.vocab_size} tokens, "
                               f"the config says {cfg.vocab_size}")
+    return cfg, meta, tokenizer
+
+
+MAX_HEADER_BYTES = 2 ** 26  # a safetensors header (names, shapes, offsets) is a few kilobytes
+
+
+def _weight_shapes(path: Path) -> dict[str, tuple]:
+    """The tensor names and shapes in ``model.safetensors``, read from its header alone; refuses a pickle and a file
+    whose size is not exactly what its header describes (truncated, or bytes appended)."""
+    weights = path / WEIGHTS
+    _refuse_pickle(weights)
+    size = weights.stat().st_size
+    try:
+        with open(weights, "rb") as f:
+            head = f.read(8)
+            n = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if not 0 < n <= min(MAX_HEADER_BYTES, size - 8):
+                raise ValueError(f"a header of {n:,} bytes in a file of {size:,}")
+            header = json.loads(f.read(n))
+        header.pop("__metadata__", None)
+        shapes = {k: tuple(int(d) for d in v["shape"]) for k, v in header.items()}
+        end = max((int(v["data_offsets"][1]) for v in header.values()), default=0)
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        raise CheckpointError(f"{path.name}: {WEIGHTS} is truncated or corrupt ({e})") from None
+    if 8 + n + end != size:
+        raise CheckpointError(f"{path.name}: {WEIGHTS} is truncated or corrupt (its header describes "
+                              f"{8 + n + end:,} bytes, the file holds {size:,})")
+    return shapes
+
+
+def describe(path) -> tuple[ModelConfig, dict]:
+    """A checkpoint folder's config and meta, checked as :func:`load` checks them (config, meta, tokenizer, the
+    weights' names, shapes and file size, from the file's header) without reading or allocating the weights: what a
+    model list needs to offer a model. Only non-finite weights are left for :func:`load` to find."""
+    path = Path(path)
+    cfg, meta, _ = _config_meta_tokenizer(path)
+    if not (path / WEIGHTS).exists() or (path / WEIGHTS).stat().st_size > 8 * cfg.estimated_parameters() + 2 ** 26:
+        read_weights(path, cfg.estimated_parameters())  # its messages: missing, or larger than this config can hold
+    found = _weight_shapes(path)
+    with torch.device("meta"):  # shapes only: nothing is allocated
+        model = Transformer(cfg)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()
+                if not (cfg.tie_embeddings and k == "lm_head.weight")}
+    _check_shapes(path, found, expected)
+    return cfg, meta
+
+
+def load(path, device: str | torch.device = "cpu") -> Checkpoint:
+    """Load and verify a checkpoint folder; any mismatch raises :class:`CheckpointError` naming it.
+
+    The config is checked field by field (types, ranges, an estimated memory ceiling: :class:`ModelConfig`), the meta
+    is an object with typed fields, and the weights file may not be larger than the config's model, all before
+    anything is allocated; non-finite weights are refused."""
+    path = Path(path)
+    cfg, meta, tokenizer = _config_meta_tokenizer(path)
     state = read_weights(path, cfg.estimated_parameters())
     model = Transformer(cfg)
     check_matches(path, state, _weights(model))

@@ -597,6 +597,64 @@ def test_patch_scoreboard_is_one_of_our_files():
     assert patch.SAVED in checkpoint.OWN_FILES
 
 
+# ------------------------------------------------------------------ describe: a load's checks without the weights
+def _pickle_weights(folder, tok):
+    torch.save({"x": torch.zeros(2)}, folder / WEIGHTS)
+
+
+def _append(folder, tok):
+    with open(folder / WEIGHTS, "ab") as f:
+        f.write(b"\0" * 64)
+
+
+def _set_meta(folder, tok):
+    config = json.loads((folder / CONFIG).read_text())
+    config["meta"] = {"task": 5}
+    (folder / CONFIG).write_text(json.dumps(config))
+
+
+BROKEN = {
+    "vocabulary": lambda f, tok: _edit_config(f, vocab_size=tok.vocab_size + 1),
+    "shape": lambda f, tok: _edit_config(f, d_model=64),
+    "ffn-width": lambda f, tok: _edit_config(f, d_ff=48),
+    "missing-layer": lambda f, tok: _edit_config(f, n_encoder_layers=2),
+    "config-range": lambda f, tok: _edit_config(f, d_ff=10 ** 15),
+    "meta-type": _set_meta,
+    "truncated": lambda f, tok: (f / WEIGHTS).write_bytes((f / WEIGHTS).read_bytes()[:1000]),
+    "header-only": lambda f, tok: (f / WEIGHTS).write_bytes((f / WEIGHTS).read_bytes()[:20]),
+    "empty": lambda f, tok: (f / WEIGHTS).write_bytes(b""),
+    "bytes-appended": _append,
+    "sparse-80MB-tail": lambda f, tok: os.truncate(f / WEIGHTS, (f / WEIGHTS).stat().st_size + 80 * 2 ** 20),
+    "weights-missing": lambda f, tok: os.replace(f / WEIGHTS, f / "model.pt"),
+    "pickle": _pickle_weights,
+    "tokenizer": lambda f, tok: (f / TOKENIZER).write_text("{oops"),
+    "config-json": lambda f, tok: (f / CONFIG).write_text("{not json"),
+}
+
+
+@pytest.mark.parametrize("how", BROKEN)
+def test_describe_refuses_what_load_refuses_without_reading_the_weights(tmp_path, tok, how):
+    """Issue 35 item 1: a model list (/mlm, /coreference, /lm-heads) loaded every listed model to learn its kind and
+    task and to skip broken ones. checkpoint.describe reads config, meta, tokenizer and the weights file's header (names,
+    shapes, exact size) and refuses every broken folder load refuses, with the same reason."""
+    folder = checkpoint.save(tmp_path / "c", make_model(tok), tok)
+    cfg, meta = checkpoint.describe(folder)
+    assert cfg == checkpoint.load(folder).model.cfg and meta == {}
+    BROKEN[how](folder, tok)
+    with pytest.raises(ValueError) as loaded:
+        checkpoint.load(folder)
+    with pytest.raises(ValueError) as described:
+        checkpoint.describe(folder)
+    assert str(described.value).split(" (")[0] == str(loaded.value).split(" (")[0], (described.value, loaded.value)
+
+
+def test_describe_reads_no_weights(tmp_path, tok, monkeypatch):
+    folder = checkpoint.save(tmp_path / "c", make_model(tok), tok)
+    monkeypatch.setattr(checkpoint, "load_file", lambda *a, **k: pytest.fail("describe read the weights"))
+    cfg, _ = checkpoint.describe(folder)
+    assert cfg.d_model == 32
+
+
 # ------------------------------------------------------------------ non-finite weights and strict JSON
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
 def test_non_finite_weights_are_refused_at_load(tmp_path, tok, value):
