@@ -35,12 +35,19 @@ def padding_mask(key_is_pad: torch.Tensor) -> torch.Tensor:
     return additive(~key_is_pad)[:, None, None, :]
 
 
-def window_mask(t_q: int, window: int, t_k: int | None = None, offset: int = 0, device=None) -> torch.Tensor:
-    """``[t_q, t_k]`` band: query i sees keys j with ``|i - j| < window`` (Longformer-style local attention)."""
+def band(t_q: int, radius: int, t_k: int | None = None, offset: int = 0, device=None) -> torch.Tensor:
+    """Bool ``[t_q, t_k]``: query i (at position ``i + offset``) may see key j when ``|i - j| <= radius``. The one
+    band every local-attention mask is built from (:func:`window_mask`, the Efficient page's Longformer window)."""
     t_k = t_q + offset if t_k is None else t_k
     i = torch.arange(t_q, device=device)[:, None] + offset
     j = torch.arange(t_k, device=device)[None, :]
-    return additive((i - j).abs() < window)
+    return (i - j).abs() <= radius
+
+
+def window_mask(t_q: int, window: int, t_k: int | None = None, offset: int = 0, device=None) -> torch.Tensor:
+    """``[t_q, t_k]`` additive band: query i sees keys j with ``|i - j| < window``, the :func:`band` of radius
+    ``window - 1`` (a model's ``window`` setting; Longformer-style local attention)."""
+    return additive(band(t_q, window - 1, t_k, offset, device))
 
 
 def combine(*masks: torch.Tensor | None, batched: bool = True) -> torch.Tensor | None:

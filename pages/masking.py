@@ -47,7 +47,8 @@ with t_pad:
         c1.metric("Largest weight any real token gives a [PAD] key", repr(pd_["pad_weight"]))
         c2.metric(f"{pd_['stack']} output: batch vs alone, max |difference|", f"{pd_['max_diff']:.1e}")
 with t_win:
-    w = st.slider("Window: query i sees keys with |i − j| < window", 1, max(T, 2), min(3, T), key="window")
+    w = st.slider("Window: query i sees keys with |i − j| < window (radius window − 1, as the Efficient page's w)",
+                  1, max(T, 2), min(3, T), key="window")
     win = combine(window_mask(T, w), causal_mask(T) if causal else None, batched=False)
     st.plotly_chart(figures.mask_map(win, q_tokens, k_tokens, title=f"Sliding window {w}" + (" + causal" if causal else ""),
                                      **P), key="m_win")

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..masks import band
+
 NEG_INF = float("-inf")
 
 
@@ -280,8 +282,7 @@ def sliding_window_mask(t_q: int, window: int, global_tokens=(), *, causal: bool
                         t_k: int | None = None) -> torch.Tensor:
     """Bool ``[Tq, Tk]``: ``|i − j| ≤ window``, plus full rows and columns for global tokens, ∧ causal."""
     t_k = t_q if t_k is None else t_k
-    i, j = torch.arange(t_q)[:, None], torch.arange(t_k)[None, :]
-    allowed = (i - j).abs() <= window
+    allowed = band(t_q, window, t_k)  # the same band as core.masks.window_mask(t_q, window + 1)
     glob = [g for g in global_tokens if 0 <= g < min(t_q, t_k)]
     if glob:
         g = torch.tensor(glob)

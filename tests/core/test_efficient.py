@@ -258,3 +258,13 @@ def test_gap_reach_and_step_gaps_are_the_numbers_the_page_prints():
     _, exact = E.softmax_attention(q, k, v)
     gaps = E.step_gaps(tiled.steps, exact[5])
     assert len(gaps) == 3 and gaps[0] > 1e-3 and gaps[-1] < 1e-6  # after the last key block: exact
+
+
+@pytest.mark.parametrize("radius", [0, 1, 3])
+def test_the_efficient_page_window_and_the_model_window_are_one_band(radius):
+    """The twins that disagreed (|i − j| < w on the Masking page and in models, ≤ w on the Efficient page) are
+    now one band: the Efficient page's radius w is a model window of w + 1."""
+    from core.masks import window_mask
+    allowed = E.sliding_window_mask(9, radius)
+    assert torch.equal(allowed, window_mask(9, radius + 1) == 0)
+    assert torch.equal(allowed.sum(-1)[radius:9 - radius], torch.full((9 - 2 * radius,), 2 * radius + 1))
