@@ -67,7 +67,8 @@ N_HEAD_SCORES = 40  # the induction task: head scores measured this many times o
 PROBE_SYNTHETIC = "3 1 4 1 5 9"
 PROBE_INDUCTION = "ba ke mo tu ri va lo ne ba ke mo tu ri va lo ne"
 PROBE_SENTENCE = "The animal didn't cross the street because it was too tired."
-MODEL_FILES = (checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.TOKENIZER, checkpoint.CARD)
+# words.json too: without it a model trained here named none of a sentence's unknown words (issue 33)
+MODEL_FILES = (checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.TOKENIZER, checkpoint.CARD, checkpoint.WORDS)
 FINISHED = ("done", "stopped", "error")
 
 TRAIN_THREADS = 1  # torch threads of one training job's process

@@ -203,7 +203,9 @@ def test_tiny_job_finishes_and_registers_its_model(data):
     assert snap["snapshots"] and snap["evals"]
     assert (data / "models" / "tiny-copy" / "config.json").exists()
     assert "tiny-copy" in registry.available()
-    assert registry.load("tiny-copy", allow_path=False).model.cfg.d_model == 16
+    saved = registry.load("tiny-copy", allow_path=False)
+    assert saved.model.cfg.d_model == 16
+    assert (data / "models" / "tiny-copy" / "words.json").exists() and saved.known_words  # coverage can name words
     assert tj.active_jobs() == 0
     assert not any((data / "tmp").iterdir())  # the temporary run folder is gone
     assert tj.name_taken("tiny-copy")
