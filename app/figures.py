@@ -210,13 +210,29 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str, x_title
     return _style(fig, present, height=height or min(900, 200 + max(n_y, 4) * (30 if present else 24)), dark=dark)
 
 
-def token_strip(tokens, ids, *, title: str = "", present: bool = False, dark: bool = False) -> go.Figure:
-    """The tokenizer's output as one strip of cells: each piece with its vocabulary id written in it."""
+TOKEN_KINDS = ("special token", "starts a word", "continues a word")
+_KIND_COLOURS = ("#9e9e9e", "#4c78a8", "#f58518")  # grey, blue, orange: distinct in light and dark themes
+
+
+def token_kinds(ids, starts) -> list[int]:
+    """Per token, an index into :data:`TOKEN_KINDS`: a special token (id below 5: [PAD] [UNK] [BOS] [EOS] [MASK]),
+    a piece that starts a word, or a piece that continues the word before it (``starts``: the tokenizer's
+    ``word_starts``)."""
+    return [0 if int(i) < 5 else 1 if s else 2 for i, s in zip(ids, starts)]
+
+
+def token_strip(tokens, ids, starts=None, *, title: str = "", present: bool = False, dark: bool = False) -> go.Figure:
+    """The tokenizer's output as one strip of cells: each piece with its vocabulary id written in it, coloured by
+    what it is (:data:`TOKEN_KINDS`: a special token, a piece that starts a word, a piece that continues one), so
+    a word cut into sub-word pieces shows as one blue cell followed by orange ones. Without ``starts`` every
+    non-special piece counts as a word start."""
     toks = [label(t) for t in tokens]
-    fig = go.Figure(go.Heatmap(z=[[int(i) for i in ids]], x=list(range(len(toks))), y=[0],
+    kinds = token_kinds(ids, starts if starts is not None else [True] * len(ids))
+    scale = [[pos, c] for k, c in enumerate(_KIND_COLOURS) for pos in (k / 3, (k + 1) / 3)]
+    fig = go.Figure(go.Heatmap(z=[[k + 0.5 for k in kinds]], x=list(range(len(toks))), y=[0], zmin=0, zmax=3,
                                text=[[f"{t}<br>{int(i)}" for t, i in zip(toks, ids)]], texttemplate="%{text}",
-                               colorscale=sequential_scale(present, dark), showscale=False,
-                               hovertemplate="%{text}<extra></extra>"))
+                               customdata=[[TOKEN_KINDS[k] for k in kinds]], colorscale=scale, showscale=False,
+                               hovertemplate="%{text}<br>%{customdata}<extra></extra>"))
     fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=toks, side="top", title="token (position)")
     fig.update_yaxes(visible=False)
     fig.update_layout(title=title)

@@ -90,8 +90,10 @@ def tokens_step(c: Context) -> Step:
                 "word becomes several known pieces instead of one unknown token.",
                 f"{SOURCES['sennrich']} (byte-pair encoding); {VASWANI}, sec. 5.1 · further reading: {SOURCES['starke']}, "
                 f"sec. 2; {SOURCES['wiki']}, “Tokenization”",
-                notes + [("fig", figures.token_strip(r.src_tokens, r.src_ids, title="Token pieces and their ids "
-                                                     "(colour = id)", **c.style())), ("table", pieces)])
+                notes + [("fig", figures.token_strip(
+                    r.src_tokens, r.src_ids, c.ck.tokenizer.word_starts(r.src_ids),
+                    title="Token pieces and their ids (grey: special token · blue: starts a word · orange: "
+                          "continues a word)", **c.style())), ("table", pieces)])
 
 
 def embedding_step(c: Context) -> Step:

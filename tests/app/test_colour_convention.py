@@ -33,9 +33,21 @@ def test_weights_follow_the_theme_in_presentation_mode():
     w = torch.rand(2, 2, 3, 3).softmax(-1)
     for dark in (False, True):
         fig = figures.grid(w, list("abc"), list("abc"), present=True, dark=dark)
-        strip = figures.token_strip(["a", "b"], [5, 6], present=True, dark=dark)
         want = [tuple(x) for x in theme.heat_scale(dark)]
         assert [tuple(x) for x in fig.data[0].colorscale] == want
-        assert [tuple(x) for x in strip.data[0].colorscale] == want
     assert figures.grid(w, list("abc"), list("abc")).data[0].colorscale[-1][1] == \
         figures.heatmap(w[0, 0], list("abc"), list("abc")).data[0].colorscale[-1][1]
+
+
+def test_token_strip_colours_pieces_by_what_they_are_not_by_id():
+    """The Lesson's first step coloured tokens by their vocabulary id, which means nothing; now a special token, a
+    piece that starts a word and a piece that continues one each have their colour."""
+    from core.io import registry
+    tok = registry.load("en-fr").tokenizer
+    ids = tok.encode("The students are reading.") + [3]
+    strip = figures.token_strip(tok.display(ids), ids, tok.word_starts(ids))
+    kinds = dict(zip(tok.display(ids), strip.data[0].customdata[0]))
+    assert kinds["[EOS]"] == "special token" and kinds["The"] == "starts a word"
+    assert "continues a word" in kinds.values()  # "students" is cut into pieces by this BPE
+    colours = {k: strip.data[0].colorscale[int(z * 2)][1] for k, z in zip(strip.data[0].customdata[0], strip.data[0].z[0])}
+    assert len(set(colours.values())) == 3
