@@ -288,6 +288,24 @@ def report(ck, *, seq_len: int = 24, seed: int = 0, batch: int = 16, text: str |
 
 
 # ------------------------------------------------------------------ command line
+MAX_BATCH = 1024
+MAX_BYTES = 1 << 30  # what one measurement's traced batch may hold (core.io.budget's per-sequence estimate × batch)
+
+
+def check_memory(ck, seq_len: int, batch: int) -> None:
+    """Refuse (ValueError) a ``batch`` of repeated sequences whose traces would hold more than :data:`MAX_BYTES`;
+    a sequence longer than the model reads is left to :func:`head_scores`' own message."""
+    from .io import budget
+    frame = framing(ck)
+    t = (frame["bos"] is not None) + 2 * seq_len + (frame["eos"] is not None)
+    if t > ck.model.cfg.max_len:
+        return
+    per_row = max(1, budget.estimate(ck.model, t)["trace"])
+    if batch * per_row > MAX_BYTES:
+        raise ValueError(f"--batch {batch:,} of {t}-token sequences would hold about {batch * per_row / 2 ** 30:.1f} "
+                         f"GiB of attention traces; at --seq-len {seq_len} the most is --batch {MAX_BYTES // per_row:,}")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"error: {message} (see python -m core.find_heads --help)\n")
@@ -298,15 +316,20 @@ def main(argv=None) -> int:
     exit 2."""
     ap = _Parser(prog="python -m core.find_heads", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="a model name (lm, minilm, …) or a checkpoint folder")
-    ap.add_argument("--seq-len", type=int, default=24, help="random tokens per copy (default 24)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--batch", type=int, default=16, help="random sequences averaged over (default 16)")
+    ap.add_argument("--seq-len", type=cli.ascii_int, default=24, help="random tokens per copy (default 24)")
+    ap.add_argument("--seed", type=cli.ascii_int, default=0)
+    ap.add_argument("--batch", type=cli.ascii_int, default=16, help="random sequences averaged over (default 16)")
     ap.add_argument("--text", default=None, help="measure the previous-token score on this text instead")
-    ap.add_argument("--top", type=int, default=3, help="heads named per kind (default 3)")
+    ap.add_argument("--top", type=cli.ascii_int, default=3, help="heads named per kind (default 3)")
     args = ap.parse_args(argv)
     try:
-        data = report(registry.load(args.model), seq_len=args.seq_len, seed=args.seed, batch=args.batch,
-                      text=args.text, k=args.top)
+        for flag, value, (lo, hi) in (("--seq-len", args.seq_len, (2, 1 << 16)), ("--seed", args.seed, (0, 2 ** 63 - 1)),
+                                      ("--batch", args.batch, (1, MAX_BATCH)), ("--top", args.top, (1, 1000))):
+            if not lo <= value <= hi:
+                raise ValueError(f"{flag} must be between {lo:,} and {hi:,}, got {value:,}")
+        ck = registry.load(args.model)
+        check_memory(ck, args.seq_len, args.batch)
+        data = report(ck, seq_len=args.seq_len, seed=args.seed, batch=args.batch, text=args.text, k=args.top)
         print(jsonio.dumps(data, ensure_ascii=False))  # strict JSON: a NaN would be printed as null
     except (ValueError, OSError) as e:
         return cli.refuse(e)

@@ -1,4 +1,4 @@
-"""``python -m core.inspect --model MODEL --src TEXT [--tgt TEXT] [--out FILE.json]``: a Trace as JSON.
+"""``python -m core.inspect --model MODEL --src TEXT [--tgt TEXT] [--out FILE.json [--force]]``: a Trace as JSON.
 
 Writes the tokens (source and target), the attention weights of each kind present
 (``encoder``, ``decoder``, ``cross``) as nested lists ``[layer][head][query][key]``, and the output
@@ -34,9 +34,12 @@ def main(argv=None) -> int:
     ap.add_argument("--model", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--tgt", default=None)
-    ap.add_argument("--out", default=None, help="write JSON here instead of stdout")
+    ap.add_argument("--out", default=None, help="write JSON here instead of stdout (a new file, unless --force)")
+    ap.add_argument("--force", action="store_true", help="replace the file --out names if it exists")
     args = ap.parse_args(argv)
     try:
+        if args.out and (Path(args.out).exists() or Path(args.out).is_symlink()) and not args.force:
+            raise ValueError(f"{args.out} exists; refusing to replace it (choose a new --out, or pass --force)")
         data = trace_json(registry.load(args.model), args.src, args.tgt)
         text = jsonio.dumps(data, ensure_ascii=False)  # strict JSON: a NaN would be printed as null
         if args.out:

@@ -6,17 +6,32 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 import types
 import typing
+
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]{1,20}")
+
+
+def ascii_int(text: str) -> int:
+    """An integer flag written in ASCII digits: Python's int() also reads '٣' (Arabic-Indic three), '３' and
+    '1_000', which no one types on purpose."""
+    if not isinstance(text, str) or not _ASCII_INT.fullmatch(text.strip()):
+        raise ValueError(f"not an integer in ASCII digits: {text!r}")
+    return int(text)
+
+
+ascii_int.__name__ = "int"  # argparse names the type in its message: "invalid int value: '٣'"
 
 
 def _flag_type(hint):
     """The type argparse converts a flag to, from a field's annotation (``int | None`` → ``int``)."""
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        return args[0] if len(args) == 1 else str
-    return hint if hint in (int, float, str) else str
+        return _flag_type(args[0]) if len(args) == 1 else str
+    return ascii_int if hint is int else hint if hint in (float, str) else str
 
 
 def add_fields(parser: argparse.ArgumentParser, cls, skip=()) -> argparse.ArgumentParser:

@@ -278,3 +278,20 @@ def test_cli_refuses_bad_input_with_one_line():
     assert p.returncode == 2 and "decoder-only" in p.stderr and "Traceback" not in p.stderr
     p = find_heads_cli("--model", "lm", "--seq-len", "x")
     assert p.returncode == 2 and p.stderr.startswith("error:")
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--batch", "100000000"], "--batch must be between 1 and 1,024, got 100,000,000"),
+    (["--batch", "1024", "--seq-len", "120"], "GiB of attention traces; at --seq-len 120 the most is --batch"),
+    (["--batch", "\u0663"], "--batch: invalid int value"),
+    (["--seq-len", "-5"], "--seq-len must be between 2"),
+])
+def test_cli_bounds_its_numbers_before_allocating(capsys, args, says):
+    """Issue 35 item 8: ``--batch 100000000`` allocated until a traceback; ``٣`` was read as 3."""
+    from core.find_heads import main
+    try:
+        code = main(["--model", "lm", *args])
+    except SystemExit as e:  # argparse's own refusal
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

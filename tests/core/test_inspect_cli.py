@@ -105,3 +105,15 @@ def test_non_finite_weights_get_one_error_line_never_nan_json(tmp_path):
     assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr, p.stderr[-800:]
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "non-finite weights" in lines[0], p.stderr
+
+
+def test_out_never_replaces_a_file_without_force(tmp_path, capsys):
+    """Issue 35 item 8: ``core.inspect --out`` overwrote an existing file silently."""
+    from core.inspect import main
+    out = tmp_path / "notes.json"
+    out.write_text("my notes")
+    assert main(["--model", "en-fr-tiny", "--src", "I am happy.", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to replace" in err and "--force" in err and out.read_text() == "my notes", err
+    assert main(["--model", "en-fr-tiny", "--src", "I am happy.", "--out", str(out), "--force"]) == 0
+    assert json.loads(out.read_text())["model_kind"] == "encoder-decoder"

@@ -147,6 +147,7 @@ def test_out_beside_someone_elses_dot_old_and_tmp_folders_keeps_them(tmp_path, c
     (["--lr", "nan"], "--lr must be a finite number"), (["--lr", "inf"], "--lr must be a finite number"),
     (["--lr", "-1"], "--lr must be in (0"), (["--clip", "nan"], "--clip must be a finite number"),
     (["--weight-decay=-inf"], "--weight-decay must be a finite number"), (["--steps", "x"], "--steps: invalid int"),
+    (["--steps", "\u0663"], "--steps: invalid int"),  # issue 35 item 8: an Arabic-Indic 3, which int() reads
     (["--label-smoothing", "1"], "--label-smoothing must be in [0, 1)"), (["--dropout", "nan"], "--dropout must be"),
     (["--max-seconds", "0"], "--max-seconds must be in (0"), (["--seed", "-3"], "--seed must be between 0"),
     (["--warmup", "-1"], "--warmup must be between 0"), (["--batch-size", "0"], "--batch-size must be between 1"),
