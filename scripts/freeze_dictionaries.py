@@ -78,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         frozen.write_files("hunspell", {f: HUNSPELL / f for f in HUNSPELL_FILES}, sources=HUNSPELL_SOURCES,
                            packages=HUNSPELL_PACKAGES, rebuild="python scripts/freeze_dictionaries.py --write")
-        RECORD.write_text(json.dumps(review_state(), indent=1) + "\n")
+        RECORD.write_text(json.dumps(review_state(), indent=1, allow_nan=False) + "\n")
         report["written"] = [str(frozen.ROOT / "hunspell"), str(RECORD.relative_to(ROOT))]
-    print(json.dumps(report, indent=1))
+    print(json.dumps(report, indent=1, allow_nan=False))
     return 0
 
 

@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"error: {e}")
         return 2
-    print(json.dumps(report, indent=1, ensure_ascii=False))
+    print(json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False))
     return 0
 
 

@@ -58,7 +58,7 @@ def package_version(package: str, status: Path = Path("/var/lib/dpkg/status")) -
 
 def _encode(documents: list[Document]) -> bytes:
     text = "".join(json.dumps({"source": d.source, "path": d.path, "paragraphs": list(d.paragraphs)},
-                              ensure_ascii=False, sort_keys=True) + "\n" for d in documents)
+                              ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n" for d in documents)
     # a fixed preset and no timestamp in the xz container: the same documents give the same bytes
     return lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME)
 
@@ -86,7 +86,8 @@ def write(name: str, documents: list[Document], *, sources: dict, packages: list
     tmp = folder / (DATA + ".tmp")
     tmp.write_bytes(data)
     tmp.replace(folder / DATA)
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                                    encoding="utf-8")
     return manifest
 
 
@@ -136,7 +137,8 @@ def write_files(name: str, files: dict[str, Path], *, sources: dict[str, dict], 
     meta = {"name": name, "frozen_on": datetime.date.today().isoformat(),
             "packages": {p: package_version(p) for p in packages}, "sources": sources, "files": digests,
             "rebuild": rebuild}
-    (folder / MANIFEST).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (folder / MANIFEST).write_text(json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                                    encoding="utf-8")
     return meta
 
 
@@ -144,7 +146,7 @@ def files(name: str, root: Path = ROOT, cache: Path | None = None) -> Path:
     """A folder holding the frozen files of ``name`` uncompressed (made once per content, in a cache folder), for
     programs that read a dictionary by path: ``hunspell -d <folder>/fr``."""
     meta = manifest(name, root)
-    tag = hashlib.sha256(json.dumps(meta["files"], sort_keys=True).encode()).hexdigest()[:12]
+    tag = hashlib.sha256(json.dumps(meta["files"], sort_keys=True, allow_nan=False).encode()).hexdigest()[:12]
     base = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attention-lab"
     out = base / f"{name}-{tag}"
     if all((out / f).exists() for f in meta["files"]):

@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     report = rebuild(args.lang, write=args.write)
     if args.write:
         report["describe"] = describe(args.lang)
-    print(json.dumps(report, indent=1, ensure_ascii=False))
+    print(json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False))
     return 0
 
 
