@@ -34,9 +34,7 @@ def confidence(model, tokenizer, sources: list[str], outputs: list[list[int]], b
         s = _pad(src_rows).to(model.device)
         t = _pad([[BOS] + o for o in outs]).to(model.device)
         logits = model(s, t).logits
-        scores += [confidence_from_logits(logits[k], o) if len(o) + 1 <= logits.shape[1]
-                   else confidence_from_logits(torch.cat([logits[k], logits[k, -1:]]), o)
-                   for k, o in enumerate(outs)]
+        scores += [confidence_from_logits(logits[k], o) for k, o in enumerate(outs)]
     return scores
 
 

@@ -329,7 +329,8 @@ class TranslationTask(Task):
         out = translation_metrics(pairs, self.translate(model, [p.src for p in pairs]), self.lang, self.data)
         if getattr(self, "real_share", 0.0) and split == "valid":
             from ..data import parallel
-            real = parallel.pairs(self.lang, "valid")[::max(1, len(parallel.pairs(self.lang, "valid")) // n)][:n]
+            real = parallel.pairs(self.lang, "valid")
+            real = real[::max(1, len(real) // n)][:n]
             out.update({f"real_{k}": v for k, v in real_scores([b for _, b in real],
                                                                self.translate(model, [a for a, _ in real])).items()})
         return out
