@@ -317,6 +317,29 @@ def _init_from_url(names: list[str]) -> None:
     st.session_state["theme"] = _from_url("theme", ["light", "dark"], None)  # None: the browser's own setting
 
 
+def text_box(label: str, value: str = "", key: str | None = None, limit: int = MAX_TEXT, area: bool = False,
+             where=None, **kw) -> str:
+    """``st.text_input`` (``area``: ``st.text_area``) in ``where`` (default: the page), holding at most ``limit``
+    characters. ``max_chars`` bounds the box in the browser *and* on the server (Streamlit cuts a longer value a client
+    writes to the websocket itself): boxes without it took a 10 MB paste (25 s and +700 MB while every other visitor
+    waited). Every free-text box of the app is one of these (tests/app/test_text_limits.py)."""
+    widget = (where or st).text_area if area else (where or st).text_input
+    return widget(label, value, key=key, max_chars=limit, **kw)
+
+
+def html_frame(document: str, height: int) -> None:
+    """Show an HTML document in a sandboxed frame (``st.iframe``), without keeping it in memory afterwards.
+
+    ``st.iframe`` first asks ``urllib.parse.urlparse`` whether its argument is a URL, and Python's ``urlsplit``
+    remembers its last 128 distinct arguments and results (``functools.lru_cache``): every bertviz document (8-16 MB
+    for a 2,000-character sentence) stayed alive two to three times over, ≈ 45 MB per new sentence, up to 128
+    sentences (≈ 5 GB), whatever the run cache's budget (issue 35 item 6, measured with tracemalloc). The cache is
+    emptied right after; it only spares re-parsing URLs."""
+    import urllib.parse
+    st.iframe(document, height=height)
+    urllib.parse.urlsplit.cache_clear()
+
+
 def url_int(key: str, upper: int, default: int = 0, lower: int = 0) -> int:
     """An integer widget default from the URL, validated against ``lower .. upper-1``."""
     raw = st.query_params.get(key)

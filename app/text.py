@@ -4,7 +4,9 @@ that quotes any of those) is shown as text: neither HTML nor Markdown is interpr
 ``md(text)`` is the one helper for every Streamlit call that renders Markdown (``st.markdown``, ``st.caption``,
 ``st.info``/``warning``/``error``/``success``, headers, widget labels): every Markdown and HTML character is
 backslash-escaped, so ``![p](http://host/t.png)`` stays those characters and never becomes an ``<img>`` that
-fetches an outside address. Plotly labels are HTML, not Markdown: ``app.figures.label`` escapes them for that.
+fetches an outside address. Escapes are not enough for bare addresses: Streamlit's renderer (GitHub-flavoured
+Markdown) finds ``http://…``, ``www.…`` and ``name@host`` in the text *after* resolving escapes and links them, so a
+word joiner (U+2060, invisible) is put inside each (``http:⁠//``, ``www⁠.``, ``name⁠@host``). Plotly labels are HTML, not Markdown: ``app.figures.label`` escapes them for that.
 tests/app/test_text_rendering.py parses pages/ and app/ for calls that render such text without ``md``.
 """
 from __future__ import annotations
@@ -15,6 +17,12 @@ import re
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=^\"'%@/;?,])")
 
 
+# where GitHub-flavoured Markdown starts an extended autolink: a scheme's "//", "www" before its dot, an "@"
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?=@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
+
+
 def md(text) -> str:
-    """``text`` for a Markdown-rendering call, shown literally; lines kept as lines."""
-    return "  \n".join(_MD_SPECIAL.sub(r"\\\1", line) for line in str(text).splitlines() or [""])
+    """``text`` for a Markdown-rendering call, shown literally (no link, image or markup); lines kept as lines."""
+    return "  \n".join(_MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, line))
+                       for line in str(text).splitlines() or [""])

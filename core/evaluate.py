@@ -22,11 +22,11 @@ import sys
 import torch
 
 from .data import corpus_for, lang_of
-from .inference.decoding import greedy_batch
+from .inference.decoding import greedy_many
 from .io import checkpoint, jsonio, registry
 from .io.tokenizer import EOS
 from .probes.coref import ProbeItem, scoreboards
-from .training.tasks import TRANSLATION, pad_rows, real_scores
+from .training.tasks import TRANSLATION, real_scores
 
 MAX_BYTES = 10_000_000  # a pairs file larger than this is refused before it is read
 
@@ -61,11 +61,8 @@ def translate_ids(ck, sources: list[str], batch: int = 64) -> list[list[int]]:
     """Greedy translations of ``sources`` by checkpoint ``ck`` as token ids (no BOS / EOS), ``batch`` sentences at
     a time (each source cut to fit ``max_len``)."""
     model, tok = ck.model, ck.tokenizer
-    out = []
-    for i in range(0, len(sources), batch):
-        rows = [tok.encode(s)[: model.cfg.max_len - 1] + [EOS] for s in sources[i:i + batch]]
-        out += greedy_batch(model, pad_rows(rows), max_new=model.cfg.max_len - 1)
-    return out
+    rows = [tok.encode(s)[: model.cfg.max_len - 1] + [EOS] for s in sources]
+    return greedy_many(model, rows, max_new=model.cfg.max_len - 1, batch=batch)
 
 
 def translate_all(ck, sources: list[str], batch: int = 64) -> list[str]:

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from app.bertviz_embed import head_view_html, model_view_html
-from app.shell import page_run
+from app.shell import html_frame, page_run
 
 st.title("bertviz views")
 st.caption("bertviz (Vig 2019) draws every head as lines between tokens. Its JavaScript libraries are bundled "
@@ -17,5 +17,5 @@ if "decoder" in attention or "cross" in attention:
     tokens["decoder"] = res.tgt_tokens
 which = st.radio("View", ["head view", "model view"], horizontal=True)
 html = (head_view_html if which == "head view" else model_view_html)(tokens, attention)
-st.iframe(html, height=900 if which == "model view" else 650)
+html_frame(html, height=900 if which == "model view" else 650)
 st.download_button("Download this view as HTML", html, f"attention-{which.replace(' ', '-')}.html", "text/html")

@@ -6,7 +6,7 @@ from app import progress as progress_bar
 from app import coverage_view
 from app import patch_view as pv
 from app.figures import label, wrap
-from app.shell import model_load_error, note_broken, page_view, usable_models
+from app.shell import model_load_error, note_broken, page_view, text_box, usable_models
 from app.text import md
 from core.probes import coref
 from core.inference import coverage
@@ -22,8 +22,8 @@ choice = st.selectbox("Minimal pair", range(len(pairs)), index=mine or 0,
                       format_func=lambda i: f"{pairs[i][0].text} / …{pairs[i][1].text.split()[-1]}")
 own = choice == mine and view.text.strip() == pairs[choice][1].text  # the sidebar sentence is the pair's B
 first, second = (pairs[choice][1], pairs[choice][0]) if own else pairs[choice]
-a = st.text_input("Sentence A", first.text, key=f"coref_a_{choice}_{own}")
-b = st.text_input("Sentence B", second.text, key=f"coref_b_{choice}_{own}")
+a = text_box("Sentence A", first.text, key=f"coref_a_{choice}_{own}")
+b = text_box("Sentence B", second.text, key=f"coref_b_{choice}_{own}")
 if mine is None:
     st.caption("The sidebar sentence is not used here: this page compares two sentences that differ in one word, "
                "so it needs a minimal pair. Choose one above or write both sentences; a probe sentence written in "

@@ -4,7 +4,7 @@ import torch
 
 from app import figures
 from app.inspect_view import as_key, cheat, mask_editor, masked_run, padding, prediction_rows
-from app.shell import page_run
+from app.shell import page_run, text_box
 from app.text import md
 from core.probes import layers, masking
 from core.masks import additive, causal_mask, combine, window_mask
@@ -34,7 +34,7 @@ with t_causal:
     st.plotly_chart(figures.mask_map(causal_mask(T), q_tokens, k_tokens, title="Causal mask", **P), key="m_causal")
 with t_pad:
     words = view.text.split()
-    short = st.text_input("A shorter sentence for the same batch", " ".join(words[: max(1, len(words) // 2)]))
+    short = text_box("A shorter sentence for the same batch", " ".join(words[: max(1, len(words) // 2)]))
     pd_ = padding(view.name, tuple(res.src_ids), short)
     if pd_ is None:
         st.info("Give a sentence that is not longer than yours (in tokens) and not empty.")

@@ -7,7 +7,7 @@ import torch
 from app import coverage_view, figures
 from app import mlm_view as mv
 from app import progress as progress_bar
-from app.shell import PRESETS, note_broken, page_view, shown_model
+from app.shell import PRESETS, note_broken, page_view, shown_model, text_box
 from app.text import md
 from core.inference import coverage, mlm
 from core.io.budget import max_positions
@@ -50,7 +50,7 @@ def fill_in_the_blank():
     st.session_state["_mlm_sidebar"] = view.text
     st.caption("A sidebar sentence with [MASK] in it is copied here; a sentence without one has nothing to fill in, "
                "so this box keeps its own.")
-    text = st.text_area("Sentence — write [MASK] where a word is hidden", key="mlm_text", max_chars=2000, height=80)
+    text = text_box("Sentence — write [MASK] where a word is hidden", key="mlm_text", area=True, height=80)
     ids = mlm.encode_masked(tok, text)
     if not ids:
         st.warning("Type a sentence first: the text is empty.")
@@ -206,8 +206,8 @@ if result is not None and result.get("pre-trained") is not None:
         r[1].metric("Random start, same training", f"{rnd.final:.1%}", help=f"{rnd.seconds:.1f} s")
     r[2].metric("Always the more common answer", f"{majority:.1%}")
 if ft_complete and result is not None:
-    probe = st.text_input("Try a sentence with “it”", "The dog didn't cross the river because it was too sick.",
-                          key="mlm_ft_try", max_chars=300)
+    probe = text_box("Try a sentence with “it”", "The dog didn't cross the river because it was too sick.",
+                     key="mlm_ft_try", limit=300)
     try:
         rows = [{"model": run.start, **{f"p(it = {lab})": round(p, 3)
                                         for lab, p in zip(LABELS, run.classify(tok, probe))}} for run in (pre, rnd)]
@@ -226,12 +226,12 @@ if not ck.model.cfg.nsp:
 if "next_sentence_accuracy" in held:
     st.caption(f"Held-out: {held['next_sentence_accuracy']:.1%} of {held['n_pairs']} sentence pairs classified "
                "right (half true next sentences, half random; scripts/bundle.py).")
-a_text = st.text_input("Sentence A", "The dog saw a sheep in the path.", key="mlm_nsp_a", max_chars=500)
+a_text = text_box("Sentence A", "The dog saw a sheep in the path.", key="mlm_nsp_a", limit=500)
 nc = st.columns(2)
-b_texts = [nc[0].text_input("Sentence B — what came next", "It chased the sheep across the path.",
-                            key="mlm_nsp_b1", max_chars=500),
-           nc[1].text_input("Sentence B — something else", "The lake was deep and dark.", key="mlm_nsp_b2",
-                            max_chars=500)]
+b_texts = [text_box("Sentence B — what came next", "It chased the sheep across the path.", key="mlm_nsp_b1",
+                    limit=500, where=nc[0]),
+           text_box("Sentence B — something else", "The lake was deep and dark.", key="mlm_nsp_b2", limit=500,
+                    where=nc[1])]
 pairs = []
 for col, b_text in zip(nc, b_texts):
     try:

@@ -6,7 +6,7 @@ import streamlit as st
 from app import figures
 from app import training_jobs as tj
 from app.guard import guarded, public
-from app.shell import forget_model, models
+from app.shell import forget_model, models, text_box
 from app.text import md
 from core.config import ACTIVATIONS, POSITIONAL
 from core.training.tasks import SYNTHETIC, TASKS, TEXT_TASKS
@@ -163,7 +163,7 @@ with st.expander("Run settings", expanded=not running):
     warmup = o[2].number_input("Warm-up steps", 0, 100_000, 100, 10, key="tr_warmup")
     lr = o[3].number_input("Learning-rate factor", 0.01, 20.0, 1.0, 0.1, key="tr_lr",
                            help="multiplies the paper's formula")
-    name = o[4].text_input("Save as", key="tr_name", max_chars=64)
+    name = text_box("Save as", key="tr_name", limit=64, where=o[4])
 
 cfg = TrainConfig(task=task, steps=int(steps), batch_size=int(batch), warmup=int(warmup), lr=float(lr),
                   d_model=int(d_model), layers=int(layers), heads=int(heads), kv_heads=int(kv_heads) or None,

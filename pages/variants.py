@@ -3,7 +3,7 @@ import streamlit as st
 
 from app import coverage_view, figures
 from app import variants_view as V
-from app.shell import PRESETS, load_model, page_view
+from app.shell import PRESETS, load_model, page_view, text_box
 from app.text import md
 
 st.title("Heads, GQA & speculative decoding")
@@ -115,8 +115,8 @@ max_new = c2.slider("Tokens to generate", 4, 64, 32, key="spec_new")
 if view.kind == "decoder-only":
     text = view.text
 else:  # the sidebar holds a sentence to translate, which a language model would simply end
-    text = st.text_input(f"Prompt for {md(name)} (the sidebar sentence is for {md(view.name)})",
-                         PRESETS[name][1] if name in PRESETS else PRESETS["lm"][1], key="spec_prompt")
+    text = text_box(f"Prompt for {md(name)} (the sidebar sentence is for {md(view.name)})",
+                    PRESETS[name][1] if name in PRESETS else PRESETS["lm"][1], key="spec_prompt")
 spec = V.speculative(name, text, int(k), int(max_new))
 if not spec["ids"]:
     st.info(f"Nothing was generated: {md(spec['why_empty'])}. Change the sentence in the sidebar; acceptance and "

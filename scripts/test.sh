@@ -21,5 +21,6 @@ python -m pip install -q -r requirements.txt -r requirements-test.txt -c require
 python -m pip install -q --no-deps -r requirements-nodeps.txt -c requirements.lock
 export CI=${CI:-true}
 # two workers, a whole test file each (module fixtures built once): most of the suite is one Python thread
-# waiting on Streamlit, Chromium or a small model, so the second core roughly halves the wall time
-python -m pytest -q -n 2 --dist loadfile
+# waiting on Streamlit, Chromium or a small model, so the second core roughly halves the wall time; files go out
+# longest first (tests/conftest.py), not xdist's default of most tests first
+python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder

@@ -19,6 +19,21 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ["ATTENTION_LAB_DATA"] = tempfile.mkdtemp(prefix=f"attention-lab-{os.environ['PYTEST_XDIST_WORKER']}-")
 
 
+# Under ``--dist loadfile`` (scripts/test.sh, with ``--no-loadscope-reorder``) pytest-xdist hands the test files out
+# in collection order. Alphabetical order put the longest files (browser tests, card re-measures) last, so one worker
+# ran them alone for minutes while the other idled; the longest go first instead (longest-first keeps the two
+# workers' ends close). Totals per file measured with --durations on 2026-11-26 (2 cores), longest first.
+LONGEST_FIRST = ("e2e/test_presentation_browser.py", "core/test_bundled.py", "e2e/test_lesson_and_pages_browser.py",
+                 "e2e/test_load.py", "core/test_train.py", "core/test_broad.py", "e2e/test_training_browser.py",
+                 "app/test_memory_rss.py", "core/test_induction.py", "e2e/test_serve.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Puts the files of :data:`LONGEST_FIRST` first, in that order; every other file keeps its place after them."""
+    rank = {"tests/" + name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Tiny models on a shared CPU: extra intra-op threads only contend. Restores the count afterwards."""

@@ -336,13 +336,9 @@ class TranslationTask(Task):
         return out
 
     def translate(self, model, sources: list[str]) -> list[str]:
-        from ..inference.decoding import greedy_batch
-        device = model.device
-        hyps = []
-        for i in range(0, len(sources), 100):
-            src = pad_rows([ids + [EOS] for ids in self.tokenizer.encode_batch(sources[i:i + 100])]).to(device)
-            hyps += [self.tokenizer.decode(o) for o in greedy_batch(model, src, max_new=self.decode_len)]
-        return hyps
+        from ..inference.decoding import greedy_many
+        rows = [ids + [EOS] for ids in self.tokenizer.encode_batch(sources)]
+        return [self.tokenizer.decode(o) for o in greedy_many(model, rows, max_new=self.decode_len)]
 
     def source_words(self) -> set[str]:
         """The words of the training SOURCE (English) sentences, lower-cased: what the model learned to read. Words

@@ -368,3 +368,30 @@ def test_browser_harness_catches_raw_bertviz(browser, tmp_path):
     page, log = _open(browser, tmp_path, f"<!doctype html><html><body>{raw}</body></html>", "raw.html")
     page.wait_for_function("window.__pwned === 1", timeout=10_000)
     assert any("cdnjs.cloudflare.com" in u for u in log.external)
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_the_page_keeps_no_copy_of_its_documents():
+    """Issue 35 item 6: st.iframe asks urllib.parse whether a bertviz document is a URL, and urlsplit's LRU cache
+    (128 entries) kept every document and its pieces alive — ≈ 45 MB per new 2,000-character minilm sentence, RSS
+    554 → 2,680 MB over 20 sentences. After three different sentences, nothing allocated inside urllib.parse may
+    still be held."""
+    import gc
+    import tracemalloc
+    import urllib.parse
+
+    from apptest import open_page
+    urllib.parse.urlsplit.cache_clear()
+    tracemalloc.start(3)
+    try:
+        for k in range(3):
+            at = open_page("bertviz_views.py", "en-fr-tiny", timeout=240,
+                           text=f"{k} " + "The dog is happy and the cat is tired. " * 12)
+            assert at.get("iframe"), "no frame drawn"
+        del at
+        gc.collect()
+        held = sum(stat.size for stat in tracemalloc.take_snapshot().statistics("filename")
+                   if stat.traceback[0].filename == urllib.parse.__file__)
+    finally:
+        tracemalloc.stop()
+    assert held < 256 * 1024, f"{held / 2**20:.1f} MiB held by urllib.parse after three pages"

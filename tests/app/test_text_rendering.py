@@ -11,7 +11,7 @@ from pathlib import Path
 import markdown_it
 import pytest
 
-from app.text import md
+from app.text import WORD_JOINER, md
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def test_md_shows_the_text_literally_and_fetches_nothing(payload):
         assert tag not in html, (payload, html)
     # the text itself survives, line for line (an empty line may end a paragraph) (markdown-it writes &, <, >, " as entities)
     shown = (html.replace("<p>", "").replace("</p>", "").replace("<br />\n", "\n").replace("&lt;", "<")
-             .replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
+             .replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&").replace(WORD_JOINER, ""))
     assert [x for x in shown.splitlines() if x.strip()] == [x for x in payload.splitlines() if x.strip()]
 
 
@@ -219,7 +219,7 @@ def test_a_shared_link_with_markdown_in_the_text_makes_no_image_or_link(page, mo
     at = open_page(page, model, timeout=240, text=IMAGE_LINK)
     html = rendered_markdown(at)
     if page == "variants.py":  # the prompt is shown whole, as text
-        assert any("![p](http://198.51.100.7/t.png)" in h for h in html), html
+        assert any("![p](http://198.51.100.7/t.png)" in h.replace(WORD_JOINER, "") for h in html), html
     bad = [h for h in html if "<img" in h or "<a " in h]
     assert not bad, bad
 
@@ -266,6 +266,6 @@ def test_a_token_shown_as_a_metric_value_is_text():
     tops = [m for m in at.metric if m.label.startswith("Top token")]
     html = rendered_markdown(at)
     shown = [markdown_it.MarkdownIt("commonmark").render(m.value) for m in tops]
-    assert len(tops) == 2 and all(re.search(r"!\[[^\]]*\]\(http://198\.51\.100\.7/\d+\.png\)", h) for h in shown), shown  # as text
+    assert len(tops) == 2 and all(re.search(r"!\[[^\]]*\]\(http://198\.51\.100\.7/\d+\.png\)", h) for h in [x.replace(WORD_JOINER, "") for x in shown]), shown  # as text
     bad = [h for h in html if "<img" in h or "<a " in h]
     assert not bad, bad

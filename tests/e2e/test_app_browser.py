@@ -65,3 +65,22 @@ def test_other_pages_render_and_stay_local(visit, path, name):
     visit.shot(name, also_docs=True)
     assert visit.external == [], visit.external
     assert not visit.errors, visit.errors
+
+
+
+ADDRESSES = "See http://198.51.100.7/c and www.example.org or write to ann@example.org"
+
+
+@pytest.mark.skipif("lm" not in registry.bundled(), reason="the shipped lm is promised (test_bundled)")
+def test_bare_addresses_in_a_prompt_are_not_links(visit):
+    """Streamlit's Markdown (GitHub-flavoured) turns bare web and mail addresses into links after backslash escapes
+    are resolved: /variants shows the prompt back ("Prompt: …") and the lm's continuation, and before app.text.md
+    broke them up all three addresses were <a> elements (http://198.51.100.7/c, http://www.example.org,
+    mailto:ann@example.org). They must stay text."""
+    page = visit.open(f"/variants?model=lm&text={quote(ADDRESSES)}")
+    prompt = page.locator("[data-testid=stMarkdown]", has_text="Prompt:").first
+    prompt.wait_for(timeout=120_000)
+    assert "198.51.100.7/c" in prompt.inner_text() and "ann" in prompt.inner_text(), prompt.inner_text()
+    links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+    assert not [h for h in links if "198.51" in h or "example.org" in h or h.startswith("mailto:")], links
+    assert visit.external == [], visit.external
