@@ -14,6 +14,7 @@ shared sidebar's model picker finds it on every page.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import itertools
 import math
 import multiprocessing
@@ -34,7 +35,7 @@ from core.training.tasks import SYNTHETIC, TASKS, TRANSLATION, model_kind
 from core.io.tokenizer import BOS, EOS
 from core.training.trainer import TrainConfig, learning_rate, model_config, pick_device, train
 
-MAX_JOBS = 2  # concurrent training jobs on the whole server
+MAX_JOBS = 2  # concurrent training jobs on the whole server: every replica sharing ATTENTION_LAB_DATA together
 # Saved models: each takes disk (up to 38.6 MB at the largest settings below) and is offered in every session's model
 # list. At most MAX_SAVED_MODELS on the server (≈ 2.3 GB of disk at the largest settings) and MAX_SAVED_PER_SESSION
 # saved by one browser session; a run that would pass either is refused before it starts. A session may delete the
@@ -98,6 +99,41 @@ INDUCTION_MINUTES = 4
 def induction_preset(**changes) -> TrainConfig:
     """The induction preset's :class:`TrainConfig` (``changes`` override fields, e.g. ``steps``)."""
     return TrainConfig(**{**INDUCTION_PRESET, **changes})
+
+
+def _slot_files() -> list[Path]:
+    folder = registry.data_dir() / "training-slots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return [folder / f"{i}.lock" for i in range(MAX_JOBS)]
+
+
+def take_slot():
+    """One of the server's :data:`MAX_JOBS` training slots, or None when all are taken. A slot is an exclusive
+    ``flock`` on ``<data>/training-slots/<i>.lock``: it is shared by every replica serving the same data folder (a
+    limit kept per process let two replicas run twice the limit on 2 cores), and the kernel releases it when its
+    holder's file is closed or its process dies, so a crashed replica never keeps a slot. Close the returned file to
+    release it."""
+    for path in _slot_files():
+        f = open(path, "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return f
+        except BlockingIOError:
+            f.close()
+    return None
+
+
+def slots_taken() -> int:
+    """How many training slots are held now, by any replica (each slot is probed and let go at once)."""
+    taken = 0
+    for path in _slot_files():
+        with open(path, "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(f, fcntl.LOCK_UN)
+            except BlockingIOError:
+                taken += 1
+    return taken
 
 
 class JobLimitError(RuntimeError):
@@ -245,8 +281,8 @@ def device_name() -> str:
 
 
 def active_jobs() -> int:
-    with _lock:
-        return len(_active)
+    """Training jobs running on the whole server (every replica sharing the data folder)."""
+    return slots_taken()
 
 
 def uploads_dir() -> Path:
@@ -365,6 +401,7 @@ class Job:
         self._snap_steps = sorted({max(1, round(i * cfg.steps / (N_SNAPSHOTS - 1))) for i in range(N_SNAPSHOTS)})
         self._thread: threading.Thread | None = None  # reads the child's messages
         self._proc = None
+        self._slot = None  # the open lock file of the training slot this job holds (take_slot)
 
     # ---- control (page side)
     def start(self, owned=()) -> "Job":
@@ -375,14 +412,15 @@ class Job:
             from core.data.lm import load_text
             check_text(load_text(self.cfg.text, max_bytes=MAX_UPLOAD), "The text")
         with _lock:
-            if len(_active) >= MAX_JOBS:
-                raise JobLimitError(f"The server is already training {len(_active)} models (the limit is "
-                                    f"{MAX_JOBS}). Wait until one finishes, then start again.")
             if any(j.name == self.name for j in _active):
                 raise ValueError(f"Another run is already saving a model called {self.name!r}; choose another name.")
             refused = _saved_limit(owned, {j.name for j in _active})
             if refused:
                 raise SavedModelLimitError(refused)
+            self._slot = take_slot()
+            if self._slot is None:
+                raise JobLimitError(f"The server is already training {MAX_JOBS} models (the limit is {MAX_JOBS}, "
+                                    "for every replica together). Wait until one finishes, then start again.")
             _active.add(self)
         self._set(status="running")
         self._thread = threading.Thread(target=self._work, name=f"train-{self.id}", daemon=True)
@@ -493,6 +531,9 @@ class Job:
                 shutil.rmtree(tmp, ignore_errors=True)
             with _lock:
                 _active.discard(self)
+                if self._slot is not None:
+                    self._slot.close()  # the slot is free for any replica
+                    self._slot = None
             release_upload(self.cfg.text)  # the uploaded text was needed for this run only
 
     def _run_child(self, cfg: TrainConfig) -> tuple[str, str | None] | None:

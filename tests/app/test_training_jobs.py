@@ -5,6 +5,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -293,6 +294,32 @@ def test_concurrent_job_limit(data):
     assert all(j.snapshot()["status"] == "stopped" for j in jobs)
     extra.start()  # a slot is free again
     assert extra.join(120) and extra.snapshot()["status"] == "done"
+
+
+def test_the_job_limit_holds_for_every_replica_together(data):
+    """Issue 33: MAX_JOBS was counted per process, so two replicas behind the proxy ran twice the limit. Another
+    process serving the same data folder takes every slot: this one is refused; when that process dies (killed, as
+    a crashed replica would be), the kernel frees its slots and a job starts here."""
+    import subprocess
+    import sys
+    root = str(Path(tj.__file__).resolve().parents[1])
+    other = subprocess.Popen([sys.executable, "-c", (
+        f"import sys, time; sys.path.insert(0, {root!r}); from app import training_jobs as tj; "
+        "held = [tj.take_slot() for _ in range(tj.MAX_JOBS)]; assert all(held); print('held', flush=True); "
+        "time.sleep(600)")], stdout=subprocess.PIPE, text=True, env=dict(os.environ, ATTENTION_LAB_DATA=str(data)))
+    try:
+        assert other.stdout.readline().strip() == "held"
+        assert tj.active_jobs() == tj.MAX_JOBS
+        with pytest.raises(tj.JobLimitError, match="every replica"):
+            tj.Job(TrainConfig(steps=20, **TINY), "replica-1").start()
+        assert tj.active_jobs() == tj.MAX_JOBS
+    finally:
+        other.kill()
+        other.wait(30)
+    assert tj.active_jobs() == 0
+    job = tj.Job(TrainConfig(steps=20, **TINY), "replica-2").start()
+    assert job.join(120) and job.snapshot()["status"] == "done"
+    assert tj.active_jobs() == 0
 
 
 # --------------------------------------------------------------------------- sidebar device
