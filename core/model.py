@@ -270,7 +270,7 @@ class Transformer(nn.Module):
         if not self.training and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
             raise ValueError(f"{what} holds token ids outside the vocabulary (size {self.cfg.vocab_size})")
 
-    def _ablation(self, ablate):
+    def ablation_masks(self, ablate):
         """``{"decoder.1.cross_attn": [0, 2]}`` -> per-attention head multipliers (1 keep, 0 off)."""
         if not ablate:
             return None
@@ -297,7 +297,7 @@ class Transformer(nn.Module):
             return trace
         check(self, hooks)
         fns: dict[str, list] = {}
-        for name, m in (self._ablation(ablate) or {}).items():
+        for name, m in (self.ablation_masks(ablate) or {}).items():
             fns.setdefault(f"{name}.heads", []).append(scale_heads(m))
         for source in (active(self), hooks or {}):
             for name, fn in source.items():
@@ -327,7 +327,7 @@ class Transformer(nn.Module):
                     names.append(f"{stack}.{i}.cross_attn")
         return names
 
-    def _self_attention_terms(self, t, start, device):
+    def self_attention_terms(self, t, start, device):
         """Window mask, ALiBi bias and rotary tables shared by every layer of a stack."""
         cfg = self.cfg
         win = None if cfg.window is None else window_mask(t, cfg.window, t + start, start, device)
@@ -350,7 +350,7 @@ class Transformer(nn.Module):
         hk = self._hooks(trace, ablate, hooks)
         pad = src.eq(self.cfg.pad_id)
         pad = pad if bool(pad.any()) else None
-        win, bias, rope = self._self_attention_terms(src.shape[1], 0, src.device)
+        win, bias, rope = self.self_attention_terms(src.shape[1], 0, src.device)
         mask = combine(None if pad is None else padding_mask(pad), win)
         ctx = RunContext(hk, mask=mask, bias=bias, rope=rope)
         x = self.embed(src, token_types=token_types, trace=hk, name="encoder.embed")
@@ -361,7 +361,7 @@ class Transformer(nn.Module):
         """Decoder stack (causal). ``caches``/``start`` for incremental decoding with a KV cache."""
         self._check(tgt, "tgt", start)
         hk = self._hooks(trace, ablate, hooks)
-        win, bias, rope = self._self_attention_terms(tgt.shape[1], start, tgt.device)
+        win, bias, rope = self.self_attention_terms(tgt.shape[1], start, tgt.device)
         cross_mask = None if src_pad is None else padding_mask(src_pad)
         ctx = RunContext(hk, mask=win, causal=True, bias=bias, rope=rope, memory=memory, cross_mask=cross_mask)
         x = self.embed(tgt, start=start, trace=hk, name="decoder.embed")

@@ -88,11 +88,15 @@ class Incremental:
             self.pad = None if self.pad is None else self.pad.index_select(0, index)
 
 
-def _budget(model, prefix_len: int, max_new: int) -> int:
+def token_budget(model, prefix_len: int, max_new: int) -> int:
+    """How many tokens may be generated after a prefix of ``prefix_len``: ``max_new``, or fewer where the model's
+    positions run out (never negative)."""
     return max(0, min(max_new, max_positions(model) - prefix_len))
 
 
-def _prefix(model, src, prompt):
+def decoder_prefix(model, src, prompt):
+    """The decoder's starting ids: ``[BOS]`` then the ``prompt`` (a forced start of the translation, or a language
+    model's text). ValueError for an encoder-only model, or a translator given no source."""
     if model.cfg.kind == "encoder-only":
         raise ValueError("an encoder-only model does not generate text; use an encoder-decoder or decoder-only model")
     if model.cfg.kind == "encoder-decoder" and not src:
@@ -132,13 +136,13 @@ def generate(model: Transformer, src: list[int] | None = None, prompt: list[int]
         raise ValueError(f"unknown decoding method {method!r}")
     model.eval()
     device = model.device
-    prefix = _prefix(model, src, prompt)
+    prefix = decoder_prefix(model, src, prompt)
     src_t = torch.tensor([src], device=device) if model.cfg.kind == "encoder-decoder" else None
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
     inc = Incremental(model, src_t) if use_cache else None
     ids, steps = list(prefix), []
     logits = inc.next_logits(torch.tensor([ids], device=device))[0] if use_cache else None
-    for _ in range(_budget(model, len(ids), max_new)):
+    for _ in range(token_budget(model, len(ids), max_new)):
         if not use_cache:
             args = (src_t, torch.tensor([ids], device=device)) if src_t is not None else \
                 (torch.tensor([ids], device=device),)
@@ -166,7 +170,7 @@ def beam_search(model: Transformer, src: list[int] | None = None, prompt: list[i
         raise ValueError("beams must be >= 1")
     model.eval()
     device = model.device
-    prefix = _prefix(model, src, prompt)
+    prefix = decoder_prefix(model, src, prompt)
     src_t = torch.tensor([src], device=device) if model.cfg.kind == "encoder-decoder" else None
     inc = Incremental(model, src_t)
     logp = inc.next_logits(torch.tensor([prefix], device=device)).log_softmax(-1)
@@ -177,7 +181,7 @@ def beam_search(model: Transformer, src: list[int] | None = None, prompt: list[i
     def norm(b: Beam) -> float:
         return b.score / (((5 + len(b.ids) - len(prefix)) / 6) ** length_penalty)
 
-    for _ in range(_budget(model, len(prefix), max_new)):
+    for _ in range(token_budget(model, len(prefix), max_new)):
         total = torch.tensor([b.score for b in live], device=device)[:, None] + logp
         steps.append(Step(-1, logp[0].exp().cpu(), _top(logp[0].exp().cpu())))
         flat = total.flatten()
@@ -241,7 +245,7 @@ def greedy_batch(model: Transformer, src: torch.Tensor | None = None, prompt: to
     logits = inc.next_logits(start)
     out = torch.empty(b, 0, dtype=torch.long, device=start.device)
     finished = torch.zeros(b, dtype=torch.bool, device=start.device)
-    for _ in range(_budget(model, start.shape[1], max_new)):
+    for _ in range(token_budget(model, start.shape[1], max_new)):
         nxt = logits.argmax(-1)
         nxt = torch.where(finished, torch.full_like(nxt, EOS), nxt)
         out = torch.cat((out, nxt[:, None]), 1)

@@ -52,7 +52,7 @@ def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Ba
     if task == "lm" or ck.model.cfg.kind == "decoder-only":
         lm = LMTask(tokenizer=tok, seq_len=min(64, ck.model.cfg.max_len), name="lm" if task == "lm" else "lm-tiny")
         starts = list(range(0, len(lm.valid_stream) - lm.seq_len - 1, lm.seq_len))[:n]
-        return lm._windows(lm.valid_stream, starts), []
+        return lm.windows(lm.valid_stream, starts), []
     if task == "mlm":
         mlm = MLMTask(tokenizer=tok)
         return mlm.corrupt(mlm.valid_rows[:n], torch.Generator().manual_seed(123_456 + seed)), []
@@ -172,7 +172,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, ablate=None, max_new: i
     ``core.inference.decoding.greedy_batch`` + ``ablate``)."""
     from ..inference.decoding import forbid
     model.eval()
-    masks = model._ablation(ablate)
+    masks = model.ablation_masks(ablate)
     dev = model.device
     src = src.to(dev)
     memory, pad = model.encode(src, ablate=masks)

@@ -176,7 +176,7 @@ def patched(model: Transformer, masks: dict | None = None, uncausal=(), heads_of
             return args, kw
         return hook
 
-    off = model._ablation(heads_off) or {}
+    off = model.ablation_masks(heads_off) or {}
     handles = [attention_module(model, n).register_forward_pre_hook(make_hook(n), with_kwargs=True) for n in names]
     try:
         with model.hooks({f"{n}.heads": scale_heads(m) for n, m in off.items()}):

@@ -128,7 +128,7 @@ def permutation_test(model: Transformer, ids: list[int], perm: list[int]) -> dic
     if emb.token_types is not None:
         x = x + emb.token_types(torch.zeros_like(src))
     table = emb.position_table()
-    win, bias, rope = model._self_attention_terms(t, 0, src.device)
+    win, bias, rope = model.self_attention_terms(t, 0, src.device)
     terms = []
     if table is not None:
         terms.append(f"{cfg.pos_encoding} position vectors added to the embeddings")

@@ -471,7 +471,8 @@ class LMTask(Task):
         from ..inference.coverage import words_of
         return words_of(self.train_lines)
 
-    def _windows(self, stream, starts):
+    def windows(self, stream, starts):
+        """Windows of ``seq_len`` tokens of ``stream`` at ``starts``, with their next tokens as targets (a Batch)."""
         x = torch.stack([stream[s:s + self.seq_len] for s in starts])
         y = torch.stack([stream[s + 1:s + 1 + self.seq_len] for s in starts])
         return Batch(None, x, y)
@@ -479,7 +480,7 @@ class LMTask(Task):
     def batch(self, step, batch_size, seed, rank=0, world=1):
         gen = step_generator(seed, step, rank)
         starts = torch.randint(0, len(self.train_stream) - self.seq_len - 1, (batch_size,), generator=gen).tolist()
-        return self._windows(self.train_stream, starts)
+        return self.windows(self.train_stream, starts)
 
     @torch.no_grad()
     def evaluate(self, model, n=64, stream: torch.Tensor | None = None, batch: int = 32):
@@ -491,7 +492,7 @@ class LMTask(Task):
         starts = list(range(0, len(stream) - self.seq_len - 1, self.seq_len))[:n]
         total, count = 0.0, 0
         for i in range(0, len(starts), batch):
-            b = self._windows(stream, starts[i:i + batch]).to(device)
+            b = self.windows(stream, starts[i:i + batch]).to(device)
             logits = model(b.tgt_in).logits
             total += float(torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), b.tgt_out.flatten(),
                                                              reduction="sum"))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..inference.decoding import _budget, _prefix, forbid
+from ..inference.decoding import token_budget, decoder_prefix, forbid
 from ..io.tokenizer import EOS
 from ..model import Transformer
 
@@ -110,9 +110,9 @@ def speculative_generate(target: Transformer, draft: Transformer, src: list[int]
         raise ValueError("the draft must be the same kind of model with the same vocabulary as the target")
     target.eval()
     draft.eval()
-    ids = _prefix(target, src, prompt)
+    ids = decoder_prefix(target, src, prompt)
     n_prefix = len(ids)
-    budget = min(_budget(target, n_prefix, max_new), _budget(draft, n_prefix, max_new))
+    budget = min(token_budget(target, n_prefix, max_new), token_budget(draft, n_prefix, max_new))
     dev = target.device
     src_t = torch.tensor([src], device=dev) if target.cfg.kind == "encoder-decoder" else None
     tgt, drf = _Cached(target, src_t), _Cached(draft, None if src_t is None else src_t.to(
