@@ -6,7 +6,7 @@ import torch
 
 from app import progress as progress_bar
 from app.cache import bounded
-from app.figures import DIVERGING, _style, label, symmetric_range
+from app.figures import DIVERGING, style, label, symmetric_range
 from app.shell import load_model
 from core.probes import coref, summaries
 from core.data import translation
@@ -112,7 +112,7 @@ def grid_figure(lk: torch.Tensor, candidates, antecedent: str, *, title: str, pr
     fig.update_xaxes(title="head", tickvals=list(range(n_h)))
     fig.update_yaxes(title="layer", tickvals=list(range(n_l)), autorange="reversed")
     fig.update_layout(title=f"{title}<br>(antecedent: {label(antecedent)})")
-    fig = _style(fig, present, height=220 + 45 * n_l, dark=dark)
+    fig = style(fig, present, height=220 + 45 * n_l, dark=dark)
     fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40 + 22 * (title.count("<br>") + 2))))  # every title line
     return fig
 
@@ -123,7 +123,7 @@ def share_figure(share: torch.Tensor, *, title: str, present=False, dark=False) 
     fig.update_xaxes(title="head", tickvals=list(range(share.shape[1])))
     fig.update_yaxes(title="layer", tickvals=list(range(share.shape[0])), autorange="reversed")
     fig.update_layout(title=title)
-    return _style(fig, present, height=180 + 45 * share.shape[0], dark=dark)
+    return style(fig, present, height=180 + 45 * share.shape[0], dark=dark)
 
 
 @bounded

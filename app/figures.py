@@ -29,7 +29,7 @@ def label(tok: str) -> str:
     return html.escape(str(tok), quote=False)
 
 
-def _style(fig: go.Figure, present: bool, height: int | None = None, dark: bool = False) -> go.Figure:
+def style(fig: go.Figure, present: bool, height: int | None = None, dark: bool = False) -> go.Figure:
     """Theme and type sizes; in presentation mode every title, axis, legend and cell text at projector size
     (app/theme.py)."""
     fig.update_layout(template=theme.TEMPLATE["dark" if dark else "light"],
@@ -56,7 +56,7 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
     fig.update_yaxes(tickvals=list(range(len(qs))), ticktext=qs, autorange="reversed", title="query")
     fig.update_layout(title=title)
     n = max(len(qs), 4)
-    return _style(fig, present, height=min(900, 160 + n * (34 if present else 26)), dark=dark)
+    return style(fig, present, height=min(900, 160 + n * (34 if present else 26)), dark=dark)
 
 
 def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present: bool = False,
@@ -85,7 +85,7 @@ def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present:
     fig.update_yaxes(title="layer", tickvals=[l * step_q + (tq - 1) / 2 for l in range(n_l)],
                      ticktext=[f"L{l}" for l in range(n_l)], autorange="reversed", showgrid=False, zeroline=False)
     fig.update_layout(title=title)
-    return _style(fig, present, height=140 + 150 * n_l, dark=dark)
+    return style(fig, present, height=140 + 150 * n_l, dark=dark)
 
 
 def _tile_hover(qs: list[str], ks: list[str], n_l: int, n_h: int):
@@ -114,7 +114,7 @@ def query_bars(weights: torch.Tensor, k_tokens, query_token: str, *, present: bo
     fig.update_xaxes(tickvals=list(range(len(ks))), ticktext=ks)
     fig.update_layout(barmode="group", title=f"Where “{label(query_token)}” looks, per head", xaxis_title="key token",
                       yaxis_title="weight", legend_title_text="head")
-    return _style(fig, present, height=380, dark=dark)
+    return style(fig, present, height=380, dark=dark)
 
 
 def bars(values, names, *, title: str, x_title: str, y_title: str, present: bool = False, dark: bool = False,
@@ -127,7 +127,7 @@ def bars(values, names, *, title: str, x_title: str, y_title: str, present: bool
                            hovertemplate="%{customdata}: %{y:.6f}<extra></extra>"))
     fig.update_xaxes(tickvals=list(range(len(vals))), ticktext=[label(n) for n in names])
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title)
-    return _style(fig, present, height=340, dark=dark)
+    return style(fig, present, height=340, dark=dark)
 
 
 def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str,
@@ -137,7 +137,7 @@ def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str,
         ys = [float(v) for v in ys]
         fig.add_scatter(x=list(x) if x is not None else list(range(len(ys))), y=ys, mode="lines", name=label(name))
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title)
-    return _style(fig, present, height=360, dark=dark)
+    return style(fig, present, height=360, dark=dark)
 
 
 def log_axes(fig: go.Figure, *, present: bool = False, dark: bool = False) -> go.Figure:
@@ -207,7 +207,7 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str, x_title
     fig.update_xaxes(title=x_title, side="top" if ys and xs else None)
     fig.update_yaxes(title=y_title, autorange="reversed")
     fig.update_layout(title=title)
-    return _style(fig, present, height=height or min(900, 200 + max(n_y, 4) * (30 if present else 24)), dark=dark)
+    return style(fig, present, height=height or min(900, 200 + max(n_y, 4) * (30 if present else 24)), dark=dark)
 
 
 TOKEN_KINDS = ("special token", "starts a word", "continues a word")
@@ -236,7 +236,7 @@ def token_strip(tokens, ids, starts=None, *, title: str = "", present: bool = Fa
     fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=toks, side="top", title="token (position)")
     fig.update_yaxes(visible=False)
     fig.update_layout(title=title)
-    return _style(fig, present, height=200 if not present else 260, dark=dark)
+    return style(fig, present, height=200 if not present else 260, dark=dark)
 
 
 def mask_map(mask: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present: bool = False,
@@ -263,7 +263,7 @@ def grouped_bars(series: dict, names, *, title: str, x_title: str, y_title: str,
                     hovertemplate=f"{label(key)} · %{{customdata}}: %{{y:.6f}}<extra></extra>")
     fig.update_xaxes(tickvals=list(range(len(xs))), ticktext=xs)
     fig.update_layout(barmode="group", title=title, xaxis_title=x_title, yaxis_title=y_title, showlegend=True)
-    return _style(fig, present, height=360, dark=dark)
+    return style(fig, present, height=360, dark=dark)
 
 
 def trajectories(coords: torch.Tensor, tokens, stages, *, selected: int, share=None, title: str = "",
@@ -285,7 +285,7 @@ def trajectories(coords: torch.Tensor, tokens, stages, *, selected: int, share=N
     if share is not None:
         axes = [f"PC{i + 1} ({float(s) * 100:.0f}% of variance)" for i, s in enumerate(share)]
     fig.update_layout(title=title, xaxis_title=axes[0], yaxis_title=axes[1])
-    return _style(fig, present, height=480, dark=dark)
+    return style(fig, present, height=480, dark=dark)
 
 
 def wrap(text: str, width: int = 44) -> str:
@@ -333,4 +333,4 @@ def effect_grid(effect: torch.Tensor, rows, *, title: str = "", zmax: float | No
     fig.update_xaxes(title="head", tickvals=list(range(n_h)))
     fig.update_yaxes(title="attention, layer", tickvals=list(range(n_r)), ticktext=rows, autorange="reversed")
     fig.update_layout(title=title)
-    return _style(fig, present, height=height or 150 + 30 * n_r, dark=dark)
+    return style(fig, present, height=height or 150 + 30 * n_r, dark=dark)

@@ -1,5 +1,5 @@
 """Presentation mode and the dark theme: the type sizes a projector needs, for the page (CSS) and for the charts
-(plotly layout, set on every figure by :func:`app.figures._style`).
+(plotly layout, set on every figure by :func:`app.figures.style`).
 
 Sizes are what a room reads from the back at 1024×768 and 1280×800 (checked in real Chromium by
 tests/e2e/test_presentation_browser.py): page title ≥ 40 px, body ≥ 22 px, chart titles ≥ 24 px, axis titles, tick
