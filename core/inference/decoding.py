@@ -55,17 +55,20 @@ class Incremental:
 
     Outputs equal a full recomputation of the whole prefix (tested)."""
 
-    def __init__(self, model: Transformer, src: torch.Tensor | None = None):
+    def __init__(self, model: Transformer, src: torch.Tensor | None = None, ablate: dict | None = None):
+        """``ablate``: ``{attention name: [head, …]}`` switched off in every pass (encoder, decoder and cross), as
+        ``model(ablate=)`` does."""
         self.model, self.pos = model, 0
+        self.ablate = model.ablation_masks(ablate)
         self.caches = model.new_caches()
         self.memory = self.pad = None
         if model.cfg.kind == "encoder-decoder":
-            self.memory, self.pad = model.encode(src)
+            self.memory, self.pad = model.encode(src, ablate=self.ablate)
 
     @torch.no_grad()
     def feed(self, ids: torch.Tensor) -> torch.Tensor:
         """Append ``ids [B, t]``; return next-token logits ``[B, vocab]`` after the last one."""
-        h = self.model.decode(ids, self.memory, self.pad, start=self.pos, caches=self.caches)
+        h = self.model.decode(ids, self.memory, self.pad, start=self.pos, caches=self.caches, ablate=self.ablate)
         self.pos += ids.shape[1]
         return self.model.project(h[:, -1]).float()
 
@@ -215,7 +218,8 @@ def beam_search(model: Transformer, src: list[int] | None = None, prompt: list[i
 
 
 @torch.no_grad()
-def greedy_many(model: Transformer, rows: list[list[int]], max_new: int = 64, batch: int = 100) -> list[list[int]]:
+def greedy_many(model: Transformer, rows: list[list[int]], max_new: int = 64, batch: int = 100,
+                ablate: dict | None = None) -> list[list[int]]:
     """Greedy translations of many source rows (token ids ending in EOS), ``batch`` at a time, in the input order.
 
     Rows are decoded in batches of similar length: less padding, and a batch stops when its longest output does (the
@@ -226,14 +230,15 @@ def greedy_many(model: Transformer, rows: list[list[int]], max_new: int = 64, ba
         part = order[i:i + batch]
         width = max(len(rows[j]) for j in part)
         src = torch.tensor([rows[j] + [PAD] * (width - len(rows[j])) for j in part], device=model.device)
-        for j, ids in zip(part, greedy_batch(model, src, max_new=max_new)):
+        for j, ids in zip(part, greedy_batch(model, src, max_new=max_new, ablate=ablate)):
             out[j] = ids
     return out
 
 
 def greedy_batch(model: Transformer, src: torch.Tensor | None = None, prompt: torch.Tensor | None = None,
-                 max_new: int = 64) -> list[list[int]]:
-    """Greedy decoding of a batch (evaluation); returns generated ids per row, stopped at EOS."""
+                 max_new: int = 64, ablate: dict | None = None) -> list[list[int]]:
+    """Greedy decoding of a batch (evaluation); returns generated ids per row, stopped at EOS. ``ablate``:
+    ``{attention name: [head, …]}`` switched off throughout (the one greedy decoder with heads off)."""
     model.eval()
     if model.cfg.kind == "encoder-decoder":
         b = src.shape[0]
@@ -241,7 +246,7 @@ def greedy_batch(model: Transformer, src: torch.Tensor | None = None, prompt: to
     else:
         b = prompt.shape[0]
         start = prompt
-    inc = Incremental(model, src)
+    inc = Incremental(model, src, ablate)
     logits = inc.next_logits(start)
     out = torch.empty(b, 0, dtype=torch.long, device=start.device)
     finished = torch.zeros(b, dtype=torch.bool, device=start.device)

@@ -24,8 +24,9 @@ import torch.nn.functional as F
 
 from ..config import ModelConfig
 from ..io.budget import max_positions
-from ..io.tokenizer import BOS, EOS, PAD
+from ..io.tokenizer import EOS, PAD
 from ..model import Transformer
+from ..inference.decoding import greedy_batch
 from ..training.tasks import Batch, pad_rows, seq2seq_batch
 
 Head = tuple[str, int]  # (attention name, head index), e.g. ("decoder.1.cross_attn", 2)
@@ -167,39 +168,13 @@ class PrunePoint:
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: torch.Tensor, ablate=None, max_new: int | None = None) -> list[list[int]]:
-    """Batched greedy translation with heads switched off (KV cache;
-    ``core.inference.decoding.greedy_batch`` + ``ablate``)."""
-    from ..inference.decoding import forbid
-    model.eval()
-    masks = model.ablation_masks(ablate)
-    dev = model.device
-    src = src.to(dev)
-    memory, pad = model.encode(src, ablate=masks)
-    caches, b = model.new_caches(), src.shape[0]
-    nxt = torch.full((b, 1), BOS, dtype=torch.long, device=dev)
-    out, done = [], torch.zeros(b, dtype=torch.bool, device=dev)
-    budget = min(max_new or max_positions(model), max_positions(model) - 1)
-    for pos in range(budget):
-        h = model.decode(nxt, memory, pad, start=pos, caches=caches, ablate=masks)
-        tok = forbid(model.project(h[:, -1]).float()).argmax(-1)
-        tok = torch.where(done, torch.full_like(tok, EOS), tok)
-        out.append(tok)
-        done |= tok.eq(EOS)
-        if bool(done.all()):
-            break
-        nxt = tok[:, None]
-    rows = torch.stack(out, 1).tolist() if out else [[] for _ in range(b)]
-    return [r[:r.index(EOS)] if EOS in r else r for r in rows]
-
-
 def translation_quality(ck, pairs, ablate=None, model: Transformer | None = None) -> dict:
     """Exact match and pronoun accuracy of greedy translations of ``pairs`` with ``ablate`` heads off."""
     from .coref import corpus
     from ..training.tasks import translation_metrics
     model = model or ck.model
     src = pad_rows([ck.tokenizer.encode(p.src) + [EOS] for p in pairs])
-    hyps = [ck.tokenizer.decode(ids) for ids in greedy_decode(model, src, ablate)]
+    hyps = [ck.tokenizer.decode(ids) for ids in greedy_batch(model, src, max_new=max_positions(model), ablate=ablate)]
     m = translation_metrics(pairs, hyps, pairs[0].lang, corpus(ck))
     return {"exact_match": m["exact_match"], "pronoun_accuracy": m["pronoun_accuracy"]}
 

@@ -233,8 +233,7 @@ def cheat_demo(model: Transformer, src_ids: list[int], tgt_ids: list[int]) -> di
 @torch.no_grad()
 def translate_ablated(model: Transformer, src_ids: list[int], heads_off: dict) -> list[int]:
     """Greedy translation of ``src_ids`` with heads switched off everywhere (encoder, decoder and cross)."""
-    device = model.device
-    with patched(model, heads_off=heads_off):
-        return greedy_batch(model, torch.tensor([src_ids], device=device), max_new=max_positions(model) - 1)[0]
+    src = torch.tensor([src_ids], device=model.device)
+    return greedy_batch(model, src, max_new=max_positions(model) - 1, ablate=heads_off)[0]
 
 
