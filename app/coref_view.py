@@ -39,6 +39,15 @@ def probe_items(model_name: str | None = None) -> list[tuple[coref.ProbeItem, co
             for pair in data.probe_pairs(lang)]
 
 
+def own_pair(text: str, model_name: str | None = None) -> tuple[str, str] | None:
+    """``text`` and its minimal twin (the cue word flipped, so "it" names the other noun), when the model's corpus
+    parses it and has such a twin (the broad grammar's ``minimal_pair``); None otherwise."""
+    data, lang = _corpus(model_name)
+    make = getattr(data, "minimal_pair", None)
+    pair = make(text.strip(), lang) if make is not None and text.strip() else None
+    return None if pair is None else (text.strip(), pair[1].src)
+
+
 def item_for(text: str, model_name: str | None = None) -> coref.ProbeItem | None:
     """Antecedent and candidates of a sentence the model's corpus covers (None when its grammar does not)."""
     data, lang = _corpus(model_name)

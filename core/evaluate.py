@@ -16,14 +16,13 @@ decoder position that predicts the target pronoun through cross-attention (see c
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
 
 from .data import corpus_for, lang_of
 from .inference.decoding import greedy_many
-from .io import checkpoint, jsonio, registry
+from .io import checkpoint, cli, jsonio, registry
 from .io.tokenizer import EOS
 from .probes.coref import ProbeItem, scoreboards
 from .training.tasks import TRANSLATION, real_scores
@@ -121,7 +120,7 @@ def corpus_pairs(task: str, split: str, corpus: str, n: int | None) -> list[tupl
 def main(argv=None) -> int:
     """The ``python -m core.evaluate`` command line: one line per sentence, then the metrics as JSON; returns
     the exit code (2 for an unusable model or file)."""
-    ap = argparse.ArgumentParser(prog="python -m core.evaluate", description=__doc__.split("\n")[0])
+    ap = cli.Parser(prog="python -m core.evaluate", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="bundled short name (en-fr, en-de-tiny...) or a checkpoint folder")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--pairs", help="TSV file: source<TAB>reference per line")

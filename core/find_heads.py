@@ -33,7 +33,6 @@ an induction head would read", not evidence of in-context copying; and there is 
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 
@@ -306,15 +305,10 @@ def check_memory(ck, seq_len: int, batch: int) -> None:
                          f"GiB of attention traces; at --seq-len {seq_len} the most is --batch {MAX_BYTES // per_row:,}")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        self.exit(2, f"error: {message} (see python -m core.find_heads --help)\n")
-
-
 def main(argv=None) -> int:
     """Entry of ``python -m core.find_heads``: the JSON report on the last line; a bad input: one ``error:`` line,
     exit 2."""
-    ap = _Parser(prog="python -m core.find_heads", description=__doc__.split("\n")[0])
+    ap = cli.Parser(prog="python -m core.find_heads", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="a model name (lm, minilm, …) or a checkpoint folder")
     ap.add_argument("--seq-len", type=cli.ascii_int, default=24, help="random tokens per copy (default 24)")
     ap.add_argument("--seed", type=cli.ascii_int, default=0)

@@ -7,12 +7,11 @@ never saw in training, ``{"unknown_words": [...], "known_share": float}`` (``nul
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from .inference.runner import run
-from .io import checkpoint, cli, jsonio, registry
+from .io import cli, jsonio, registry
 
 
 def trace_json(ck, src: str, tgt: str | None = None) -> dict:
@@ -30,7 +29,7 @@ def trace_json(ck, src: str, tgt: str | None = None) -> dict:
 def main(argv=None) -> int:
     """The ``python -m core.inspect`` command line: :func:`trace_json` to ``--out`` or stdout; returns the
     exit code."""
-    ap = argparse.ArgumentParser(prog="python -m core.inspect", description=__doc__.split("\n")[0])
+    ap = cli.Parser(prog="python -m core.inspect", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--tgt", default=None)

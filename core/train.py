@@ -9,7 +9,6 @@ checkpoints, exact resume, DistributedDataParallel under ``torchrun``) is :mod:`
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -19,13 +18,8 @@ from .io import checkpoint, cli, jsonio
 from .training.trainer import TrainConfig, train
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, like every other refusal (argparse would print the usage first)
-        self.exit(2, f"error: {message} (see python -m core.train --help)\n")
-
-
-def _parser() -> _Parser:
-    p = cli.add_fields(_Parser(prog="python -m core.train", description=__doc__.split("\n")[0]), TrainConfig,
+def _parser() -> cli.Parser:
+    p = cli.add_fields(cli.Parser(prog="python -m core.train", description=__doc__.split("\n")[0]), TrainConfig,
                        skip=("history",))
     p.add_argument("--force", action="store_true",
                    help="replace the checkpoint already in --out (a model shipped in assets/models/ included); "

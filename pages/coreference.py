@@ -18,16 +18,27 @@ st.markdown("“The animal didn't cross the street because **it** was too *tired
 view = page_view()
 pairs = cv.probe_items(view.name)
 mine = next((i for i, pair in enumerate(pairs) if view.text.strip() in (pair[0].text, pair[1].text)), None)
-choice = st.selectbox("Minimal pair", range(len(pairs)), index=mine or 0,
-                      format_func=lambda i: f"{pairs[i][0].text} / …{pairs[i][1].text.split()[-1]}")
-own = choice == mine and view.text.strip() == pairs[choice][1].text  # the sidebar sentence is the pair's B
-first, second = (pairs[choice][1], pairs[choice][0]) if own else pairs[choice]
-a = text_box("Sentence A", first.text, key=f"coref_a_{choice}_{own}")
-b = text_box("Sentence B", second.text, key=f"coref_b_{choice}_{own}")
-if mine is None:
+twin = cv.own_pair(view.text, view.name) if mine is None else None  # the typed sentence and its minimal twin
+options = (["yours"] if twin else []) + list(range(len(pairs)))
+choice = st.selectbox("Minimal pair", options, index=0 if twin else (mine or 0),
+                      format_func=lambda i: (f"Your sentence: {twin[0]} / …{twin[1].split()[-1]}" if i == "yours" else
+                                             f"{pairs[i][0].text} / …{pairs[i][1].text.split()[-1]}"))
+if choice == "yours":
+    own, first_text, second_text = True, *twin
+else:
+    own = choice == mine and view.text.strip() == pairs[choice][1].text  # the sidebar sentence is the pair's B
+    first, second = (pairs[choice][1], pairs[choice][0]) if own else pairs[choice]
+    first_text, second_text = first.text, second.text
+a = text_box("Sentence A", first_text, key=f"coref_a_{choice}_{own}_{first_text}")
+b = text_box("Sentence B", second_text, key=f"coref_b_{choice}_{own}_{first_text}")
+if choice == "yours":
+    st.caption("Sentence A is the sidebar sentence; B is its minimal pair: the same sentence with the cue word changed, "
+               "so that “it” names the other noun.")
+elif mine is None:
     st.caption("The sidebar sentence is not used here: this page compares two sentences that differ in one word, "
-               "so it needs a minimal pair. Choose one above or write both sentences; a probe sentence written in "
-               "the sidebar opens its own pair.")
+               "so it needs a minimal pair, and this model's grammar has none for it. Choose one above or write both "
+               "sentences; a sentence of the form “The ⟨animal⟩ didn't cross the ⟨place⟩ because it was too "
+               "⟨adjective⟩.” written in the sidebar opens its own pair.")
 else:
     st.caption("Sentence A is the sidebar sentence; B is its minimal pair.")
 unknown = [w for s in (a, b) for w in (coverage.for_checkpoint(view.ck, s) or {}).get("unknown_words", [])]

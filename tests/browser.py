@@ -1,6 +1,6 @@
 """Shared headless-Chromium helpers for browser tests (Debian's /usr/bin/chromium via Playwright).
 
-    from tests.browser import launch, offline_page
+    from browser import launch, offline_page   # tests/ is on the path (pytest.ini); one module name, one Playwright
 
     with launch() as browser:
         page, log = offline_page(browser)
@@ -52,17 +52,32 @@ def require_chromium() -> None:
         _unavailable("the python package 'playwright' is not installed (pip install playwright)")
 
 
+_PLAYWRIGHT = None  # one per process: Playwright's sync API refuses a second one while the first runs
+
+
+def _playwright():
+    """The process's Playwright, started on first use and stopped at exit. A test file's own browser and the e2e
+    session's browser can then be open at once: two ``sync_playwright()`` in one process fail with "using Playwright
+    Sync API inside the asyncio loop" (the suite runs e2e files first, and their session browser stays open)."""
+    global _PLAYWRIGHT
+    if _PLAYWRIGHT is None:
+        import atexit
+
+        from playwright.sync_api import sync_playwright
+        _PLAYWRIGHT = sync_playwright().start()
+        atexit.register(_PLAYWRIGHT.stop)
+    return _PLAYWRIGHT
+
+
 @contextlib.contextmanager
 def launch(**kwargs):
-    """Yield a Playwright Chromium browser; closes it (and Playwright) afterwards."""
+    """Yield a Playwright Chromium browser; closes it afterwards (Playwright itself stays for the next one)."""
     require_chromium()
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM_PATH, args=list(CHROMIUM_ARGS), **kwargs)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    browser = _playwright().chromium.launch(executable_path=CHROMIUM_PATH, args=list(CHROMIUM_ARGS), **kwargs)
+    try:
+        yield browser
+    finally:
+        browser.close()
 
 
 @dataclass

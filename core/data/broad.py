@@ -1313,25 +1313,50 @@ def probe_pairs(lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
     out = [tuple(make_pair(Spec(f, tuple(sorted(s))), lang, contracted=True) for f, s in SEED_PAIR)]
     seen = {out[0][0].spec}
     for spec in _specs("test", EVAL_SIZE, lang):
-        frame = FRAMES[spec.frame]
-        if spec.frame not in COREF_FRAMES or spec in seen:
+        if spec in seen:
             continue
-        role = _pron_role(frame, spec)
-        other = next(r for r in frame.cues if r != role)
-        cues = [c for c in _pools(spec.frame)["cue"][other]
-                if not frame.cue_fits or set(lex.adjectives[c].applies) & set(lex.nouns[spec[other]].classes)]
-        if not cues:
+        twin = _twin(spec, lang, lex)
+        if twin is None or _split_of(twin) != "test":
             continue
-        cue = cues[int(_h("probe", spec) * len(cues))]
-        twin = Spec(spec.frame, tuple(sorted(dict(spec.slots, cue=cue).items())))
-        if (_split_of(twin) != "test" or _target_pronoun(spec, lang, lex) == _target_pronoun(twin, lang, lex)
-                or _en_pronoun(frame, spec, lex) != _en_pronoun(frame, twin, lex)):
-            continue  # not a minimal pair in this language, or "he" against "it"
         seen.add(spec)
         out.append((make_pair(spec, lang, contracted=True), make_pair(twin, lang, contracted=True)))
         if len(out) >= n:
             break
     return out
+
+
+def _twin(spec: Spec, lang: str, lex) -> Spec | None:
+    """``spec`` with its cue word flipped to the other noun's role — the other half of a minimal pair — or None
+    when the frame has no cue, no cue fits, or the pair would not differ in ``lang``'s pronoun (German plural *sie*)
+    or would differ in the English one ("he" against "it")."""
+    frame = FRAMES[spec.frame]
+    if spec.frame not in COREF_FRAMES:
+        return None
+    role = _pron_role(frame, spec)
+    other = next(r for r in frame.cues if r != role)
+    cues = [c for c in _pools(spec.frame)["cue"][other]
+            if not frame.cue_fits or set(lex.adjectives[c].applies) & set(lex.nouns[spec[other]].classes)]
+    if not cues:
+        return None
+    cue = cues[int(_h("probe", spec) * len(cues))]
+    twin = Spec(spec.frame, tuple(sorted(dict(spec.slots, cue=cue).items())))
+    if (_target_pronoun(spec, lang, lex) == _target_pronoun(twin, lang, lex)
+            or _en_pronoun(frame, spec, lex) != _en_pronoun(frame, twin, lex)):
+        return None
+    return twin
+
+
+def minimal_pair(sentence: str, lang: str) -> tuple[Pair, Pair] | None:
+    """``sentence`` (any in-grammar coreference sentence, typed by a user) and its minimal twin — the same sentence
+    with the cue word flipped so that "it" names the other noun — or None when the grammar does not parse it or
+    it has no such twin."""
+    _check_lang(lang)
+    try:
+        spec = parse(sentence)
+    except (ValueError, KeyError):
+        return None
+    twin = _twin(spec, lang, lexicon())
+    return None if twin is None else (make_pair(spec, lang, contracted=True), make_pair(twin, lang, contracted=True))
 
 
 _FR_PRONOUNS = {"il", "elle", "ils", "elles"}

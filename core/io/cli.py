@@ -1,7 +1,7 @@
-"""Command-line flags read from a dataclass: one ``--field-name`` per field, typed by the field's annotation
-(``int``, ``float``, ``str``, ``bool`` as a switch, ``X | None`` as an optional ``X``). The CLIs of core.train,
-core.training.experiment and core.variants.xl build their parsers with :func:`add_fields`, so a new config field is a
-new flag."""
+"""The one command-line layer of ``python -m core.…``: :class:`Parser` (a bad flag is one ``error:`` line on stderr,
+exit 2), :func:`refuse` (the same for a bad request found after parsing), and flags read from a dataclass
+(:func:`add_fields`: one ``--field-name`` per field, typed by the field's annotation — ``int``, ``float``, ``str``,
+``bool`` as ``--x`` / ``--no-x``, ``X | None`` as an optional ``X``), so a new config field is a new flag."""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +26,14 @@ def ascii_int(text: str) -> int:
 ascii_int.__name__ = "int"  # argparse names the type in its message: "invalid int value: '٣'"
 
 
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` that refuses like every other refusal of the project's commands: one ``error:``
+    line naming ``--help``, exit status 2 (argparse prints its whole usage block first)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def _flag_type(hint):
     """The type argparse converts a flag to, from a field's annotation (``int | None`` → ``int``)."""
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
@@ -42,11 +50,24 @@ def add_fields(parser: argparse.ArgumentParser, cls, skip=()) -> argparse.Argume
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not dataclasses.MISSING else None
-        if hints[f.name] is bool:
-            parser.add_argument(flag, action="store_true", default=default)
+        if hints[f.name] is bool:  # --x and --no-x: a field that defaults to True can be turned off
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=bool(default))
         else:
             parser.add_argument(flag, type=_flag_type(hints[f.name]), default=default)
     return parser
+
+
+def as_flags(cfg) -> str:
+    """The flags that give dataclass ``cfg`` back through :func:`add_fields` (the inverse, quoted in cards and
+    results): every non-None field as ``--name value``, a bool as ``--name`` / ``--no-name``."""
+    out = []
+    for f in dataclasses.fields(cfg):
+        value, flag = getattr(cfg, f.name), "--" + f.name.replace("_", "-")
+        if isinstance(value, bool):
+            out.append(flag if value else "--no-" + flag[2:])
+        elif value is not None and f.init:
+            out.append(f"{flag} {value}")
+    return " ".join(out)
 
 
 def refuse(e: Exception) -> int:

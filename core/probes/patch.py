@@ -25,14 +25,13 @@ CLI: ``python -m core.probes.patch --model en-fr --a "…too tired." --b "…too
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
 
 import torch
 
-from ..io import jsonio
+from ..io import cli, jsonio
 from ..io.budget import max_positions
 from ..io.checkpoint import Checkpoint
 from ..io.tokenizer import BOS, EOS
@@ -544,7 +543,7 @@ def saved_scoreboard(ck: Checkpoint) -> dict | None:
 def main(argv=None) -> int:
     """The ``python -m core.probes.patch`` command line: head effects for one pair (``--a``, ``--b``) or the
     probe set's scoreboard, printed as JSON; returns the exit code."""
-    ap = argparse.ArgumentParser(prog="python -m core.probes.patch", description=__doc__.split("\n\n")[0])
+    ap = cli.Parser(prog="python -m core.probes.patch", description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="a translation model (en-fr, en-de, …)")
     ap.add_argument("--a", help="sentence A")
     ap.add_argument("--b", help="sentence B (its “it” needs the other pronoun)")
@@ -574,8 +573,7 @@ def main(argv=None) -> int:
                 print(f"{r['label']:>14}  effect {r['effect']:+.3f}  flips alone in {r['flips']} of 2 directions")
             result["references"] = (a.tgt, b.tgt)
     except ValueError as e:
-        print(json.dumps({"error": str(e)}, allow_nan=False))
-        return 2
+        return cli.refuse(e)
     result = {"model": args.model, **result}
     print(json.dumps(jsonio.finite(result, digits=6), ensure_ascii=False, allow_nan=False))
     return 0

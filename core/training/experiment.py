@@ -2,8 +2,6 @@
 exact command that produced it, a short summary printed as the last line."""
 from __future__ import annotations
 
-import argparse
-import dataclasses
 from datetime import datetime
 from pathlib import Path
 
@@ -12,14 +10,13 @@ from ..io import cli, jsonio
 
 def command(module: str, cfg, out: str) -> str:
     """The command line that reproduces ``cfg`` (every non-None field as a flag)."""
-    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(cfg).items() if v is not None)
-    return f"python -m {module} --out {out} {flags}"
+    return f"python -m {module} --out {out} {cli.as_flags(cfg)}"
 
 
 def main(module: str, description: str, config_cls, run, summary_keys, argv=None) -> int:
     """Parse ``argv`` into ``config_cls``, call ``run(cfg)``, write its dict (plus command and date) to
     ``--out`` and print ``summary_keys`` of it as JSON."""
-    p = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+    p = cli.Parser(prog=f"python -m {module}", description=description)
     p.add_argument("--out", required=True)
     cli.add_fields(p, config_cls)
     args = vars(p.parse_args(argv))

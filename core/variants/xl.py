@@ -337,17 +337,15 @@ class XLRun:
 
     def command(self) -> str:
         """The command line that reproduces this run (quoted in the card)."""
-        from dataclasses import asdict
-        return "python -m core.variants.xl " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in asdict(self).items())
+        from ..io import cli
+        return "python -m core.variants.xl " + cli.as_flags(self)
 
 
 def main(argv=None) -> int:
     """``python -m core.variants.xl --out assets/models/xl [--steps 300]``: train, measure, save with a card."""
-    import argparse
-
     from ..io import checkpoint, cli
-    p = cli.add_fields(argparse.ArgumentParser(prog="python -m core.variants.xl",
-                                               description="Train the small Transformer-XL LM"), XLRun)
+    p = cli.add_fields(cli.Parser(prog="python -m core.variants.xl", description="Train the small Transformer-XL LM"),
+                       XLRun)
     a = XLRun(**vars(p.parse_args(argv)))
     try:
         if not a.out:

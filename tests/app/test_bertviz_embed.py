@@ -256,7 +256,7 @@ def test_unexpected_bertviz_output_raises(monkeypatch, view, name, edit):
 
 # ---- real browser ----------------------------------------------------------------------
 
-from tests.browser import csp_violations, launch, offline_page  # noqa: E402
+from browser import csp_violations, launch, offline_page  # noqa: E402
 
 _RENDERED = """(n) => {
   const svgs = document.querySelectorAll('.attnlab-section svg');

@@ -75,3 +75,22 @@ def test_minilm_shows_the_self_probe_only():
     assert any("minilm" in t and "self-attention" in t for t in titles(at))
     assert any("no il/elle to flip" in i.value for i in at.info)
     assert not at.dataframe
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_the_typed_sentence_opens_its_own_minimal_pair():
+    """Issue 34 item 2: a student's sentence in the sidebar that the model's grammar parses (the trophy, not one of
+    the probe pairs) is sentence A, and B is its minimal twin — not the animal/street pair with a grey caption."""
+    from core.data import broad
+    typed = "The trophy doesn't fit in the suitcase because it is too big."
+    assert all(typed not in (p.src, q.src) for p, q in broad.probe_pairs("fr"))  # not a probe pair: the new path
+    at = open_page("coreference.py", "en-fr", timeout=240, text=typed)
+    boxes = {w.label: w.value for w in at.text_input}
+    twin = broad.minimal_pair(typed, "fr")[1]
+    assert boxes["Sentence A"] == typed and boxes["Sentence B"] == twin.src, boxes
+    assert broad.pair_for(twin.src, "fr").tgt_pronoun != broad.pair_for(typed, "fr").tgt_pronoun
+    assert any("Sentence A is the sidebar sentence" in c.value for c in at.caption)
+    # a sentence the grammar cannot parse keeps the probe pairs and says why
+    at = open_page("coreference.py", "en-fr", timeout=240, text="The students are reading in the library.")
+    assert {w.label: w.value for w in at.text_input}["Sentence A"] == broad.probe_pairs("fr")[0][0].src
+    assert any("has none for it" in c.value for c in at.caption)

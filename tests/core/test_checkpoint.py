@@ -234,6 +234,10 @@ def test_a_weights_file_larger_than_its_config_allows_is_refused_unread(saved):
     ("notadict", "meta must be a JSON object, got str"), ([1, 2], "meta must be a JSON object, got list"),
     ({"task": 5}, "'task' must be a string"), ({"metrics": "high"}, "'metrics' must be an object"),
     ({"step": 1.5}, "'step' must be an integer"), ({"heldout": [1]}, "'heldout' must be an object"),
+    # issue 35 item 8: nested fields a page formats as numbers (/mlm broke on "high")
+    ({"heldout": {"masked_accuracy": "high"}}, "heldout.masked_accuracy must be a finite number, got str"),
+    ({"metrics": {"exact_match": True}}, "metrics.exact_match must be a finite number, got bool"),
+    ({"heldout": {"n": {"x": 1}}}, "heldout.n must be a finite number, got dict"),
 ])
 def test_meta_must_be_an_object_with_typed_fields(saved, meta, words):
     config = json.loads((saved / CONFIG).read_text())
