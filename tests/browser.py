@@ -1,6 +1,6 @@
 """Shared headless-Chromium helpers for browser tests (Debian's /usr/bin/chromium via Playwright).
 
-    from browser import launch, offline_page   # tests/ is on the path (pytest.ini); one module name, one Playwright
+    from browser import launch, offline_page   # tests/ is on the path (pytest.ini); one module name, one Playwright per thread
 
     with launch() as browser:
         page, log = offline_page(browser)
@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,32 +53,42 @@ def require_chromium() -> None:
         _unavailable("the python package 'playwright' is not installed (pip install playwright)")
 
 
-_PLAYWRIGHT = None  # one per process: Playwright's sync API refuses a second one while the first runs
-
-
-def _playwright():
-    """The process's Playwright, started on first use and stopped at exit. A test file's own browser and the e2e
-    session's browser can then be open at once: two ``sync_playwright()`` in one process fail with "using Playwright
-    Sync API inside the asyncio loop" (the suite runs e2e files first, and their session browser stays open)."""
-    global _PLAYWRIGHT
-    if _PLAYWRIGHT is None:
-        import atexit
-
-        from playwright.sync_api import sync_playwright
-        _PLAYWRIGHT = sync_playwright().start()
-        atexit.register(_PLAYWRIGHT.stop)
-    return _PLAYWRIGHT
+_PER_THREAD = threading.local()  # .playwright and .open (browsers now open in this thread)
 
 
 @contextlib.contextmanager
 def launch(**kwargs):
-    """Yield a Playwright Chromium browser; closes it afterwards (Playwright itself stays for the next one)."""
+    """Yield a Playwright Chromium browser; closes it afterwards.
+
+    One Playwright per thread, started with the thread's first browser and stopped when its last one closes: Playwright's
+    sync API refuses a second ``sync_playwright()`` in a thread where one runs ("using Playwright Sync API inside the
+    asyncio loop": an e2e file's session browser stays open while a later file opens its own), and a Playwright is bound
+    to the thread that started it (the load test's sessions each run in a thread of their own; one process-wide
+    Playwright started there was dead for the main thread's next browser: "Playwright connection closed")."""
     require_chromium()
-    browser = _playwright().chromium.launch(executable_path=CHROMIUM_PATH, args=list(CHROMIUM_ARGS), **kwargs)
+    here = _PER_THREAD
+    if getattr(here, "open", 0) == 0:
+        from playwright.sync_api import sync_playwright
+        here.playwright, here.open = sync_playwright().start(), 0
+    here.open += 1
+    try:
+        browser = here.playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=list(CHROMIUM_ARGS), **kwargs)
+    except BaseException:
+        _release(here)
+        raise
     try:
         yield browser
     finally:
-        browser.close()
+        try:
+            browser.close()
+        finally:
+            _release(here)
+
+
+def _release(here) -> None:
+    here.open -= 1
+    if here.open == 0:
+        here.playwright.stop()
 
 
 @dataclass
