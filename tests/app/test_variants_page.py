@@ -61,3 +61,21 @@ def test_speculative_panel_says_why_when_nothing_is_generated():
     assert any("Nothing was generated" in i.value and "final full stop" in i.value for i in at.info)
     assert not [m for m in at.metric if m.label in ("Tokens generated", "Draft tokens accepted")]
     assert at.button(key="spec_time").disabled
+
+
+def test_a_synthetic_model_whose_tokenizer_lacks_its_symbols_is_named_not_a_traceback(tmp_path, monkeypatch):
+    """Issue 35 item 8: a checkpoint that says it learned ``copy`` with a tokenizer of other words (here the copy
+    model's own, its letters renamed) broke /variants with a TypeError; now the page says what the model lacks and
+    draws what needs no held-out sequences (the GQA table)."""
+    import shutil
+    monkeypatch.setenv("ATTENTION_LAB_DATA", str(tmp_path))
+    folder = registry.user_dir() / "copy-other-words"
+    shutil.copytree(registry.BUNDLED / "copy", folder)
+    tok = json.loads((folder / "tokenizer.json").read_text())
+    tok["model"]["vocab"] = {k.replace("▁", "▁x") if len(k) == 2 and k[1].isalpha() else k: v
+                             for k, v in tok["model"]["vocab"].items()}
+    (folder / "tokenizer.json").write_text(json.dumps(tok))
+    at = open_page("variants.py", "copy-other-words", timeout=240)
+    said = " ".join(i.value for i in at.info).replace("\\", "")  # the escaper's backslashes
+    assert "lacks 10 of the 20 symbols of the copy task (a b c d e f g h i j)" in said, said
+    assert any("n_kv_heads" in d.value.columns for d in at.dataframe)
