@@ -54,22 +54,26 @@ def decode_panel(view, figures) -> None:
         st.info(md(e))
         return
     coverage_view.notices(args["notices"])
+    tok = ck.tokenizer
+    shown = tok.decode(args["src"] if "src" in args else args["prompt"])
+    st.markdown(f"**{'Source' if 'src' in args else 'Prompt'}** ({len(args.get('src', args.get('prompt')))} tokens): "
+                f"{md(shown)}")
+    total = len(result.steps)
+    first = min(1, total)  # the page opens on the first step's candidates, not on an empty panel
     key = (view.name, view.text, method, beams, temperature, top_k, top_p, seed)
     if st.session_state.get("decode_key") != key:
-        st.session_state["decode_key"], st.session_state["decode_n"] = key, 0
-    total = len(result.steps)
+        st.session_state["decode_key"], st.session_state["decode_n"] = key, first
     b1, b2, b3 = st.columns(3)
     if b1.button("Next step", type="primary", disabled=st.session_state["decode_n"] >= total):
         st.session_state["decode_n"] += 1
     if b2.button("Run to end"):
         st.session_state["decode_n"] = total
-    if b3.button("Reset"):
-        st.session_state["decode_n"] = 0
+    if b3.button("Back to step 1"):
+        st.session_state["decode_n"] = first
     n = st.session_state["decode_n"]
-    tok = ck.tokenizer
     st.progress(n / max(total, 1), text=f"step {n} of {total}")
     if n == 0:
-        st.info("Press **Next step** to predict the first token.")
+        st.info("Nothing to decode: the model stopped before its first token.")
         return
     step = result.steps[n - 1]
     chosen_ids = [s.chosen for s in result.steps[:n] if s.chosen != EOS]
@@ -82,6 +86,8 @@ def decode_panel(view, figures) -> None:
     st.plotly_chart(figures.bars([p for _, p in step.top], names, title=f"Step {n}: top candidates "
                                  f"(chosen: {figures.label(tok.display([step.chosen])[0])})", x_title="candidate token",
                                  y_title="probability", present=view.present, dark=view.dark, highlight=chosen_pos), key="cands")
+    st.caption("Probabilities: " + ", ".join(f"{md(name)} {p:.3g}" for name, (_, p) in zip(names, step.top)) +
+               " — a bar near 1 means the model had no doubt at this step; the others are still its runners-up.")
     if method == "beam":
         st.markdown("**Live beams after this step** (sum of log-probabilities):")
         st.dataframe([{"beam": tok.decode(b.ids) or "∅", "score": b.score, "finished": b.finished}

@@ -18,6 +18,7 @@ import fcntl
 import itertools
 import math
 import multiprocessing
+import multiprocessing.spawn
 import os
 import re
 import shutil
@@ -77,6 +78,28 @@ TRAIN_THREADS = 1  # torch threads of one training job's process
 # 2 replicas), the pages' p95 went from 12.0 s at the same priority to the figure in docs/RELIABILITY.md
 TRAIN_NICE = 10
 _MP = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of the server's threads or state is forked
+_CHILD_PREFIX = "attention-lab-train-"  # the name of every job's process
+
+
+def _main_left_out(get_preparation_data):
+    """``multiprocessing.spawn.get_preparation_data`` without the parent's ``__main__`` for a job's process.
+
+    A spawned child first re-runs its parent's ``__main__``; while Streamlit runs a page, that is the app's script
+    (Streamlit sets ``sys.modules["__main__"]`` to it), so every job's child ran app/main.py without a server: 114-128
+    "missing ScriptRunContext" warnings in the server's log per run (issue 34). A job's child needs nothing from
+    ``__main__``: its target, :func:`_child`, is imported from this module by name. Other processes are untouched."""
+    def prepare(name):
+        data = get_preparation_data(name)
+        if str(name).startswith(_CHILD_PREFIX):
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+        return data
+    prepare.wrapped = get_preparation_data
+    return prepare
+
+
+if not hasattr(multiprocessing.spawn.get_preparation_data, "wrapped"):  # once, even if this module is reloaded
+    multiprocessing.spawn.get_preparation_data = _main_left_out(multiprocessing.spawn.get_preparation_data)
 
 _lock = threading.Lock()
 _active: set["Job"] = set()
@@ -543,7 +566,7 @@ class Job:
         preparing past :data:`MAX_PREPARE_S`, ends it here (``("ended", why)``); nothing it prepared is kept."""
         receive, send = _MP.Pipe(duplex=False)
         self._proc = _MP.Process(target=_child, args=(cfg, self._snap_steps, send, self._stop, self._pause),
-                                 name=f"train-{self.id}", daemon=True)
+                                 name=f"{_CHILD_PREFIX}{self.id}", daemon=True)
         self._proc.start()
         send.close()  # the child holds the only sending end: its exit ends recv() with EOFError
         began, stepped = time.monotonic(), False

@@ -111,7 +111,13 @@ def test_qk_walkthrough_matches_the_trace():
 
 def test_decode_steps_advance_and_run_to_end():
     at = open_page(app(model="reverse", text="1 2 3 4 5 6"), "decode.py")
+    # issue 34 item 6: the page opens on the first step, with the source in the main area
+    assert "step 1 of" in at.get("progress")[0].proto.text and at.get("plotly_chart")
+    assert any(m.value.startswith("**Source** (7 tokens): 1 2 3 4 5 6") for m in at.main.markdown)
+    assert any(c.value.startswith("Probabilities: ") for c in at.main.caption)
     at.button[0].click().run()
+    assert "step 2 of" in at.get("progress")[0].proto.text
+    at.button[2].click().run()
     assert "step 1 of" in at.get("progress")[0].proto.text
     at.button[1].click().run()
     done = [s.value for s in at.success]

@@ -404,3 +404,22 @@ def test_an_upload_a_running_job_needs_is_never_pruned(data, monkeypatch):
         job.stop()
         job.join(120)
     assert not path.exists()
+
+
+def test_the_child_does_not_run_the_page_script_streamlit_made_main(data, tmp_path, monkeypatch):
+    """Issue 34 item 5: Streamlit runs a page with ``sys.modules["__main__"]`` set to the app's script, and a spawned
+    process re-runs its parent's ``__main__`` first: each training start ran app/main.py in the child, without a
+    server — 114-128 "missing ScriptRunContext" warnings in the server's log per run. The child now starts from
+    :func:`app.training_jobs._child` alone."""
+    import sys
+    import types
+    marker = tmp_path / "main-ran"
+    script = tmp_path / "page_script.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('the page script ran in the child')\n")
+    fake = types.ModuleType("__main__")
+    fake.__file__, fake.__spec__ = str(script), None
+    monkeypatch.setitem(sys.modules, "__main__", fake)
+    job = tj.Job(TrainConfig(steps=2, **TINY), "no-main").start()
+    assert job.join(120), job.snapshot()
+    assert job.snapshot()["status"] == "done", job.snapshot()["error"]
+    assert not marker.exists(), marker.read_text()

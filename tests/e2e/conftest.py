@@ -15,11 +15,16 @@ import load_test  # noqa: E402  (the server is started exactly as the load bench
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory):
+def server_log(tmp_path_factory):
+    """The file the server's console (stdout and stderr) goes to."""
+    return tmp_path_factory.mktemp("server") / "streamlit.log"
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory, server_log):
     """Start ``streamlit run app/main.py`` headless on 127.0.0.1; yield its base URL."""
     try:
-        proc, base = load_test.start_server(tmp_path_factory.mktemp("data"),
-                                            tmp_path_factory.mktemp("server") / "streamlit.log")
+        proc, base = load_test.start_server(tmp_path_factory.mktemp("data"), server_log)
     except RuntimeError as e:
         pytest.fail(str(e))
     yield base

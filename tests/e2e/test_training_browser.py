@@ -39,7 +39,7 @@ def watch_until_saved(page, saved: str, look, polls: int) -> bool:
 STEPS = 1500
 
 
-def test_train_watch_and_open_the_model(visit):
+def test_train_watch_and_open_the_model(visit, server_log):
     page = visit.open("/training")
     page.get_by_role("button", name="Start training").wait_for(timeout=60_000)
     # long enough (several seconds) that the page's 1 s live refresh shows the run at two steps or more in between
@@ -63,6 +63,8 @@ def test_train_watch_and_open_the_model(visit):
         pytest.fail(f"training did not finish; steps seen {sorted(steps_seen)}")
     assert len([s for s in steps_seen if 0 < s < STEPS]) >= 2, sorted(steps_seen)  # progress advanced live
     assert len({p for p in points_seen if p}) >= 2, sorted(points_seen)  # the loss curve grew live
+    # the child did not re-run the app's script without a server (issue 34: 114-128 warnings per run before)
+    assert "ScriptRunContext" not in server_log.read_text(), server_log.read_text()[-3000:]
     visit.settle()
     page.get_by_role("button", name=f"Open {name} in the sidebar").click()
     visit.settle()
