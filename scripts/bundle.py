@@ -1,6 +1,7 @@
 """Finish a trained checkpoint for shipping: drop the resume state, measure held-out metrics, write them
 into config.json (``meta.heldout``; a broad translator also ``meta.heldout_sample``, every 5th held-out sentence,
-which tests/core/test_bundled.py re-measures) and the model card.
+which tests/core/test_bundled.py re-measures; a translator ``meta.corpus_digest``, the digests of the splits its card
+reads) and the model card.
 
     python scripts/bundle.py assets/models/en-fr
     python scripts/bundle.py --check assets/models/en-fr assets/models/en-de   # re-measure whole cards; exit 1 if one moved
@@ -98,6 +99,15 @@ def sampled(ck) -> bool:
     return ck.meta.get("task") in ("en-fr", "en-de")
 
 
+def card_splits(ck) -> dict:
+    """The digests of the corpus splits a translator's card is measured on (``meta.corpus_digest``), else {}."""
+    from core.data import split_digest
+    task = ck.meta.get("task", "")
+    if task not in ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny"):
+        return {}
+    return {split: split_digest(task, split) for split in (("test",) if task.endswith("-tiny") else ("test", "heldout"))}
+
+
 def check(folder: str) -> bool:
     """Re-measure the whole card of ``folder`` (and its sample); print what moved. True when nothing did."""
     ck = checkpoint.load(Path(folder))
@@ -123,6 +133,8 @@ def main(folder: str) -> None:
     config["meta"]["heldout"] = metrics
     if sample:
         config["meta"]["heldout_sample"] = sample
+    if card_splits(ck):  # tests/core/test_bundled.py says at once when the generator has changed them
+        config["meta"]["corpus_digest"] = card_splits(ck)
     if ck.meta.get("task") == "lm":  # the frozen corpus it was measured on (test_bundled compares the card with it)
         from core.data import english
         config["meta"]["corpus"] = english.fingerprint()

@@ -26,6 +26,17 @@ def corpus_for(task: str):
     return broad
 
 
+def split_digest(task: str, split: str) -> str:
+    """The first 16 hex digits of the SHA-256 of a translation task's ``split`` as its generator writes it now: every
+    pair's source and target, in the split's order (``generate(lang, split)``, default seed). A card records the
+    digests of the splits it was measured on, so a test can say "the corpus changed: re-measure" at once."""
+    import hashlib
+    h = hashlib.sha256()
+    for p in corpus_for(task).generate(lang_of(task), split):
+        h.update(f"{p.src}\t{p.tgt}\n".encode())
+    return h.hexdigest()[:16]
+
+
 def lang_of(task: str) -> str:
     """``en-fr`` / ``en-de-tiny`` → ``fr`` / ``de``."""
     return task.removesuffix(TINY_SUFFIX).split("-")[-1]

@@ -1,0 +1,194 @@
+"""A soak test: many sessions over every page with long inputs while the Training page trains and saves models.
+
+    python bench/soak.py [--sessions 20] [--minutes 8] [--out soak.json]
+
+Starts its own ``streamlit run app/main.py`` (a free 127.0.0.1 port, headless, ATTENTION_LAB_DATA in a temporary
+folder). ``--sessions`` visitors (app/visitor.py: Streamlit's websocket protocol, no browser, so 20 fit beside the app
+on 2 cores) cycle over every page of the navigation, each visit a shared link with a bundled model and a sentence of
+about 2,000 characters no visit used before (the worst case for every cache: nothing is ever reused). Meanwhile one
+more visitor keeps the Training page busy: "Start training" with the page's defaults, again when the run has saved its
+model, until the server's cap on saved models refuses the next one (that refusal is part of the test, not a failure).
+
+Every second the server's own resident memory (without the training job's process) is sampled. The run fails (exit
+1) when a page shows an exception or does not finish, or when memory keeps growing after the caches are full: the
+median of the last fifth of the samples more than ``--max-growth-mb`` above the median of the window from 40 % to 60 %
+of the run (the caches fill in its first 40 %). It prints p50 / p95 per page, the memory curve in 10 points and, as its
+last line, the summary as JSON; ``--out`` writes every visit and every sample. tests/e2e/test_soak.py runs a reduced
+version (3 sessions, about 2 minutes).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for p in (str(ROOT), str(ROOT / "bench")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import load_test  # noqa: E402  (the server is started exactly as the load test starts it)
+
+MODELS = ("en-fr", "en-de", "lm", "mlm", "en-fr-tiny")
+WORDS = ("the cat sat on the mat and the dog did not cross the street because it was too tired while a small bird "
+         "sang in the old tree near the river").split()
+
+
+def long_sentence(i: int, chars: int = 2000) -> str:
+    """A sentence of about ``chars`` characters that no other ``i`` gives (its words drawn in an order set by i)."""
+    out, k = [str(i)], i
+    while sum(len(w) + 1 for w in out) < chars:
+        k = (k * 1103515245 + 12345) % 2 ** 31
+        out.append(WORDS[k % len(WORDS)])
+    return " ".join(out) + "."
+
+
+def own_rss_mb(pid: int) -> float:
+    """The server process's resident memory alone (a training job's process is its child and is left out)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def growth(samples: list[tuple[float, float]]) -> float | None:
+    """MB between the median of the last fifth of ``samples`` (seconds, MB) and the median of its 40-60 % window."""
+    if len(samples) < 10:
+        return None
+    mb = [m for _, m in samples]
+    n = len(mb)
+
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2]
+    return median(mb[int(0.8 * n):]) - median(mb[int(0.4 * n):int(0.6 * n)])
+
+
+def run_soak(sessions: int = 20, seconds: float = 480, pages: list[str] | None = None, models=MODELS,
+             timeout_s: float = 300, train: bool = True) -> dict:
+    """Run the soak (see the module's docstring) and return its record: ``visits`` (session, page, model, seconds,
+    problem), ``samples`` (seconds, MB), ``saved_models`` and the ``summary``."""
+    from app import nav, visitor
+
+    pages = pages if pages is not None else nav.url_paths()
+    work = Path(tempfile.mkdtemp(prefix="attention-lab-soak-"))
+    proc, base = load_test.start_server(work / "data", work / "server.log")
+    visits: list[dict] = []
+    samples: list[tuple[float, float]] = []
+    t0 = time.monotonic()
+    end = t0 + seconds
+    halt = threading.Event()
+    counter = iter(range(10 ** 9))
+    training = {"starts": 0, "errors": []}
+
+    def sample():
+        while not halt.wait(1.0):
+            samples.append((round(time.monotonic() - t0, 1), round(own_rss_mb(proc.pid), 1)))
+
+    async def session(sid: int):
+        client = visitor.Client(base, cookie=f"soak-{sid}", timeout_s=timeout_s)
+        await client.connect()
+        try:
+            k = sid
+            while time.monotonic() < end:
+                page, model, i = pages[k % len(pages)], models[k % len(models)], next(counter)
+                k += 1
+                began = time.monotonic()
+                try:
+                    run = await client.open(page, model=model, text=long_sentence(i))
+                    problem = f"exception: {run.exceptions[0]}" if run.exceptions else None
+                except Exception as e:  # a run that did not finish in timeout_s, or a dropped connection
+                    problem = f"{type(e).__name__}: {e}"[:300]
+                    await client.close()
+                    client = visitor.Client(base, cookie=f"soak-{sid}", timeout_s=timeout_s)
+                    await client.connect()
+                visits.append({"session": sid, "page": page or "home", "model": model,
+                               "seconds": round(time.monotonic() - began, 3), "at": round(began - t0, 1),
+                               "problem": problem})
+        finally:
+            await client.close()
+
+    async def trainer():
+        client = visitor.Client(base, cookie="soak-trainer", timeout_s=timeout_s)
+        await client.connect()
+        models_dir = work / "data" / "models"
+        try:
+            while time.monotonic() < end:
+                before = set(models_dir.iterdir()) if models_dir.exists() else set()
+                run = await client.open("training")
+                if "Start training" not in client.widgets:
+                    training["errors"].append("no Start training button")
+                    return
+                run = await client.click("training", "Start training")
+                training["errors"] += run.exceptions
+                training["starts"] += 1
+                while time.monotonic() < end:  # until the run saved its model (or the soak ends)
+                    await asyncio.sleep(2)
+                    if models_dir.exists() and set(models_dir.iterdir()) - before:
+                        break
+        finally:
+            await client.close()
+
+    async def everyone():
+        await asyncio.gather(*(session(s) for s in range(sessions)), *([trainer()] if train else []))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        asyncio.run(everyone())
+    finally:
+        halt.set()
+        load_test.stop_server(proc)
+    saved = sorted(p.name for p in (work / "data" / "models").iterdir()) if (work / "data" / "models").exists() else []
+    times = [v["seconds"] for v in visits if not v["problem"]]
+    per_page = {}
+    for page in dict.fromkeys(v["page"] for v in visits):
+        mine = [v["seconds"] for v in visits if v["page"] == page and not v["problem"]]
+        per_page[page] = {"visits": len(mine), "p50_s": load_test.percentile(mine, 0.5),
+                          "p95_s": load_test.percentile(mine, 0.95)}
+    curve = [samples[int(q * (len(samples) - 1))] for q in [i / 9 for i in range(10)]] if samples else []
+    summary = {"sessions": sessions, "seconds": seconds, "visits": len(visits),
+               "failed": [v for v in visits if v["problem"]][:20],
+               "n_failed": sum(1 for v in visits if v["problem"]),
+               "p50_s": load_test.percentile(times, 0.5), "p95_s": load_test.percentile(times, 0.95),
+               "per_page": per_page, "rss_mb_curve": curve,
+               "peak_rss_mb": max((m for _, m in samples), default=None), "growth_after_full_mb": growth(samples),
+               "training_starts": training["starts"], "training_errors": training["errors"], "saved_models": saved}
+    return {"visits": visits, "samples": samples, "summary": summary}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=20)
+    ap.add_argument("--minutes", type=float, default=8.0)
+    ap.add_argument("--max-growth-mb", type=float, default=200.0,
+                    help="memory growth after the caches are full that fails the run")
+    ap.add_argument("--no-train", action="store_true")
+    ap.add_argument("--out", type=Path, help="write every visit and every memory sample here")
+    args = ap.parse_args(argv)
+    record = run_soak(args.sessions, args.minutes * 60, train=not args.no_train)
+    s = record["summary"]
+    for page, p in s["per_page"].items():
+        print(f"{page:12s} {p['visits']:4d} visits  p50 {p['p50_s'] or 0:6.2f} s  p95 {p['p95_s'] or 0:6.2f} s")
+    print("memory (s, MB):", " ".join(f"{t:.0f}:{m:.0f}" for t, m in s["rss_mb_curve"]))
+    print(f"{s['visits']} visits, {s['n_failed']} failed; p50 {s['p50_s']} s, p95 {s['p95_s']} s; peak "
+          f"{s['peak_rss_mb']} MB, growth after the caches filled {s['growth_after_full_mb']} MB; "
+          f"{s['training_starts']} training runs started, saved: {len(s['saved_models'])}")
+    if args.out:
+        args.out.write_text(json.dumps(record, indent=1))
+    print(json.dumps(s))
+    grew = s["growth_after_full_mb"] is not None and s["growth_after_full_mb"] > args.max_growth_mb
+    return 1 if s["n_failed"] or s["training_errors"] or grew else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

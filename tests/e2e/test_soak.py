@@ -1,0 +1,45 @@
+"""The soak test of bench/soak.py, reduced: 3 sessions for 100 s over every page with long sentences no visit used
+before, while the Training page trains with its defaults (the full run: ``python bench/soak.py``, 20 sessions for 8
+minutes). Every page finishes without an exception, the training run starts, and the server's memory does not keep
+growing once its caches are full."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import soak  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def record():
+    return soak.run_soak(sessions=3, seconds=100)
+
+
+def test_every_page_finishes_without_an_exception(record):
+    s = record["summary"]
+    assert s["n_failed"] == 0, s["failed"]
+    pages = {v["page"] for v in record["visits"]}
+    assert len(pages) >= 12, pages  # three sessions in 100 s reach most of the 16 pages
+
+
+def test_the_training_page_trained_meanwhile(record):
+    s = record["summary"]
+    assert s["training_starts"] >= 1 and not s["training_errors"], s
+
+
+def test_memory_stops_growing_once_the_caches_are_full(record):
+    s = record["summary"]
+    # before the urlsplit-cache fix, every new long sentence on /bertviz kept ≈ 45 MB (issue 35 item 6)
+    assert s["growth_after_full_mb"] is not None and s["growth_after_full_mb"] < 200, s["rss_mb_curve"]
+
+
+def test_growth_reads_the_last_fifth_against_the_middle():
+    flat = [(t, 500.0) for t in range(50)]
+    assert soak.growth(flat) == 0
+    rising = [(t, 500.0 + 10 * t) for t in range(50)]
+    assert soak.growth(rising) == 10 * (45 - 25)  # medians of samples 40-49 and 20-29
+    assert soak.growth(flat[:5]) is None
+    assert soak.long_sentence(1) != soak.long_sentence(2) and 1990 <= len(soak.long_sentence(7)) <= 2020
