@@ -175,3 +175,54 @@ def test_every_public_function_class_and_module_of_core_has_a_docstring():
                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                     and not node.name.startswith("_") and not ast.get_docstring(node)]
     assert not missing, f"{len(missing)} without a docstring: " + ", ".join(missing)
+
+
+# ------------------------------------------------------------------ no module reaches into another's private names
+OURS = ("core", "app", "pages")
+
+
+def private_reaches(source: str) -> list[str]:
+    """Every use of a private name (one leading underscore) of one of our modules in ``source``: ``from m import _x``
+    and ``m._x`` where ``m`` was bound by an import of our own code (absolute or relative)."""
+    tree = ast.parse(source)
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in OURS:
+                    modules.add(a.asname or a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in OURS):
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    found.append(f"from {'.' * node.level}{node.module or ''} import {a.name}")
+                else:
+                    modules.add(a.asname or a.name)  # a module or an object: either way not ours to open
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append(f"{node.value.id}.{node.attr}")
+    return found
+
+
+def our_files() -> list[Path]:
+    root = CORE.parent
+    return sorted(p for top in OURS for p in (root / top).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", our_files(), ids=lambda p: str(p.relative_to(CORE.parent)))
+def test_no_module_uses_another_modules_private_names(path):
+    """Issue 33: a private name is its module's own; another module that needs it needs a public one."""
+    assert private_reaches(path.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from core.inference import decoding\ndecoding._budget(1)", ["decoding._budget"]),
+    ("from ..inference.decoding import _prefix", ["from ..inference.decoding import _prefix"]),
+    ("from app import figures as F\nF._style()", ["F._style"]),
+    ("import core.model\ncore._x", ["core._x"]),
+    ("from .lm import LMTask\nLMTask._windows", ["LMTask._windows"]),
+    ("import torch\ntorch._C", []),  # not ours
+    ("self._cache = 1\nobj.__class__", []),
+])
+def test_the_private_name_check_catches_a_reach(source, expected):
+    assert private_reaches(source) == expected
