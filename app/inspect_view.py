@@ -10,6 +10,7 @@ import streamlit as st
 import torch
 
 from app.cache import bounded
+from core.hooks import as_ablation
 from core.masks import additive
 from core.probes import masking, positions
 
@@ -53,10 +54,7 @@ def cheat(name: str, src_ids: tuple, tgt_ids: tuple) -> dict:
 @bounded
 def translation_ablated(name: str, src_ids: tuple, ablate: tuple) -> str:
     ck = _model(name)
-    heads = {}
-    for attn, head in ablate:
-        heads.setdefault(attn, []).append(head)
-    return ck.tokenizer.decode(masking.translate_ablated(ck.model, list(src_ids), heads))
+    return ck.tokenizer.decode(masking.translate_ablated(ck.model, list(src_ids), as_ablation(ablate)))
 
 
 def as_key(allowed: torch.Tensor) -> tuple:

@@ -18,6 +18,7 @@ from app.cache import bounded, nbytes
 from app.guard import public
 from app.text import md
 from core.config import ModelConfig
+from core.hooks import as_ablation
 from core.io import budget, checkpoint, registry
 from core.inference.runner import Run, run
 
@@ -205,10 +206,7 @@ def model_info(name: str) -> ModelInfo:
 @bounded
 def traced(name: str, text: str, tgt: str | None, ablate: tuple = (), layers: tuple | None = None) -> Run:
     ck = load_model(name)
-    heads = {}
-    for attn, head in ablate:
-        heads.setdefault(attn, []).append(head)
-    return run(ck, text, tgt, ablate=heads or None, layers=layers)
+    return run(ck, text, tgt, ablate=as_ablation(ablate) or None, layers=layers)
 
 
 @st.cache_data(show_spinner=False)

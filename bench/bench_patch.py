@@ -26,6 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.hooks import all_heads  # noqa: E402
 from core import ModelConfig, Transformer  # noqa: E402
 from core.probes import patch  # noqa: E402
 from core.io import registry  # noqa: E402
@@ -85,7 +86,7 @@ def measure(model, c: patch.Clean, full, rounds: int) -> dict:
         for k, fn in arms.items():
             times[k].append(_timed(fn))
     med = {k: statistics.median(v) for k, v in times.items()}
-    heads = len(patch.units(model))
+    heads = len(all_heads(model))
     out = {"heads": heads, "src_len": len(s.src_a), "dec_len": len(s.dec_a),
            "parameters": model.num_parameters(), **{f"{k}_s": round(v, 5) for k, v in med.items()},
            "sweep_over_forward": round(med["sweep"] / med["forward"], 2)}

@@ -37,6 +37,23 @@ EMBED_POINTS = ("tokens", "positions", "out")
 _local = threading.local()
 
 
+Head = tuple[str, int]  # one head: (attention name, head index), e.g. ("decoder.1.cross_attn", 2)
+
+
+def all_heads(model) -> list[Head]:
+    """Every head of ``model``, attention by attention (:meth:`Transformer.attention_names` order)."""
+    return [(name, h) for name in model.attention_names() for h in range(model.cfg.n_heads)]
+
+
+def as_ablation(heads) -> dict[str, list[int]]:
+    """Heads to switch off, ``[(attention name, head), …]``, as the ``ablate=`` dict every pass and decoder takes:
+    ``{attention name: [head, …]}`` (heads in the order given)."""
+    out: dict[str, list[int]] = {}
+    for name, h in heads:
+        out.setdefault(name, []).append(int(h))
+    return out
+
+
 def hook_names(model) -> list[str]:
     """Every hook point of a :class:`~core.model.Transformer`, in the order a forward pass reaches them."""
     names = []

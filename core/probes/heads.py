@@ -23,13 +23,13 @@ import torch
 import torch.nn.functional as F
 
 from ..config import ModelConfig
+from ..hooks import Head, all_heads, as_ablation
 from ..io.budget import max_positions
 from ..io.tokenizer import EOS, PAD
 from ..model import Transformer
 from ..inference.decoding import greedy_batch
 from ..training.tasks import Batch, pad_rows, seq2seq_batch
 
-Head = tuple[str, int]  # (attention name, head index), e.g. ("decoder.1.cross_attn", 2)
 
 
 # ------------------------------------------------------------------ evaluation data
@@ -93,16 +93,6 @@ def batch_margin(model: Transformer, batch: Batch, ablate=None) -> float:
     return batch_scores(model, batch, ablate)[2]
 
 
-def all_heads(model: Transformer) -> list[Head]:
-    """Every ``(attention name, head index)`` of ``model``, attention by attention."""
-    return [(name, h) for name in model.attention_names() for h in range(model.cfg.n_heads)]
-
-
-def _ablate(heads) -> dict:
-    out: dict[str, list[int]] = {}
-    for name, h in heads:
-        out.setdefault(name, []).append(int(h))
-    return out
 
 
 # ------------------------------------------------------------------ importance
@@ -197,16 +187,16 @@ def prune_curve(model: Transformer, batch: Batch, order: list[Head] | None = Non
     points = []
 
     def point():
-        loss, acc = batch_loss(model, batch, _ablate(removed) or None)
+        loss, acc = batch_loss(model, batch, as_ablation(removed) or None)
         k = len(heads) - len(removed)
-        extra = quality(_ablate(removed) or None) if quality and (len(removed) % every == 0 or k == 0) else {}
+        extra = quality(as_ablation(removed) or None) if quality and (len(removed) % every == 0 or k == 0) else {}
         points.append(PrunePoint(k, list(removed), loss, acc, extra))
 
     point()
     for step in range(len(heads)):
         if greedy:
             left = [h for h in heads if h not in removed]
-            scores = [(batch_loss(model, batch, _ablate(removed + [h]))[0], i) for i, h in enumerate(left)]
+            scores = [(batch_loss(model, batch, as_ablation(removed + [h]))[0], i) for i, h in enumerate(left)]
             removed.append(left[min(scores)[1]])
         else:
             removed.append(order[step])

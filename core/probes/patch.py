@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..hooks import all_heads
 from ..io import cli, jsonio
 from ..io.budget import max_positions
 from ..io.checkpoint import Checkpoint
@@ -256,9 +257,6 @@ def patched_ld(model, setup: Setup, base_is_a: bool, source: dict, *, heads: dic
     return _ld(logits, 0, setup.tok_a, setup.tok_b)
 
 
-def units(model) -> list[tuple[str, int]]:
-    """Every head: ``(attention name, head)`` in :meth:`Transformer.attention_names` order."""
-    return [(name, h) for name in model.attention_names() for h in range(model.cfg.n_heads)]
 
 
 def _selection(model, sets: list[list[tuple[str, int]]]) -> dict[str, torch.Tensor]:
@@ -323,7 +321,7 @@ def _both_ways(model, c: Clean, *, heads=None, stream_ab=None, stream_ba=None) -
 
 def head_sweep(model, c: Clean) -> dict:
     """Every head patched alone, both ways: two batched passes (one row per head)."""
-    us = units(model)
+    us = all_heads(model)
     return _both_ways(model, c, heads=_selection(model, [[u] for u in us]))
 
 
@@ -362,7 +360,7 @@ def effects(model, c: Clean, *, share: float = 0.5) -> dict:
     """:func:`head_effects` from a pair's clean runs."""
     a, b = c.setup.a, c.setup.b
     sweep = head_sweep(model, c)
-    us = units(model)
+    us = all_heads(model)
     order = sorted(range(len(us)), key=lambda i: (-float(torch.nan_to_num(sweep["effect"][i], nan=-1e9)), i))
     ranked = [us[i] for i in order]
     curve = carry_curve(model, c, ranked)
@@ -415,7 +413,7 @@ def scoreboard(ck: Checkpoint, pairs: list[tuple[Sentence, Sentence]], *, share:
     to carry ``share``: the decision is spread over many heads), ``n`` (pairs used), ``wrong``, ``skipped``."""
     model = ck.model
     model.eval()
-    us = units(model)
+    us = all_heads(model)
     cleans, skipped, wrong = [], [], 0
     for a, b in pairs:
         try:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from core import ModelConfig, Transformer
-from core.hooks import Hooks, hook_names
+from core.hooks import Hooks, all_heads, as_ablation, hook_names
 
 KINDS = ("encoder-decoder", "decoder-only", "encoder-only")
 
@@ -139,3 +139,18 @@ def test_residual_hook_changes_the_rest_of_the_run():
 
 def test_no_hooks_no_trace_calls_nothing():
     assert not Hooks().live and not Hooks.of(None).live
+
+
+def test_one_head_type_and_the_ablation_dict_every_pass_takes():
+    """Issue 33: heads are ``(attention name, head)`` everywhere; ``as_ablation`` is the one place they become the
+    ``ablate=`` dict (it was built in four places), and that dict switches exactly those heads off."""
+    model = tiny()
+    heads = all_heads(model)
+    assert len(heads) == len(model.attention_names()) * model.cfg.n_heads and len(set(heads)) == len(heads)
+    assert as_ablation([("decoder.0.cross_attn", 1), ("encoder.0.self_attn", 0), ("decoder.0.cross_attn", 0)]) == {
+        "decoder.0.cross_attn": [1, 0], "encoder.0.self_attn": [0]}
+    src, tgt = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8, 9]])
+    off = as_ablation([("decoder.0.cross_attn", 1)])
+    seen = {}
+    model(src, tgt, ablate=off, hooks={"decoder.0.cross_attn.heads": lambda t, name: seen.setdefault("h", t.clone())})
+    assert float(seen["h"][:, 1].abs().max()) == 0 and float(seen["h"][:, 0].abs().max()) > 0

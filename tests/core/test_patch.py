@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from core.hooks import all_heads
 from core.probes import coref, patch
 from core.io import registry
 from core.probes.attribution import gradient_x_input, value_norms, value_weighted
@@ -53,7 +54,7 @@ def test_the_seed_pair_is_set_up_at_the_pronoun(ck, pair, clean):
 
 def test_patching_every_head_reproduces_the_other_sentence(ck, clean):
     model = ck.model
-    everything = patch._selection(model, [patch.units(model)])
+    everything = patch._selection(model, [all_heads(model)])
     ab = patch.patched_ld(model, clean.setup, True, clean.b, heads=everything)
     ba = patch.patched_ld(model, clean.setup, False, clean.a, heads=everything)
     assert float(ab[0]) == pytest.approx(clean.ld_b, abs=1e-5)
@@ -62,7 +63,7 @@ def test_patching_every_head_reproduces_the_other_sentence(ck, clean):
 
 def test_patching_a_head_from_its_own_run_changes_nothing(ck, clean):
     model = ck.model
-    sel = patch._selection(model, [[u] for u in patch.units(model)])
+    sel = patch._selection(model, [[u] for u in all_heads(model)])
     same = patch.patched_ld(model, clean.setup, True, clean.a, heads=sel)
     torch.testing.assert_close(same, torch.full_like(same, clean.ld_a), rtol=0, atol=1e-5)
 
@@ -93,7 +94,7 @@ def test_one_patched_head_recomputed_by_hand(ck, clean):
     assert float(patch.patched_ld(model, s, True, clean.b, heads=sel)[0]) == pytest.approx(by_hand, abs=1e-4)
     # and the sweep's row for that head is the same number
     sweep = patch.head_sweep(model, clean)
-    row = patch.units(model).index((name, head))
+    row = all_heads(model).index((name, head))
     assert float(sweep["ld_ab"][row]) == pytest.approx(by_hand, abs=1e-4)
 
 
