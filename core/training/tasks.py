@@ -118,11 +118,7 @@ class SyntheticTask(Task):
         self.name, self.min_len, self.seq_len = name, min_len, max_len
         self.tokenizer = tokenizer or Tokenizer.from_symbols(SYMBOLS)
         self.ids = [self.tokenizer.token_to_id("▁" + s) for s in SYMBOLS]
-        missing = [s for s, i in zip(SYMBOLS, self.ids) if i is None]
-        if missing:  # a checkpoint that says it learned this task with a tokenizer of other words
-            raise ValueError(f"this model's tokenizer lacks {len(missing)} of the {len(SYMBOLS)} symbols of the "
-                             f"{name} task ({' '.join(missing[:10])}{' …' if len(missing) > 10 else ''}), so no "
-                             f"{name} sequences can be written for it")
+        self.missing = [s for s, i in zip(SYMBOLS, self.ids) if i is None]  # a checkpoint's tokenizer of other words
         self.max_len = max_len + 2
         self.description = (f"random sequences of {min_len}-{max_len} symbols from {len(SYMBOLS)} "
                             f"(digits 0-9, letters a-j); target = the {name} of the input")
@@ -136,6 +132,13 @@ class SyntheticTask(Task):
         return list(seq) if self.name == "copy" else seq[::-1] if self.name == "reverse" else sorted(seq)
 
     def sample(self, gen: torch.Generator, n: int) -> list[tuple[list[int], list[int]]]:
+        """``n`` random (source, target) id sequences; ValueError naming the symbols the tokenizer lacks, if any (its
+        source words are still the task's: :meth:`source_words` needs no sequence)."""
+        if self.missing:
+            raise ValueError(f"this model's tokenizer lacks {len(self.missing)} of the {len(SYMBOLS)} symbols of the "
+                             f"{self.name} task ({' '.join(self.missing[:10])}"
+                             f"{' …' if len(self.missing) > 10 else ''}), so no {self.name} sequences can be written "
+                             "for it")
         lens = torch.randint(self.min_len, self.seq_len + 1, (n,), generator=gen).tolist()
         pairs = []
         for length in lens:

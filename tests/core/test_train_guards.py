@@ -271,3 +271,34 @@ def test_a_resumed_runs_card_counts_the_whole_run(tmp_path):
     assert second["tokens"] > first["tokens"] > 0 and second["seconds"] >= first["seconds"] > 0
     summary = json.loads(r.stdout.splitlines()[-1], parse_constant=lambda c: pytest.fail(f"{c} in the summary"))
     assert summary["steps"] == 3 and summary["seconds"] >= first["seconds"] and summary["tokens_per_s"] > 0
+
+
+def test_a_kill_while_the_old_copy_is_deleted_leaves_it_ours(tmp_path, monkeypatch):
+    """The suite's random-SIGKILL test once landed while ``.run.old`` was being deleted: ``shutil.rmtree`` had taken
+    the marker first, and every later write refused the half-deleted folder as someone else's. The marker now goes
+    last: a kill after any one deletion leaves a folder the next write still knows as its own."""
+    from core.io import checkpoint
+    out = tmp_path / "run"
+    r = train_cli("--out", out, *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    old = tmp_path / ".run.old"
+    import shutil
+    shutil.copytree(out, old)
+    (old / checkpoint.LEFTOVER_MARKER).write_text("ours")
+    deleted = []
+    real_unlink = Path.unlink
+
+    def killed_after_one(self, missing_ok=False):
+        if deleted:
+            raise KeyboardInterrupt("killed")  # the process ends here
+        deleted.append(self.name)
+        return real_unlink(self, missing_ok=missing_ok)
+    monkeypatch.setattr(Path, "unlink", killed_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint._remove_marked(old)
+    monkeypatch.undo()
+    assert deleted and deleted[0] != checkpoint.LEFTOVER_MARKER and (old / checkpoint.LEFTOVER_MARKER).is_file()
+    checkpoint.check_leftovers(out)  # still ours: no refusal
+    r = train_cli("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not old.exists()
