@@ -92,12 +92,12 @@ WARMED = re.compile(r"^warm-up: \d+ pages in ", re.M)  # app/serve.py's last lin
 
 
 def start_server(data_dir: Path, log_path: Path, timeout: float = 90, warm: bool = False,
-                 warm_timeout: float = 600) -> tuple[subprocess.Popen, str]:
+                 warm_timeout: float = 600, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     """``streamlit run app/main.py`` headless on a free 127.0.0.1 port (also the e2e tests' server). ``warm``:
     ``python -m app.serve`` instead, returning once its warm-up has visited every page (what a class finds when
-    the teacher started the server beforehand)."""
+    the teacher started the server beforehand). ``env``: more environment variables for the server."""
     port = free_port()
-    env = dict(os.environ, ATTENTION_LAB_DATA=str(data_dir), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, ATTENTION_LAB_DATA=str(data_dir), PYTHONUNBUFFERED="1", **(env or {}))
     command = ["-m", "app.serve"] if warm else ["-m", "streamlit", "run", str(ROOT / "app" / "main.py")]
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, *command,

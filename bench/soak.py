@@ -2,8 +2,8 @@
 
     python bench/soak.py [--sessions 20] [--minutes 8] [--out soak.json]
 
-Starts its own ``streamlit run app/main.py`` (a free 127.0.0.1 port, headless, ATTENTION_LAB_DATA in a temporary
-folder). ``--sessions`` visitors (app/visitor.py: Streamlit's websocket protocol, no browser, so 20 fit beside the app
+Starts its own ``python -m app.serve`` (a free 127.0.0.1 port, headless, ATTENTION_LAB_DATA in a temporary folder)
+and waits for its warm-up to have visited every page. ``--sessions`` visitors (app/visitor.py: Streamlit's websocket protocol, no browser, so 20 fit beside the app
 on 2 cores) cycle over every page of the navigation, each visit a shared link with a bundled model and a sentence of
 about 2,000 characters no visit used before (the worst case for every cache: nothing is ever reused). Meanwhile one
 more visitor keeps the Training page busy: "Start training" with the page's defaults, again when the run has saved its
@@ -74,14 +74,17 @@ def growth(samples: list[tuple[float, float]]) -> float | None:
 
 
 def run_soak(sessions: int = 20, seconds: float = 480, pages: list[str] | None = None, models=MODELS,
-             timeout_s: float = 300, train: bool = True) -> dict:
+             timeout_s: float = 300, train: bool = True, cache_mb: int | None = None) -> dict:
     """Run the soak (see the module's docstring) and return its record: ``visits`` (session, page, model, seconds,
-    problem), ``samples`` (seconds, MB), ``saved_models`` and the ``summary``."""
+    problem), ``samples`` (seconds, MB), ``saved_models`` and the ``summary``. ``cache_mb``: the run cache's budget
+    (``ATTENTION_LAB_CACHE_BYTES``; the app's own is 768 MiB): a small one fills within a short run."""
     from app import nav, visitor
 
     pages = pages if pages is not None else nav.url_paths()
     work = Path(tempfile.mkdtemp(prefix="attention-lab-soak-"))
-    proc, base = load_test.start_server(work / "data", work / "server.log")
+    env = {"ATTENTION_LAB_CACHE_BYTES": str(cache_mb << 20)} if cache_mb else {}
+    # python -m app.serve: every page visited once before the soak starts, so its first visits load no model
+    proc, base = load_test.start_server(work / "data", work / "server.log", warm=True, env=env)
     visits: list[dict] = []
     samples: list[tuple[float, float]] = []
     t0 = time.monotonic()
@@ -173,9 +176,12 @@ def main(argv=None) -> int:
     ap.add_argument("--max-growth-mb", type=float, default=200.0,
                     help="memory growth after the caches are full that fails the run")
     ap.add_argument("--no-train", action="store_true")
+    ap.add_argument("--models", nargs="+", default=list(MODELS), help="the models the visits cycle through")
+    ap.add_argument("--cache-mb", type=int, help="the run cache's budget (the app's default: 768)")
     ap.add_argument("--out", type=Path, help="write every visit and every memory sample here")
     args = ap.parse_args(argv)
-    record = run_soak(args.sessions, args.minutes * 60, train=not args.no_train)
+    record = run_soak(args.sessions, args.minutes * 60, train=not args.no_train, models=tuple(args.models),
+                      cache_mb=args.cache_mb)
     s = record["summary"]
     for page, p in s["per_page"].items():
         print(f"{page:12s} {p['visits']:4d} visits  p50 {p['p50_s'] or 0:6.2f} s  p95 {p['p95_s'] or 0:6.2f} s")
