@@ -7,13 +7,14 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from app import efficient_view as EV
 from app import figures
 from app.shell import page_run
 from app.text import md
 from core.variants import efficient as E
 
 COST_JSON = Path(os.environ.get("ATTENTION_COST_JSON", Path(__file__).resolve().parents[1] / "docs" / "attention_cost.json"))
-FEATURES = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+FEATURES = list(EV.FEATURES)
 
 st.title("Efficient attention & cost")
 st.caption("Exact attention builds a T×T matrix: O(T²) time and memory. Three ways around it, applied to the real "
@@ -56,8 +57,7 @@ st.markdown(f"Mean |error| **{err['mean']:.4f}**, max **{err['max']:.4f}** (a we
 norm = E.favor_reach(q, k)
 st.caption(f"Each kernel value's relative error is about √(e^‖x+y‖² / m) with x = q/d^¼, y = k/d^¼ (Choromanski "
            f"et al., Lemma 2); here ‖x‖ + ‖y‖ reaches {norm:.1f}, so sharp heads (large scores) need very many features.")
-curve = {name: E.favor_error_curve(q, k, FEATURES, seeds=range(4), causal=causal, orthogonal=o)
-         for name, o in (("orthogonal features", True), ("i.i.d. features", False))}
+curve = EV.favor_curves(view.name, view.text, view.tgt, kind, layer, head, causal)
 fig = figures.lines(curve, FEATURES, title="Mean |approx − exact| vs number of features (mean of 4 seeds)",
                     x_title="random features m", y_title="mean absolute error", **plot)
 figures.log_axes(fig, **plot)
@@ -101,7 +101,7 @@ st.markdown(r"Dao et al. (2022) never build the T×T matrix: a block of queries 
             r"block raises the maximum, what was summed so far is rescaled by $e^{m_{old}-m_{new}}$ (the *online "
             r"softmax*); at the end $\text{out}=\text{acc}/\ell$ — the same numbers as softmax(QKᵀ/√d)V.")
 f1, f2 = st.columns(2)
-block = f1.slider("Tile size (queries × keys)", 1, max(len(tokens), 1), min(2, len(tokens)), key="flash_block")
+block = f1.slider("Tile size (queries × keys)", 1, max(len(tokens), 1), EV.default_tile(len(tokens)), key="flash_block")
 row = f2.selectbox("Follow query", range(len(tokens)), index=len(tokens) - 1, format_func=lambda i: f"{i}: {tokens[i]}",
                    key="flash_row")
 tiled = E.tiled_attention(q, k, v, block, block, causal=causal, watch=row)

@@ -113,3 +113,22 @@ def test_flash_section_is_the_online_softmax_of_this_head(model, causal):
                        if not causal or ks <= min(qs + block, t) - 1)
         assert f"Tiles computed: {expected} of {n * n}" in text_md
         assert f"Largest score buffer held: **{min(block, t) ** 2}**" in text_md
+
+
+def test_the_error_curve_is_drawn_once_per_sentence_and_head_and_long_sentences_start_with_few_tiles(monkeypatch):
+    """bench/soak.py timed /efficient out 7 times in 8 minutes (20 sessions, long sentences): every rerun redrew the
+    Performer curve's 80 random-feature draws, and a 104-token sentence walked 2,704 tiles of 2 × 2."""
+    from app.efficient_view import MAX_DEFAULT_TILES, default_tile, favor_curves
+    favor_curves.clear()  # the cache is the process's: start from nothing
+    calls = []
+    real = E.favor_error_curve
+    monkeypatch.setattr(E, "favor_error_curve", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    at = open_page("efficient.py", "reverse", timeout=90, text="7 3 9 1 4 8 2 6")
+    first = len(calls)
+    assert first == 2  # orthogonal and i.i.d.
+    at.select_slider(key="favor_features").set_value(128).run()
+    at.slider(key="window").set_value(1).run()
+    assert not at.exception and len(calls) == first  # other widgets: the curve is not drawn again
+    assert at.slider(key="flash_block").value == 2  # a short sentence: every online-softmax step visible
+    assert default_tile(104) == 13 and -(-104 // default_tile(104)) <= MAX_DEFAULT_TILES
+    assert [default_tile(n) for n in (1, 2, 12, 16, 17)] == [1, 2, 2, 2, 3]
