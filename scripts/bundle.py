@@ -1,5 +1,5 @@
 """Finish a trained checkpoint for shipping: drop the resume state, measure held-out metrics, write them
-into config.json (``meta.heldout``; a broad translator also ``meta.heldout_sample``, every 5th held-out sentence,
+into config.json (``meta.heldout``; a broad translator also ``meta.heldout_sample``, every 10th held-out sentence,
 which tests/core/test_bundled.py re-measures; a translator ``meta.corpus_digest``, the digests of the splits its card
 reads) and the model card.
 

@@ -723,7 +723,7 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
 
 
-CARD_SAMPLE_EVERY = 5  # a broad translator's card sample (meta.heldout_sample): every 5th held-out sentence
+CARD_SAMPLE_EVERY = 10  # a broad translator's card sample (meta.heldout_sample): every 10th held-out sentence
 _FLOAT_METRICS = ("valid_loss", "test_loss", "perplexity", "unigram_perplexity", "bigram_perplexity",
                   "perplexity_vs_bigram")
 

@@ -55,7 +55,7 @@ def test_every_promised_model_is_bundled():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(registry.bundled())))
 def test_bundled_model_reproduces_its_card(name):
-    """Every card's held-out metrics, re-measured; a broad translator's on its card's sample (every 5th held-out
+    """Every card's held-out metrics, re-measured; a broad translator's on its card's sample (every 10th held-out
     sentence, ``meta.heldout_sample``, measured with the card by scripts/bundle.py): its whole card decodes about
     12,000 sentences, 200 s of the suite's time each, and ``python scripts/bundle.py --check`` re-measures it."""
     ck = registry.load(name)
@@ -69,7 +69,7 @@ def test_bundled_model_reproduces_its_card(name):
     if ck.meta.get("task") in ("en-fr", "en-de"):
         card = dict(ck.meta["heldout_sample"])
         assert card.pop("every") == CARD_SAMPLE_EVERY
-        # the sample is the card's own sentences: its counts are a fifth of the card's
+        # the sample is the card's own sentences: its counts are a tenth of the card's
         assert card["n"] == -(-ck.meta["heldout"]["n"] // CARD_SAMPLE_EVERY)
         measured = heldout_metrics(ck, every=CARD_SAMPLE_EVERY)
     else:

@@ -551,16 +551,17 @@ def test_our_own_leftovers_carry_the_marker_and_are_removed(tmp_path, tok, monke
     """The folders write_dir_atomically leaves when killed hold the marker: the next write removes them (and the
     checkpoint it swaps in does not keep the marker)."""
     dest = checkpoint.save(tmp_path / "ckpt", make_model(tok, seed=0), tok)
-    real_rmtree, calls = checkpoint.shutil.rmtree, []
+    calls = []
 
-    def dying_rmtree(path, *a, **k):  # killed after the swap, before the old folder was deleted
+    def dying_removal(path, *a, **k):  # killed after the swap, before the old folder was deleted
         calls.append(path)
         raise KeyboardInterrupt("killed")
 
-    monkeypatch.setattr(checkpoint.shutil, "rmtree", dying_rmtree)
+    monkeypatch.setattr(checkpoint, "_remove_marked", dying_removal)
     with pytest.raises(KeyboardInterrupt):
         checkpoint.save(dest, make_model(tok, seed=1), tok)
-    monkeypatch.setattr(checkpoint.shutil, "rmtree", real_rmtree)
+    monkeypatch.undo()
+    assert calls == [tmp_path / ".ckpt.old"]
     old = tmp_path / ".ckpt.old"
     assert (old / checkpoint.LEFTOVER_MARKER).is_file()
     assert checkpoint.LEFTOVER_MARKER not in [p.name for p in dest.iterdir()]

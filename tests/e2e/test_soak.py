@@ -1,4 +1,4 @@
-"""The soak test of bench/soak.py, reduced: 3 sessions for 75 s over every page with long sentences no visit used
+"""The soak test of bench/soak.py, reduced: 2 sessions for 40 s over every page with long sentences no visit used
 before, while the Training page trains with its defaults (the full run: ``python bench/soak.py``, 20 sessions for 8
 minutes). Every page finishes without an exception, the training run starts, and the server's memory does not keep
 growing once its caches are full."""
@@ -17,14 +17,14 @@ pytestmark = pytest.mark.e2e
 def record():
     # one model (each bundled model stays loaded for good: loading a second one mid-run is not a leak) and a 48 MiB
     # run cache, so that what is cached is full early in a short run
-    return soak.run_soak(sessions=3, seconds=75, models=("en-fr",), cache_mb=48)
+    return soak.run_soak(sessions=2, seconds=40, models=("en-fr",), cache_mb=48)
 
 
 def test_every_page_finishes_without_an_exception(record):
     s = record["summary"]
     assert s["n_failed"] == 0, s["failed"]
     pages = {v["page"] for v in record["visits"]}
-    assert len(pages) >= 8, pages  # three sessions in 75 s reach half of the 16 pages or more
+    assert len(pages) >= 6, pages  # two sessions in 40 s, starting eight pages apart, reach six or more
 
 
 def test_the_training_page_trained_meanwhile(record):
