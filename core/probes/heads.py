@@ -31,7 +31,6 @@ from ..inference.decoding import greedy_batch
 from ..training.tasks import Batch, pad_rows, seq2seq_batch
 
 
-
 # ------------------------------------------------------------------ evaluation data
 def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Batch, list]:
     """A fixed evaluation batch for a checkpoint and the raw items it came from.
@@ -91,8 +90,6 @@ def batch_margin(model: Transformer, batch: Batch, ablate=None) -> float:
     """Mean ``log p(reference) − max_{v ≠ reference} log p(v)`` over the target tokens (not saturated: it keeps
     growing with confidence where the loss is already ~0)."""
     return batch_scores(model, batch, ablate)[2]
-
-
 
 
 # ------------------------------------------------------------------ importance

@@ -257,8 +257,6 @@ def patched_ld(model, setup: Setup, base_is_a: bool, source: dict, *, heads: dic
     return _ld(logits, 0, setup.tok_a, setup.tok_b)
 
 
-
-
 def _selection(model, sets: list[list[tuple[str, int]]]) -> dict[str, torch.Tensor]:
     """Rows of head sets → ``{attention name: bool [rows, H]}``."""
     names = model.attention_names()
