@@ -25,9 +25,9 @@ from core.training.tasks import TranslationTask  # noqa: E402
 DEV_SETS = tuple(sorted((ROOT / "tests" / "data").glob("winograd_dev*.tsv")))
 
 
-def evaluate(model: str, dev_sets=DEV_SETS, misses: bool = False) -> list[dict]:
-    """One result per dev set for ``model`` (its misses listed under "misses" when asked)."""
-    ck = registry.load(model)
+def evaluate(model: str, dev_sets=DEV_SETS, misses: bool = False, device: str = "cpu") -> list[dict]:
+    """One result per dev set for ``model`` (its misses listed under "misses" when asked), run on ``device``."""
+    ck = registry.load(model, device=device)
     task = TranslationTask(ck.meta["task"], tokenizer=ck.tokenizer, train=False)
     out = []
     for dev in dev_sets:
