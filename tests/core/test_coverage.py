@@ -143,11 +143,17 @@ def test_a_translation_run_names_unknown_words_and_is_marked_not_a_translation(t
 
 def test_a_broad_translator_says_when_known_words_come_in_a_shape_it_never_saw():
     """All words known but no frame of the model's corpus matches: one notice says so (its own words, not the
-    unknown-word one). A frame of the other language only (they_bought is French-only) counts as unseen."""
+    unknown-word one), for a broad translator without a calibrated confidence (``meta.quality``). A frame of the
+    other language only (they_bought is French-only) counts as unseen. The shipped en-fr / en-de read human
+    translations and carry a calibration: their confidence notice replaces this one."""
     from core.io import registry
     from core.inference.runner import coverage_notices
     fr, de = registry.load("en-fr"), registry.load("en-de")
     two = "The boy gave the horse an apple. It was hungry."  # known words, no frame
+    assert fr.meta.get("quality") and de.meta.get("quality")
+    assert coverage_notices(fr, two)[1] == [] and coverage_notices(de, two)[1] == []
+    fr.meta, de.meta = dict(fr.meta), dict(de.meta)
+    fr.meta.pop("quality"), de.meta.pop("quality")  # a broad translator that was never calibrated
     cov, notes = coverage_notices(fr, two)
     assert cov["unknown_words"] == [] and len(notes) == 1
     assert notes[0].startswith("Every word here is known to en-fr, but this sentence has none of the 56 shapes")
