@@ -221,10 +221,11 @@ def known_summary() -> str:
     if not parts:
         return ""
     lex = broad.lexicon()
-    return (f"What the default translators know: the English words of their training sentences ({', '.join(parts)} "
-            f"words: {len(lex.nouns)} dictionary nouns, {len(lex.adjectives)} adjectives, {len(lex.verbs)} verbs, "
-            f"names and numbers) in {len(broad.FRAMES)} sentence shapes; every page names the words of your sentence "
-            "a model never saw.")
+    return (f"What the default translators know: the English words of their training text ({', '.join(parts)} "
+            "words): human translations (software help, a fantasy game's dialogue, the Debian handbook, children's "
+            f"picture descriptions) and generated sentences over {len(lex.nouns)} dictionary nouns, "
+            f"{len(lex.adjectives)} adjectives and {len(lex.verbs)} verbs in {len(broad.FRAMES)} shapes. Every page "
+            "names the words of your sentence a model never saw and marks a translation it is unsure of.")
 
 
 def load_error(name: str) -> str | None:

@@ -33,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from core.io import jsonio  # noqa: E402
+
 SHAPE = ["--layers", "4", "--d-model", "256", "--heads", "8", "--d-ff", "1024", "--pos-encoding", "sinusoidal",
          "--norm", "post", "--activation", "relu", "--dropout", "0.1"]
 OPTIM = ["--schedule", "cosine", "--lr", "0.001", "--warmup", "400", "--label-smoothing", "0.1", "--clip", "1.0",
@@ -143,7 +145,7 @@ def pack(runs: Path, out: Path, summary: dict) -> None:
     for i in range(0, len(data), part):
         (out / f"runs.tgz.{i // part:02d}").write_bytes(data[i:i + part])
     summary["packed_bytes"] = len(data)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / "summary.json").write_text(jsonio.dumps(summary, indent=1))
 
 
 def main() -> int:
@@ -159,10 +161,10 @@ def main() -> int:
     args = ap.parse_args()
     device = "cpu" if args.smoke else "cuda"
     if args.probe:
-        print(json.dumps(probe(args.batch_tokens, device, 3 if args.smoke else 40)))
+        print(jsonio.dumps(probe(args.batch_tokens, device, 3 if args.smoke else 40)))
         return 0
     if args.precision:
-        print(json.dumps(precision(args.precision, device, args.smoke)))
+        print(jsonio.dumps(precision(args.precision, device, args.smoke)))
         return 0
     t0 = time.time()
     end = t0 + args.budget
@@ -195,7 +197,7 @@ def main() -> int:
     train_s = end - time.time() - BUILD_S - FINISH_S - POST_S - MARGIN_S
     steps = 4 if args.smoke else max(500, int(0.85 * train_s * 1000 / ms))
     summary.update(train_budget_s=round(train_s, 1), steps=steps)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))  # what comes back if the rest never ends
+    (out / "summary.json").write_text(jsonio.dumps(summary, indent=1))  # what comes back if the rest never ends
     print(f"probe {ms:.1f} ms/step with {len(args.runs)} at once; {train_s:.0f} s to train -> {steps} steps", flush=True)
     procs = {}
     for spec in args.runs:
@@ -236,7 +238,7 @@ def main() -> int:
 
     # 4. pack
     pack(work, out, summary)
-    print(json.dumps(summary, indent=1)[-9000:])
+    print(jsonio.dumps(summary, indent=1)[-9000:])
     return 0
 
 
