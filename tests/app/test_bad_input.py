@@ -4,6 +4,7 @@ The same table drives the CLIs (core.inspect, core.evaluate, core.train); the sc
 real Chromium (tests/e2e/test_app_browser.py::test_script_in_the_sentence_never_runs).
 """
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ BAD_TEXT = [
     ("unknown words", "The zyzzyva didn't cross the quagmire.", "unknown to"),
     # markup: a model whose BPE learned < / > from real text names the words instead of the [UNK] pieces
     ("script tag", '</script><img src=x onerror="window.__pwned=1">', ("vocabulary", "unknown to")),
-    ("javascript URL", "javascript:alert(1)", ("vocabulary", "unknown to")),
+    ("javascript URL", "javascript:alert(1)", ("vocabulary", "unknown to", "probably not a correct translation")),
 ]
 PAGES = ["attention.py", "qk.py", "bertviz_views.py", "decode.py", "layers.py", "masking.py", "positional.py",
          "coreference.py", "lesson.py"]
@@ -90,8 +91,8 @@ def test_html_in_text_never_reaches_markdown_unescaped(at):
     at.sidebar.text_area(key="text").set_value("<b>bold</b> <script>x</script>")
     at.sidebar.text_input(key="tgt").set_value("<img src=x onerror=alert(1)>")
     at.run()
-    for md in at.markdown:
-        assert "<img" not in md.value and "<script" not in md.value
+    for md in at.markdown:  # a "<" reaches markdown only escaped ("\\<"): a model that knows "<" writes it back
+        assert not re.search(r"(?<!\\)<(img|script)", md.value), md.value
     at.sidebar.text_input(key="tgt").set_value("")
     at.run()
 

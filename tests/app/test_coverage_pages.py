@@ -33,19 +33,25 @@ def test_attention_page_names_unknown_words_and_marks_the_output():
     assert out.startswith("**Model output:** ") and OUTSIDE not in out
 
 
-def test_attention_page_says_when_known_words_come_in_a_shape_the_model_never_saw():
-    at = open_page("attention.py", "en-fr", text="The boy gave the horse an apple. It was hungry.")
-    shape = [w for w in warnings(at) if "none of the 56 shapes" in w.replace("\\", "")]
-    assert len(shape) == 1 and not any("Unknown to" in w for w in warnings(at)), warnings(at)
+def test_attention_page_says_a_translation_is_probably_wrong_instead_of_naming_shapes():
+    """The shipped en-fr read human translations and carries a calibrated confidence (meta.quality): a sentence of
+    known words that it translates badly gets the "probably not a correct translation" notice (its own measured
+    confidence), not the old "none of the 56 shapes" one; the famous sentence gets neither."""
+    at = open_page("attention.py", "en-fr", text="It is raining today.")
+    unsure = [w for w in warnings(at) if w.startswith("Probably not a correct translation")]
+    assert len(unsure) == 1 and "flags 88" in unsure[0].replace("\\", ""), warnings(at)
+    assert not any("shapes" in w or "Unknown to" in w for w in warnings(at)), warnings(at)
     [out] = [m.value for m in at.markdown if m.value.startswith("**Model output")]
     assert out.startswith("**Model output:** ")  # every word known: shown as its output, the notice says the rest
     at.sidebar.text_area(key="text").set_value(SEED).run()
-    assert not any("shapes" in w for w in warnings(at)), warnings(at)
+    assert not any("Probably not" in w or "shapes" in w for w in warnings(at)), warnings(at)
 
 
 def test_what_a_user_typed_is_shown_as_text_not_markdown():
-    at = open_page("attention.py", "en-fr", text="The **zorblax** saw [a link](http://x) <b>it</b>.")
-    note = next(w for w in warnings(at) if w.startswith("Unknown to en\\-fr"))
+    """en-fr-tiny's vocabulary lacks * [ < (the shipped en-fr learned them from real text), so its [UNK] notice
+    shows them: escaped, drawn as typed."""
+    at = open_page("attention.py", "en-fr-tiny", text="The **zorblax** saw [a link](http://x) <b>it</b>.")
+    note = next(w for w in warnings(at) if w.startswith("Unknown to en\\-fr\\-tiny"))
     assert "zorblax" in note and "\\*" not in note  # letter words only: the word, not its stars
     unk = next(w for w in warnings(at) if "[UNK]" in w.replace("\\", ""))
     assert "\\*" in unk and "\\[" in unk and "\\<" in unk and "<b>" not in unk  # escaped, drawn as typed
