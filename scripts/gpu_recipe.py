@@ -35,22 +35,34 @@ sys.path.insert(0, str(ROOT))
 
 from core.io import jsonio  # noqa: E402
 
-SHAPE = ["--layers", "4", "--d-model", "256", "--heads", "8", "--d-ff", "1024", "--pos-encoding", "sinusoidal",
-         "--norm", "post", "--activation", "relu", "--dropout", "0.1"]
+DIMS = (256, 4, 1024)  # the shipped translators' d_model, layers (each side), d_ff; 8 heads
+
+
+def shape(d_model: int, layers: int, d_ff: int) -> list[str]:
+    """The ``core.train`` flags of the recipe's model shape."""
+    return ["--layers", str(layers), "--d-model", str(d_model), "--heads", "8", "--d-ff", str(d_ff),
+            "--pos-encoding", "sinusoidal", "--norm", "post", "--activation", "relu", "--dropout", "0.1"]
+
+
+def parse_run(spec: str) -> tuple[str, str, str, tuple[int, int, int]]:
+    """``NAME=TASK:SHARE`` or ``NAME=TASK:SHARE:D_MODEL:LAYERS:D_FF`` → (name, task, share, dims)."""
+    name, rest = spec.split("=")
+    task, share, *dims = rest.split(":")
+    return name, task, share, tuple(int(d) for d in dims) if dims else DIMS
 OPTIM = ["--schedule", "cosine", "--lr", "0.001", "--warmup", "400", "--label-smoothing", "0.1", "--clip", "1.0",
          "--weight-decay", "0.01", "--vocab-size", "10000", "--seed", "0"]
 RUNS = ["en-fr-gpu-40=en-fr:0.4", "en-fr-gpu-60=en-fr:0.6", "en-de-gpu-40=en-de:0.4"]
 BUILD_S, FINISH_S, POST_S, MARGIN_S = 110, 35, 75, 25  # estimates: data build, last evaluation + save, steps 3-4
 
 
-def probe(batch_tokens: int, device: str, steps: int) -> dict:
+def probe(batch_tokens: int, device: str, steps: int, dims=DIMS) -> dict:
     """Milliseconds per optimiser step (forward, backward, clip, fused AdamW, the loss read back as the trainer
     does) of the recipe's model on random sentences about as long as the corpus's (24 tokens a side)."""
     import torch
     from core.training.trainer import TrainConfig, loss_fn, model_config
     from core.training.tasks import Batch
     from core.model import Transformer
-    cfg = TrainConfig(layers=4, d_model=256, heads=8, d_ff=1024)
+    cfg = TrainConfig(layers=dims[1], d_model=dims[0], heads=8, d_ff=dims[2])
     model = Transformer(model_config(cfg, kind="encoder-decoder", vocab_size=10000)).to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
     rows = max(1, batch_tokens // 24)
@@ -125,8 +137,9 @@ def wait_all(procs: dict, deadline: float) -> dict:
     return codes
 
 
-def pack(runs: Path, out: Path, summary: dict) -> None:
-    """Float16 weights and the small files of every run, one tar.gz cut into 15 MiB parts; summary.json beside."""
+def pack(runs: Path, out: Path, summary: dict, weights: bool = True) -> None:
+    """Float16 weights (unless ``weights`` is false) and the small files of every run, one tar.gz cut into 15 MiB
+    parts; summary.json beside."""
     from safetensors.torch import load_file, save_file
     keep = ("config.json", "tokenizer.json", "words.json", "card.md", "train.log", "train_state.json")
     tgz = runs / "runs.tgz"
@@ -134,10 +147,12 @@ def pack(runs: Path, out: Path, summary: dict) -> None:
         for run in sorted(p for p in runs.iterdir() if p.is_dir()):
             if not (run / "model.safetensors").exists():
                 continue
-            half = runs / f"{run.name}.f16.safetensors"
-            save_file({k: v.half() if v.is_floating_point() else v
-                       for k, v in load_file(str(run / "model.safetensors")).items()}, str(half))
-            tar.add(half, f"{run.name}/model.safetensors")
+            half = None
+            if weights:
+                half = runs / f"{run.name}.f16.safetensors"
+                save_file({k: v.half() if v.is_floating_point() else v
+                           for k, v in load_file(str(run / "model.safetensors")).items()}, str(half))
+                tar.add(half, f"{run.name}/model.safetensors")
             for name in keep:
                 if (run / name).exists():
                     tar.add(run / name, f"{run.name}/{name}")
@@ -152,7 +167,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--budget", type=float, default=560.0, help="seconds of wall time for everything")
-    ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=TASK:SHARE")
+    ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=TASK:SHARE[:D_MODEL:LAYERS:D_FF]")
+    ap.add_argument("--fill", type=float, default=0.85, help="share of the probe's step count to ask for")
+    ap.add_argument("--no-weights", action="store_true", help="bring back figures and logs only")
+    ap.add_argument("--build-s", type=float, default=BUILD_S, help="seconds set aside for the data build")
+    ap.add_argument("--post-s", type=float, default=POST_S, help="seconds set aside for steps 3-4")
+    ap.add_argument("--dims", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--batch-tokens", type=int, default=12000)
     ap.add_argument("--work", default="/tmp/gpu-runs")
     ap.add_argument("--smoke", action="store_true", help="CPU, tiny batches, a few steps: the orchestration only")
@@ -161,7 +181,8 @@ def main() -> int:
     args = ap.parse_args()
     device = "cpu" if args.smoke else "cuda"
     if args.probe:
-        print(jsonio.dumps(probe(args.batch_tokens, device, 3 if args.smoke else 40)))
+        dims = tuple(int(d) for d in args.dims.split(":")) if args.dims else DIMS
+        print(jsonio.dumps(probe(args.batch_tokens, device, 3 if args.smoke else 40, dims)))
         return 0
     if args.precision:
         print(jsonio.dumps(precision(args.precision, device, args.smoke)))
@@ -182,7 +203,9 @@ def main() -> int:
     # 1. probe, as many at once as there will be runs
     me = [sys.executable, str(Path(__file__).resolve())] + (["--smoke"] if args.smoke else [])
     batch_tokens = 500 if args.smoke else args.batch_tokens
-    probes = [sh(me + ["--probe", "--batch-tokens", str(batch_tokens)]) for _ in args.runs]
+    runs = [parse_run(spec) for spec in args.runs]
+    probes = [sh(me + ["--probe", "--batch-tokens", str(batch_tokens), "--dims", ":".join(map(str, dims))])
+              for *_, dims in runs]
     results = []
     for p in probes:
         text, _ = p.communicate(timeout=max(1.0, end - time.time()))
@@ -194,25 +217,23 @@ def main() -> int:
     summary["probe"] = {"ms_per_step_max": round(ms, 2), "each": results, "seconds": round(time.time() - t0, 1)}
 
     # 2. train
-    train_s = end - time.time() - BUILD_S - FINISH_S - POST_S - MARGIN_S
-    steps = 4 if args.smoke else max(500, int(0.85 * train_s * 1000 / ms))
+    train_s = end - time.time() - args.build_s - FINISH_S - args.post_s - MARGIN_S
+    steps = 4 if args.smoke else max(500, int(args.fill * train_s * 1000 / ms))
     summary.update(train_budget_s=round(train_s, 1), steps=steps)
     (out / "summary.json").write_text(jsonio.dumps(summary, indent=1))  # what comes back if the rest never ends
     print(f"probe {ms:.1f} ms/step with {len(args.runs)} at once; {train_s:.0f} s to train -> {steps} steps", flush=True)
     procs = {}
-    for spec in args.runs:
-        name, rest = spec.split("=")
-        task, share = rest.split(":")
+    for name, task, share, dims in runs:
         folder = work / name
         cmd = [sys.executable, "-m", "core.train", "--out", str(folder), "--task", task, "--real-share", share,
                "--steps", str(steps), "--batch-tokens", str(batch_tokens),
                "--eval-every", str(steps if args.smoke else max(1, steps // 2)), "--ckpt-every", str(max(1, steps // 8)),
                "--max-seconds", str(round(max(train_s, 30), 1)), "--device", device, "--threads", "4",
-               *SHAPE, *OPTIM]
+               *shape(*dims), *OPTIM]
         folder.mkdir(parents=True, exist_ok=True)
         procs[name] = sh(cmd, work / f"{name}.log")
         summary["runs"][name] = {"command": " ".join(cmd[1:])}
-    codes = wait_all(procs, end - POST_S)
+    codes = wait_all(procs, end - args.post_s)
     for name, code in codes.items():
         r = summary["runs"][name]
         r["exit"] = code
@@ -237,7 +258,7 @@ def main() -> int:
     summary["precision_done_s"] = round(time.time() - t0, 1)
 
     # 4. pack
-    pack(work, out, summary)
+    pack(work, out, summary, weights=not args.no_weights)
     print(jsonio.dumps(summary, indent=1)[-9000:])
     return 0
 
