@@ -49,6 +49,8 @@ def parse_run(spec: str) -> tuple[str, str, str, tuple[int, int, int]]:
     name, rest = spec.split("=")
     task, share, *dims = rest.split(":")
     return name, task, share, tuple(int(d) for d in dims) if dims else DIMS
+
+
 OPTIM = ["--schedule", "cosine", "--lr", "0.001", "--warmup", "400", "--label-smoothing", "0.1", "--clip", "1.0",
          "--weight-decay", "0.01", "--vocab-size", "10000", "--seed", "0"]
 RUNS = ["en-fr-gpu-40=en-fr:0.4", "en-fr-gpu-60=en-fr:0.6", "en-de-gpu-40=en-de:0.4"]
@@ -121,6 +123,7 @@ def precision(folder: str, device: str, smoke: bool = False) -> dict:
 
 
 def sh(cmd: list[str], log: Path | None = None, **kw) -> subprocess.Popen:
+    """``cmd`` started in the repository, its output to ``log`` (or a pipe)."""
     return subprocess.Popen(cmd, cwd=ROOT, stdout=open(log, "w") if log else subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, **kw)
 
@@ -147,7 +150,6 @@ def pack(runs: Path, out: Path, summary: dict, weights: bool = True) -> None:
         for run in sorted(p for p in runs.iterdir() if p.is_dir()):
             if not (run / "model.safetensors").exists():
                 continue
-            half = None
             if weights:
                 half = runs / f"{run.name}.f16.safetensors"
                 save_file({k: v.half() if v.is_floating_point() else v
