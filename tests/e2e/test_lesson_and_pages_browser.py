@@ -44,8 +44,10 @@ def test_lesson_steps_with_arrow_keys_and_its_handout_prints(visit, browser, tmp
     page.get_by_text("Handout for the class").click()
     page.get_by_role("button", name="Prepare the handout").click()
     visit.settle(timeout=120_000)
+    download = page.get_by_role("button", name="Download handout (HTML)")
+    download.wait_for(timeout=180_000)  # nine steps' figures: 30 s was not always enough beside the rest of the suite
     with page.expect_download(timeout=120_000) as dl:
-        page.get_by_role("button", name="Download handout (HTML)").click()
+        download.click()
     handout = tmp_path / "lesson.html"
     dl.value.save_as(handout)
     assert visit.external == [], visit.external
