@@ -1,16 +1,17 @@
-"""Entry point: ``streamlit run app/main.py``. Registers the pages in the top-level ``pages/`` folder."""
+"""Entry point: ``streamlit run app/main.py``. Registers the pages in the top-level ``pages/`` folder.
+
+Streamlit puts only app/ on the path; ``app`` and ``core`` are found as the installed package (``pip install
+--no-deps -e .``, the README's first command) or, under ``python -m app.serve`` / ``python -m streamlit run``, in
+the working directory, the repository."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import streamlit as st
+
+from app import warmup  # (light: no torch)
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # streamlit puts only app/ on the path
-    sys.path.insert(0, str(ROOT))
-
-import streamlit as st  # noqa: E402
-
-from app import warmup  # noqa: E402  (light: no torch)
 
 st.set_page_config(page_title="Attention Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")
 preload = warmup.preload_plotly()  # filled on the first run of a fresh server only; see app/warmup.py

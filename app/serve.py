@@ -95,11 +95,17 @@ def _warm_when_up() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Start the warm-up thread (unless ``--no-warm``), then Streamlit's ``run`` on app/main.py in this process."""
+    """Start the warm-up thread (unless ``--no-warm``, or ``--help``: Streamlit then prints its help and starts no
+    server), then Streamlit's ``run`` on app/main.py in this process."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if "--no-warm" in args:
+    warm_up = "--no-warm" not in args
+    if not warm_up:
         args.remove("--no-warm")
-    else:
+    if "--help" in (args[: args.index("--")] if "--" in args else args):  # Streamlit prints its help: no server
+        print(__doc__.split("\n")[0].replace("``", "`") + "\n\n  --no-warm  start without the warm-up visits\n\n"
+              "The other flags are `streamlit run`'s:\n", flush=True)
+        warm_up = False
+    if warm_up:
         threading.Thread(target=_warm_when_up, name="warm-up", daemon=True).start()
     from streamlit.web import cli
 

@@ -16,13 +16,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+import torch
+
+from core.io import registry
+from core.inference.runner import run
+from load_test import from_tests  # bench/'s own neighbour
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-import torch  # noqa: E402
-
-from core.io import registry  # noqa: E402
-from core.inference.runner import run  # noqa: E402
 
 SENTENCES = [f"The {a} didn't cross the {p} because it was too {j}." for a, p, j in [
     ("dog", "road", "tired"), ("cat", "river", "wide"), ("horse", "bridge", "scared"), ("bird", "field", "muddy"),
@@ -57,7 +57,7 @@ def traced_forward_ms(name: str, reps: int = 30, text: str | None = None) -> flo
 
 
 def browser_latency(model: str, n: int) -> list[float]:
-    from browser import launch
+    launch = from_tests("browser").launch
     port = 8765
     log = open(ROOT / "bench" / ".latency-server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app/main.py"), "--server.headless",

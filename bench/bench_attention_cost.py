@@ -32,10 +32,9 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from core.variants.efficient import METHODS, measure_cost
 
-from core.variants.efficient import METHODS, measure_cost  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FULL = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 QUICK = (64, 128, 256, 512)

@@ -20,19 +20,15 @@ import copy
 import json
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
+from core.training.batching import token_batches
+from core.model import Transformer
+from core.training.tasks import TASKS, make_task
+from core.training.trainer import TrainConfig, loss_fn, model_config
 
-from core.training.batching import token_batches  # noqa: E402
-from core.model import Transformer  # noqa: E402
-from core.training.tasks import TASKS, make_task  # noqa: E402
-from core.training.trainer import TrainConfig, loss_fn, model_config  # noqa: E402
 
 DEFAULT_TASK = "en-fr-tiny" if "en-fr-tiny" in TASKS else "en-fr"
 

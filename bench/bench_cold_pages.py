@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
+import load_test  # bench/'s own neighbour: bench/ is on sys.path when a script in it runs
 
-import load_test  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 STATE = ("() => { const a = document.querySelector('[data-testid=stApp]');"
          " return a ? [a.dataset.testScriptState, !!document.querySelector('h1'),"
@@ -86,7 +84,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--serve", action="store_true", help="start servers with python -m app.serve (warm-up first)")
     args = ap.parse_args(argv)
     from app import nav
-    from browser import launch
+    launch = load_test.from_tests("browser").launch
 
     every = ["home"] + [e[3] for entries in nav.SECTIONS.values() for e in entries if (ROOT / "pages" / e[0]).exists()]
     paths = every if args.pages is None else [p.strip() for p in args.pages.split(",")]

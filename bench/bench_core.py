@@ -29,18 +29,13 @@ import argparse
 import json
 import math
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core import ModelConfig, Transformer  # noqa: E402
-from core.positional import sinusoidal  # noqa: E402
+from core import ModelConfig, Transformer
+from core.positional import sinusoidal
 
 PAD = 0
 

@@ -16,11 +16,16 @@ running one forward with only those backends allowed). Variants, timed alternate
 * ``torch_eager``    — ``nn.TransformerEncoder`` (norm_first, GELU, causal mask, batch_first, no
                        bias) with the same embeddings, final LayerNorm and tied head, same optimiser
 * ``torch_compiled`` — the same, compiled
+* ``plain_eager`` / ``plain_compiled`` — :class:`PlainLM`, the plain reference (one fused QKV matrix, SDPA with
+                       ``is_causal``, pre-LN without biases, GELU, tied head, nothing else): what "as fast as the best
+                       plain implementation" is measured against (``ratio_best_ours_over_best_plain``, goal ≥ 1.0)
 
 MFU = (6·N + 12·L·H·Q·T) · tokens/s / peak, N = parameters without the position embedding
 (nanoGPT's estimate), peak = 989e12 bf16 dense FLOP/s (H100 SXM; ``--peak`` to change).
 
     python bench/bench_gpu.py [--sizes 25M 100M] [--rounds 5] [--steps 10] [--no-compile]
+
+(after ``pip install -e .``; on a machine without the install, e.g. a lent GPU: ``PYTHONPATH=. python bench/bench_gpu.py``)
 
 Last line: JSON.
 """
@@ -29,18 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core.config import ModelConfig  # noqa: E402
-from core.model import Transformer  # noqa: E402
+from core.config import ModelConfig
+from core.model import Transformer
 
 SIZES = {  # name: (d_model, heads, layers, d_ff, vocab, batch, seq_len)
     "25M": (512, 8, 8, 2048, 4096, 32, 1024),
@@ -68,6 +69,44 @@ class TorchLM(nn.Module):
         mask = nn.Transformer.generate_square_subsequent_mask(t, device=ids.device)
         x = self.tokens(ids) + self.positions(torch.arange(t, device=ids.device))
         return self.lm_head(self.blocks(x, mask=mask, is_causal=True))
+
+
+class PlainBlock(nn.Module):
+    """One pre-LN decoder block written the plain way: one fused QKV matrix, SDPA with ``is_causal``, GELU MLP."""
+
+    def __init__(self, d: int, heads: int, d_ff: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d, bias=False), nn.LayerNorm(d, bias=False)
+        self.qkv, self.proj = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
+        self.up, self.down = nn.Linear(d, d_ff, bias=False), nn.Linear(d_ff, d, bias=False)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.down(F.gelu(self.up(self.ln2(x))))
+
+
+class PlainLM(nn.Module):
+    """The reference a GPU path is held to: the smallest causal LM of the same shape as ours, with nothing but the
+    tensors it needs (no hooks, no trace, no masks, no dropout modules, logits returned as a bare tensor)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.positions = nn.Embedding(cfg.max_len, cfg.d_model)
+        self.blocks = nn.ModuleList(PlainBlock(cfg.d_model, cfg.n_heads, cfg.d_ff) for _ in range(cfg.n_decoder_layers))
+        self.ln = nn.LayerNorm(cfg.d_model, bias=False)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head.weight = self.tokens.weight
+
+    def forward(self, ids):
+        x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1], device=ids.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln(x))
 
 
 def config(name: str) -> ModelConfig:
@@ -109,18 +148,21 @@ def bench_size(name, args, device):
     torch.manual_seed(0)
     ours = Transformer(cfg).to(device).train()
     ref = TorchLM(cfg).to(device).train()
+    plain = PlainLM(cfg).to(device).train()
     gen = torch.Generator(device="cpu").manual_seed(1)
     ids = torch.randint(1, vocab, (batch, t + 1), generator=gen).to(device)
     x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
-    ours_params, ref_params = list(ours.parameters()), list(ref.parameters())
+    ours_params, ref_params, plain_params = list(ours.parameters()), list(ref.parameters()), list(plain.parameters())
 
     def ours_fwd(z):
         return ours(z).logits
 
-    forwards = {"ours_eager": (ours_fwd, ours_params), "torch_eager": (ref, ref_params)}
+    forwards = {"ours_eager": (ours_fwd, ours_params), "torch_eager": (ref, ref_params),
+                "plain_eager": (plain, plain_params)}
     if not args.no_compile:
         forwards = {"ours_compiled": (torch.compile(ours_fwd), ours_params), **forwards,
-                    "torch_compiled": (torch.compile(ref), ref_params)}
+                    "torch_compiled": (torch.compile(ref), ref_params),
+                    "plain_compiled": (torch.compile(plain), plain_params)}
     steps = {k: make_step(f, p, x, y, vocab) for k, (f, p) in forwards.items()}
     compile_s = {}
     for k, step in steps.items():
@@ -157,12 +199,14 @@ def bench_size(name, args, device):
     best_torch = max(v[k]["tokens_per_s"] for k in v if k.startswith("torch"))
     out["mfu"] = max(v[k]["mfu"] for k in v if k.startswith("ours"))
     out["ratio_best_ours_over_best_torch"] = best_ours / best_torch
+    best_plain = max(v[k]["tokens_per_s"] for k in v if k.startswith("plain"))
+    out["ratio_best_ours_over_best_plain"] = best_ours / best_plain
     out["ratio_eager"] = v["ours_eager"]["tokens_per_s"] / v["torch_eager"]["tokens_per_s"]
     if "ours_compiled" in v:
         out["ratio_compiled"] = v["ours_compiled"]["tokens_per_s"] / v["torch_compiled"]["tokens_per_s"]
     out["goal_mfu"] = GOALS["mfu"][name]
     out["goal_met"] = out["mfu"] >= GOALS["mfu"][name] and out["ratio_best_ours_over_best_torch"] >= GOALS["ratio_vs_torch"]
-    del ours, ref, steps, forwards
+    del ours, ref, plain, steps, forwards
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     return out
@@ -193,6 +237,7 @@ def main(argv=None):
               f"peak memory {r['peak_mem_gib']:.1f} GiB")
         for k, v in r["variants"].items():
             print(f"  {k:<15}{v['tokens_per_s']:>14,.0f} tokens/s{v['step_ms_median']:>10.1f} ms/step   MFU {v['mfu']:.3f}")
+        print(f"  best ours / best plain reference: {r['ratio_best_ours_over_best_plain']:.2f}x (goal >= 1.0)")
         print(f"  best ours / best torch: {r['ratio_best_ours_over_best_torch']:.2f}x; MFU {r['mfu']:.3f} "
               f"(goal {r['goal_mfu']:.2f}; ratio goal {GOALS['ratio_vs_torch']}x): "
               f"{'met' if r['goal_met'] else 'not met'}")

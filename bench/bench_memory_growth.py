@@ -13,7 +13,6 @@ import argparse
 import ctypes
 import json
 import re
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +29,6 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=16, help="different sentences")
     ap.add_argument("--model", default="minilm")
     args = ap.parse_args(argv)
-    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     import torch
     torch.set_num_threads(1)
     from streamlit.testing.v1 import AppTest

@@ -31,16 +31,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core import ModelConfig, Transformer  # noqa: E402
+from core import ModelConfig, Transformer
 
 MODELS = {  # name: (d_model, heads, layers, d_ff, vocab, batch, seq_len)
     "1M": (128, 4, 4, 512, 1000, 32, 128),

@@ -18,18 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core.hooks import all_heads  # noqa: E402
-from core import ModelConfig, Transformer  # noqa: E402
-from core.probes import patch  # noqa: E402
-from core.io import registry  # noqa: E402
+from core.hooks import all_heads
+from core import ModelConfig, Transformer
+from core.probes import patch
+from core.io import registry
 
 
 def _timed(fn) -> float:

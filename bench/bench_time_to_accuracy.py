@@ -14,18 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import sys
 import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from core.io import registry  # noqa: E402
-from core.training.tasks import make_task  # noqa: E402
-from core.training.trainer import train_model  # noqa: E402
-from core.train import parse_args  # noqa: E402
+from core.io import registry
+from core.training.tasks import make_task
+from core.training.trainer import train_model
+from core.train import parse_args
 
 
 def shipped_recipe(name: str, every: int, threads: int, device: str):

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import itertools
 import json
 import os
@@ -50,9 +51,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-for p in (str(ROOT), str(ROOT / "tests")):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+
+
+def from_tests(name: str):
+    """The test helper ``tests/<name>.py`` (``browser``: headless Chromium with the suite's flags), for the benchmarks
+    that drive a browser the way the tests do. Under pytest it is the module the tests imported (tests/ is on their
+    path, pytest.ini; Playwright is shared per thread, so there must be one copy); a benchmark run as a script
+    loads it from its file and registers it under the same name. tests/ is a folder of helpers, not a package."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name]
+
 
 MODEL = "en-fr"
 ANIMALS = "dog cat horse cow pig duck goat fox frog wolf rabbit sheep mouse bird hen animal".split()
@@ -344,7 +360,7 @@ def render_sentence(page, sid: int, i: int, shared: Shared, log: SessionLog, tim
 def render_session(sid: int, base: str, shared: Shared, start: threading.Barrier, log: SessionLog,
                    render_timeout_ms: int = 120_000) -> None:
     """One learner: open the Attention page, then type sentences from the shared queue until it is empty."""
-    from browser import launch
+    launch = from_tests("browser").launch
     try:
         with launch() as browser:
             context, page = _open_context(browser, base, log)
@@ -383,7 +399,7 @@ def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barr
     is recorded as a render named after the action."""
     from urllib.parse import quote
 
-    from browser import launch
+    launch = from_tests("browser").launch
     try:
         with launch() as browser:
             context, page = _open_context(browser, base, log)
@@ -593,7 +609,7 @@ def train_session(base: str, shared: Shared, start: threading.Barrier, log: Trai
                   repeat: bool = True, max_runs: int = 20, run_timeout_s: float = 600) -> None:
     """Another learner on the Training page: small settings, Start training, wait for "Saved as", again
     while the renders go on (``repeat``), and always let the run in progress finish."""
-    from browser import launch
+    launch = from_tests("browser").launch
     started = False
     try:
         with launch() as browser:

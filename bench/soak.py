@@ -28,12 +28,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-for p in (str(ROOT), str(ROOT / "bench")):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+import load_test  # bench/'s own neighbour (the server is started exactly as the load test starts it)
 
-import load_test  # noqa: E402  (the server is started exactly as the load test starts it)
+ROOT = Path(__file__).resolve().parent.parent
 
 MODELS = ("en-fr", "en-de", "lm", "mlm", "en-fr-tiny")
 WORDS = ("the cat sat on the mat and the dog did not cross the street because it was too tired while a small bird "

@@ -229,6 +229,30 @@ def loss_by_position(model, heads=(), *, vocab_low: int = 5, seq_len: int = 24, 
     return nll.mean(0).tolist()
 
 
+@torch.no_grad()
+def in_context_score(model, stream: torch.Tensor, *, early: int = 50, late: int = 500, windows: int = 64,
+                     batch: int = 16) -> dict:
+    """Olsson et al.'s in-context learning score on real text: the mean next-token loss at token ``late`` of a
+    context minus the loss at token ``early`` (negative: the model predicts better with more context), over
+    ``windows`` non-overlapping windows of ``late + 1`` tokens of ``stream`` (a held-out token stream)."""
+    if late <= early or late >= model.cfg.max_len:
+        raise ValueError(f"need early < late < the model's {model.cfg.max_len} positions, got {early} and {late}")
+    model.eval()
+    n = late + 1
+    starts = list(range(0, len(stream) - n - 1, n))[:windows]
+    if not starts:
+        raise ValueError(f"the stream holds {len(stream)} tokens, fewer than one window of {n + 1}")
+    sums = torch.zeros(2)
+    for i in range(0, len(starts), batch):
+        rows = torch.stack([stream[s:s + n + 1] for s in starts[i:i + batch]]).to(model.device)
+        logp = F.log_softmax(model(rows[:, :-1]).logits.float(), dim=-1)
+        for j, t in enumerate((early, late)):  # logits at position t predict token t + 1
+            sums[j] -= logp[:, t].gather(-1, rows[:, t + 1:t + 2]).sum().cpu()
+    early_loss, late_loss = (sums / len(starts)).tolist()
+    return {"early": early, "late": late, "windows": len(starts), "loss_early": early_loss, "loss_late": late_loss,
+            "score": late_loss - early_loss}
+
+
 # ------------------------------------------------------------------ naming heads
 def top_heads(grid, k: int = 3) -> list[dict]:
     """The ``k`` highest-scoring heads of a ``layers × heads`` grid: ``[{"layer", "head", "score"}]``, best first

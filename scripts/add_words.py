@@ -13,12 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from core.io import checkpoint  # noqa: E402
-from core.training.tasks import make_task  # noqa: E402
-from core.io.tokenizer import Tokenizer  # noqa: E402
+from core.io import checkpoint
+from core.training.tasks import make_task
+from core.io.tokenizer import Tokenizer
 
 
 def add_words(folder: Path, force: bool = False) -> str:

@@ -32,13 +32,14 @@ import re
 import sys
 from pathlib import Path
 
+# build_lexicon is this script's neighbour: scripts/ is on sys.path when a script in it runs
+from build_lexicon import (GENDER_DE, HUN_DE, HUN_FR, Dicts, dump, fr_elides, fr_gender, fr_plural_candidates,  # noqa: E501
+                           fr_plurals, german_weak, hunspell_analyse, hunspell_unknown, person_sex)
+
 ROOT = Path(__file__).resolve().parent.parent
 LEXICON = ROOT / "core" / "data" / "lexicon.json"
 REVIEW = ROOT / "core" / "data" / "review"
 REVIEWED_MARK = " Every entry then read by a reviewer; decisions in core/data/review/ (scripts/apply_review.py)."
-sys.path.insert(0, str(ROOT / "scripts"))
-from build_lexicon import (GENDER_DE, HUN_DE, HUN_FR, Dicts, dump, fr_elides, fr_gender, fr_plural_candidates,  # noqa: E402,E501
-                           fr_plurals, german_weak, hunspell_analyse, hunspell_unknown, person_sex)
 CLASSES = {"animal", "person", "food", "drink", "plant", "vehicle", "building", "furniture", "clothing", "tool",
            "instrument", "container", "vessel", "object", "place", "obstacle"}
 FR_WORD = re.compile(r"[a-zàâäçéèêëîïôöùûüœæ-]+")

@@ -31,13 +31,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from core.data import frozen
+
 DICTD = '/usr/share/dictd'
 WN = '/usr/share/wordnet'
-sys.path.insert(0, ROOT)
-from core.data import frozen  # noqa: E402
 # hunspell's dictionaries are read from the frozen copies (assets/corpora/hunspell, scripts/freeze_hunspell.py), so a
 # Debian point release cannot change a check; FreeDict and WordNet are read as installed (see tests/core/test_lexicon.py)
 _HUN = frozen.files('hunspell')

@@ -13,12 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from core.io import checkpoint, jsonio  # noqa: E402
-from core.training.tasks import CARD_SAMPLE_EVERY, card_mismatches, heldout_metrics  # noqa: E402
-from core.training.trainer import STATE_JSON, STATE_WEIGHTS  # noqa: E402
+from core.io import checkpoint, jsonio
+from core.training.tasks import CARD_SAMPLE_EVERY, card_mismatches, heldout_metrics
+from core.training.trainer import STATE_JSON, STATE_WEIGHTS
 
 
 def limits(ck) -> str:

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from core.data import corpus_for, lang_of, parallel
+from core.data.winograd import load
+from core.evaluate import translate_ids
+from core.inference import quality
+from core.io import checkpoint, jsonio
 
-from core.data import corpus_for, lang_of, parallel  # noqa: E402
-from core.data.winograd import load  # noqa: E402
-from core.evaluate import translate_ids  # noqa: E402
-from core.inference import quality  # noqa: E402
-from core.io import checkpoint, jsonio  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RIGHT_CHRF = 60.0
 DEV_SETS = tuple(sorted((ROOT / "tests" / "data").glob("winograd_dev*.tsv")))

@@ -15,12 +15,11 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from core.data.winograd import load, score
+from core.io import jsonio, registry
+from core.training.tasks import TranslationTask
 
-from core.data.winograd import load, score  # noqa: E402
-from core.io import jsonio, registry  # noqa: E402
-from core.training.tasks import TranslationTask  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 DEV_SETS = tuple(sorted((ROOT / "tests" / "data").glob("winograd_dev*.tsv")))
 

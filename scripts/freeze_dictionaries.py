@@ -15,13 +15,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from core.data import frozen
 
-from core.data import frozen  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 HUNSPELL = Path("/usr/share/hunspell")
 HUNSPELL_FILES = ("fr.aff", "fr.dic", "de_DE.aff", "de_DE.dic")

@@ -1,7 +1,7 @@
 """The GPU recipe of the translators trained on human translations (issue 31): candidates side by side on one GPU,
 each as long as the device time allows.
 
-    python3 scripts/gpu_recipe.py --out DIR --budget SECONDS [--runs NAME=TASK:SHARE ...]
+    PYTHONPATH=. python3 scripts/gpu_recipe.py --out DIR --budget SECONDS [--runs NAME=TASK:SHARE ...]
 
 What it does, in order, all inside ``--budget`` seconds of wall time:
 
@@ -31,9 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from core.io import jsonio  # noqa: E402
+from core.io import jsonio
 
 DIMS = (256, 4, 1024)  # the shipped translators' d_model, layers (each side), d_ff; 8 heads
 
@@ -124,8 +122,9 @@ def precision(folder: str, device: str, smoke: bool = False) -> dict:
 
 def sh(cmd: list[str], log: Path | None = None, **kw) -> subprocess.Popen:
     """``cmd`` started in the repository, its output to ``log`` (or a pipe)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     return subprocess.Popen(cmd, cwd=ROOT, stdout=open(log, "w") if log else subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, **kw)
+                            stderr=subprocess.STDOUT, text=True, env=env, **kw)
 
 
 def wait_all(procs: dict, deadline: float) -> dict:

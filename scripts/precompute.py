@@ -8,17 +8,12 @@ other weights or sentences is ignored by the app, which then computes live and s
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
-
-from core.io import budget, registry  # noqa: E402
-from core.probes import summaries  # noqa: E402
+from core.io import budget, registry
+from core.probes import summaries
 
 
 def main(argv=None) -> int:

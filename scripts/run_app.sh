@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 python -m pip install -q torch==2.13.0
 python -m pip install -q -r requirements.txt -c requirements.lock
 python -m pip install -q --no-deps -r requirements-nodeps.txt -c requirements.lock
+python -m pip install -q --no-deps -e .  # this checkout as the package core + app, and the attention-lab command
 # python -m app.serve: streamlit run app/main.py, then every page visited once so the first visitor finds it warm
 exec python -m app.serve "$@"

@@ -19,6 +19,9 @@ fi
 python -m pip install -q torch==2.13.0
 python -m pip install -q -r requirements.txt -r requirements-test.txt -c requirements.lock
 python -m pip install -q --no-deps -r requirements-nodeps.txt -c requirements.lock
+# this checkout itself, editable, as the README's first command installs it (pyproject.toml): core and app import from
+# any folder (streamlit run app/main.py, python scripts/….py and bench/….py rely on it) and `attention-lab` exists
+python -m pip install -q --no-deps -e .
 export CI=${CI:-true}
 # two workers, a whole test file each (module fixtures built once): most of the suite is one Python thread
 # waiting on Streamlit, Chromium or a small model, so the second core roughly halves the wall time; files go out

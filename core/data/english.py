@@ -82,7 +82,7 @@ def inline_rst(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("\\ ", "")).strip()
 
 
-def _is_prose(par: str) -> bool:
+def is_prose(par: str) -> bool:
     """Running English text, not a code line, table row or list of names."""
     words = par.split()
     if len(words) < MIN_WORDS or len(par) > MAX_CHARS:
@@ -117,7 +117,7 @@ def rst_paragraphs(text: str) -> list[str]:
             par = inline_rst(" ".join(block))
             if par.endswith("::"):  # "For example::" introduces a code block; the sentence ends with ":"
                 par = par[:-1]
-            if _is_prose(par):
+            if is_prose(par):
                 out.append(par)
             block.clear()
 
@@ -194,7 +194,7 @@ def html_paragraphs(text: str) -> list[str]:
     """The prose paragraphs of one Handbook HTML page."""
     parser = _HandbookParser()
     parser.feed(text)
-    return [p for p in (html.unescape(p) for p in parser.paragraphs) if _is_prose(p)]
+    return [p for p in (html.unescape(p) for p in parser.paragraphs) if is_prose(p)]
 
 
 def split_of(name: str) -> str:
@@ -232,16 +232,94 @@ def split_documents(documents: list[frozen.Document]) -> dict[str, tuple[str, ..
     return {s: tuple(v) for s, v in out.items()}
 
 
-@lru_cache(maxsize=4)
-def _split_lines(root: Path = frozen.ROOT) -> dict[str, tuple[str, ...]]:
-    return split_documents(frozen.read(NAME, root))
+@lru_cache(maxsize=8)
+def _split_lines(name: str = NAME, root: Path = frozen.ROOT) -> dict[str, tuple[str, ...]]:
+    return split_documents(frozen.read(name, root))
+
+
+class ProseCorpus:
+    """A frozen corpus of English prose paragraphs, split by document (:func:`split_of`) and deduplicated
+    (:func:`split_documents`): what :mod:`core.data.english` and :mod:`core.data.english_large` share.
+
+    ``extract(**paths)`` re-reads the Debian packages (``paths`` as the rebuild command passes them) and
+    ``versions(**paths)`` gives the version of each package it read, for the manifest."""
+
+    def __init__(self, name: str, sources: dict, rebuild_command: str, extract, versions):
+        self.name, self.sources, self.rebuild_command = name, sources, rebuild_command
+        self.extract, self.versions = extract, versions
+
+    def lines(self, split: str = "train", root: Path = frozen.ROOT) -> list[str]:
+        """The paragraphs of one split (``train``, ``valid`` or ``test``) of the frozen corpus, one per line."""
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+        return list(_split_lines(self.name, root)[split])
+
+    def fingerprint(self, root: Path = frozen.ROOT) -> dict:
+        """What a model card's figures were measured on: the sha256 of each split's text (first 16 hex digits)
+        and the Debian versions the frozen copy was extracted from (not what happens to be installed)."""
+        split = _split_lines(self.name, root)
+        return {"sha256": {s: hashlib.sha256("\n".join(split[s]).encode()).hexdigest()[:16] for s in SPLITS},
+                "packages": frozen.manifest(self.name, root)["packages"]}
+
+    def card_mismatch(self, model: str, then: dict, root: Path = frozen.ROOT) -> str | None:
+        """Why a card's corpus fingerprint ``then`` no longer describes the frozen corpus, or None when it does.
+
+        The frozen copy changes only when someone rebuilds it with ``--write``; this names the splits whose text
+        moved, the package versions before and after, and the command that re-measures the card."""
+        now = self.fingerprint(root)
+        changed = [s for s in SPLITS if now["sha256"][s] != then.get("sha256", {}).get(s)]
+        if not changed:
+            return None
+        return (f"the {model} card was measured on other text: the frozen corpus's {', '.join(changed)} split"
+                f"{'s' if len(changed) > 1 else ''} changed (packages then {then.get('packages')}, frozen now "
+                f"{now['packages']}). Re-measure with `python scripts/bundle.py assets/models/{model}` and say in "
+                "the card what changed")
+
+    def describe(self, root: Path = frozen.ROOT) -> dict:
+        """Size of the corpus per split (paragraphs, characters, words) and where it came from, for a model
+        card."""
+        meta = frozen.manifest(self.name, root)
+        out = {"sources": self.sources, "packages": meta["packages"], "compressed_bytes": meta["data_bytes"],
+               "splits": {}}
+        for s, ls in _split_lines(self.name, root).items():
+            out["splits"][s] = {"paragraphs": len(ls), "chars": sum(len(x) for x in ls),
+                                "words": sum(len(x.split()) for x in ls)}
+        return out
+
+    def rebuild(self, write: bool = False, root: Path = frozen.ROOT, **paths) -> dict:
+        """Extract the corpus again from the packages and compare it with the frozen copy, per split; with
+        ``write`` the new extraction replaces the frozen copy (then re-measure the cards measured on it)."""
+        new = self.extract(**paths)
+        try:
+            old = frozen.read(self.name, root)
+            old_packages = frozen.manifest(self.name, root)["packages"]
+        except frozen.FrozenCorpusError:
+            old, old_packages = [], None
+        changes = frozen.diff(old, new)
+        versions = self.versions(**paths)
+        report = {"packages_frozen": old_packages,
+                  "packages_installed": versions,
+                  "documents": len(new),
+                  **{k: [f"{split_of(x)}: {x}" for x in v] for k, v in changes.items()},
+                  "splits_changed": sorted({split_of(x) for v in changes.values() for x in v})}
+        if write:
+            frozen.write(self.name, new, sources=self.sources, packages=versions, rebuild=self.rebuild_command,
+                         root=root)
+            _split_lines.cache_clear()
+            report["written"] = str(root / self.name)
+        return report
+
+
+def _installed_versions(**_paths) -> dict[str, str | None]:
+    return {p: frozen.package_version(p) for p in PACKAGES.split()}
+
+
+CORPUS = ProseCorpus(NAME, SOURCES, REBUILD, lambda **paths: extract(**paths), _installed_versions)
 
 
 def lines(split: str = "train", root: Path = frozen.ROOT) -> list[str]:
     """The paragraphs of one split (``train``, ``valid`` or ``test``) of the frozen corpus, one per line."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-    return list(_split_lines(root)[split])
+    return CORPUS.lines(split, root)
 
 
 def package_version(package: str) -> str | None:
@@ -250,76 +328,52 @@ def package_version(package: str) -> str | None:
 
 
 def fingerprint(root: Path = frozen.ROOT) -> dict:
-    """What a model card's figures were measured on: the sha256 of each split's text (first 16 hex digits) and the
-    Debian versions the frozen copy was extracted from (not what happens to be installed)."""
-    split = _split_lines(root)
-    return {"sha256": {s: hashlib.sha256("\n".join(split[s]).encode()).hexdigest()[:16] for s in SPLITS},
-            "packages": frozen.manifest(NAME, root)["packages"]}
+    """The English corpus's fingerprint for a model card (:meth:`ProseCorpus.fingerprint`)."""
+    return CORPUS.fingerprint(root)
 
 
 def card_mismatch(model: str, then: dict, root: Path = frozen.ROOT) -> str | None:
-    """Why a card's corpus fingerprint ``then`` no longer describes the frozen corpus, or None when it does.
-
-    The frozen copy changes only when someone rebuilds it with ``--write``; this names the splits whose text moved,
-    the package versions before and after, and the command that re-measures the card."""
-    now = fingerprint(root)
-    changed = [s for s in SPLITS if now["sha256"][s] != then.get("sha256", {}).get(s)]
-    if not changed:
-        return None
-    return (f"the {model} card was measured on other text: the frozen corpus's {', '.join(changed)} split"
-            f"{'s' if len(changed) > 1 else ''} changed (packages then {then.get('packages')}, frozen now "
-            f"{now['packages']}). Re-measure with `python scripts/bundle.py assets/models/{model}` and say in the "
-            "card what changed")
+    """Why a card's fingerprint ``then`` no longer describes the English corpus (:meth:`ProseCorpus.card_mismatch`),
+    or None."""
+    return CORPUS.card_mismatch(model, then, root)
 
 
 def describe(root: Path = frozen.ROOT) -> dict:
-    """Size of the corpus per split (paragraphs, characters, words) and where it came from, for a model card."""
-    meta = frozen.manifest(NAME, root)
-    out = {"sources": SOURCES, "packages": meta["packages"], "compressed_bytes": meta["data_bytes"], "splits": {}}
-    for s, ls in _split_lines(root).items():
-        out["splits"][s] = {"paragraphs": len(ls), "chars": sum(len(x) for x in ls),
-                            "words": sum(len(x.split()) for x in ls)}
-    return out
+    """Size of the English corpus per split and where it came from (:meth:`ProseCorpus.describe`)."""
+    return CORPUS.describe(root)
 
 
 def rebuild(write: bool = False, root: Path = frozen.ROOT, **paths) -> dict:
     """Extract the corpus again from the installed packages and compare it with the frozen copy, per split; with
     ``write`` the new extraction replaces the frozen copy (then re-measure the lm card)."""
-    new = extract(**paths)
-    try:
-        old = frozen.read(NAME, root)
-        old_packages = frozen.manifest(NAME, root)["packages"]
-    except frozen.FrozenCorpusError:
-        old, old_packages = [], None
-    changes = frozen.diff(old, new)
-    report = {"packages_frozen": old_packages,
-              "packages_installed": {p: frozen.package_version(p) for p in PACKAGES.split()},
-              "documents": len(new),
-              **{k: [f"{split_of(x)}: {x}" for x in v] for k, v in changes.items()},
-              "splits_changed": sorted({split_of(x) for v in changes.values() for x in v})}
-    if write:
-        frozen.write(NAME, new, sources=SOURCES, packages=PACKAGES.split(), rebuild=REBUILD, root=root)
-        _split_lines.cache_clear()
-        report["written"] = str(root / NAME)
-    return report
+    return CORPUS.rebuild(write, root, **paths)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m core.data.english [--write]``: the rebuild report as JSON; 2 when the packages are missing."""
+def run_rebuild(prog: str, description: str, rebuild_fn, argv: list[str] | None = None, extra_args=()) -> int:
+    """A corpus's rebuild command line: parse ``--write`` (and ``extra_args``: ``(flag, kwargs)`` pairs for
+    argparse), call ``rebuild_fn(write=…, **extra)`` and print its report as JSON; 2 when the packages are
+    missing."""
     import argparse
     import json
-    ap = argparse.ArgumentParser(prog="python -m core.data.english", description=(
-        "Re-extract the English corpus from the installed Debian packages and report what changed against the "
-        "frozen copy in assets/corpora/english (nothing is written without --write)."))
+    ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("--write", action="store_true", help="replace the frozen copy with the new extraction")
-    args = ap.parse_args(argv)
+    for flag, kwargs in extra_args:
+        ap.add_argument(flag, **kwargs)
+    args = vars(ap.parse_args(argv))
     try:
-        report = rebuild(write=args.write)
+        report = rebuild_fn(**args)
     except FileNotFoundError as e:
         print(f"error: {e}")
         return 2
     print(json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m core.data.english [--write]``: the rebuild report as JSON; 2 when the packages are missing."""
+    return run_rebuild("python -m core.data.english", (
+        "Re-extract the English corpus from the installed Debian packages and report what changed against the "
+        "frozen copy in assets/corpora/english (nothing is written without --write)."), rebuild, argv)
 
 
 if __name__ == "__main__":

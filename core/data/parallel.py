@@ -192,10 +192,15 @@ class _ParaParser(HTMLParser):
             self._buf.append(data)
 
 
-def _paras(path: Path) -> list[str]:
+def handbook_paragraphs(text: str) -> list[str]:
+    """The text of each ``<div class="para">`` of a Debian Administrator's Handbook page, in order (unfiltered)."""
     p = _ParaParser()
-    p.feed(path.read_text(encoding="utf-8", errors="replace"))
+    p.feed(text)
     return [html.unescape(x) for x in p.paras]
+
+
+def _paras(path: Path) -> list[str]:
+    return handbook_paragraphs(path.read_text(encoding="utf-8", errors="replace"))
 
 
 def handbook_documents(root: Path, lang: str) -> list[frozen.Document]:

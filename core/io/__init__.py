@@ -9,5 +9,6 @@
 * :mod:`~core.io.budget` - how many tokens one request may trace and export within the memory budget.
 
 May import: the model core (``core.config``, ``core.model``, ``core.trace``, ...) and :mod:`core.data`; never
-inference, training, probes or variants, and never app/, pages/ or streamlit.
+inference, training, probes or variants, and never app/, pages/ or streamlit (the ``attention-lab`` command in
+:mod:`~core.io.cli` names every command line, ``app.serve`` included, as a string and imports only the one run).
 """

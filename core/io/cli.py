@@ -1,11 +1,17 @@
 """The one command-line layer of ``python -m core.…``: :class:`Parser` (a bad flag is one ``error:`` line on stderr,
 exit 2), :func:`refuse` (the same for a bad request found after parsing), and flags read from a dataclass
 (:func:`add_fields`: one ``--field-name`` per field, typed by the field's annotation — ``int``, ``float``, ``str``,
-``bool`` as ``--x`` / ``--no-x``, ``X | None`` as an optional ``X``), so a new config field is a new flag."""
+``bool`` as ``--x`` / ``--no-x``, ``X | None`` as an optional ``X``), so a new config field is a new flag.
+
+It is also the ``attention-lab`` command (pyproject.toml's entry point, :func:`main`): ``attention-lab COMMAND
+[FLAGS]`` runs ``python -m MODULE [FLAGS]`` for the modules in :data:`COMMANDS`, with their own flags and help. The
+table names the modules as strings and imports only the one chosen, when it is chosen: this module stays in io's
+imports (the model core, data, io), and ``serve`` reaches app/ (streamlit) only when a teacher starts the app."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import re
 import sys
 import types
@@ -74,3 +80,57 @@ def refuse(e: Exception) -> int:
     """A CLI's answer to a bad request: one ``error:`` line on stderr, exit status 2."""
     print("error: " + (" ".join(str(e).split()) or e.__class__.__name__), file=sys.stderr)
     return 2
+
+
+# ------------------------------------------------------------------ the ``attention-lab`` command
+PROG = "attention-lab"
+# command -> (module run as ``python -m module``, one line for ``attention-lab --help``). Every ``if __name__ ==
+# "__main__"`` of core/ and app/ is here (tests/core/test_packaging.py checks it), in the order a student meets them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("app.serve", "start the app (Streamlit's flags; --no-warm: no warm-up visits)"),
+    "train": ("core.train", "train a model on a task (one flag per TrainConfig field)"),
+    "evaluate": ("core.evaluate", "score a translator on a split or your TSV: BLEU, chrF, pronouns"),
+    "inspect": ("core.inspect", "one sentence's tokens, attention weights and output as JSON"),
+    "heads": ("core.find_heads", "previous-token, duplicate-token and induction score of every head"),
+    "patch": ("core.probes.patch", "activation patching: which heads carry the il/elle decision"),
+    "stability": ("core.training.stability", "post-LN vs pre-LN, with and without warmup"),
+    "recurrence": ("core.variants.recurrence", "an LSTM seq2seq without attention vs a Transformer"),
+    "xl": ("core.variants.xl", "train the small Transformer-XL language model"),
+    "corpus-english": ("core.data.english", "re-extract the lm's English text, compare with the frozen copy"),
+    "corpus-english-large": ("core.data.english_large", "the same for the larger English corpus (english-large)"),
+    "corpus-parallel": ("core.data.parallel", "re-align the human translations, compare with the frozen copy"),
+}
+
+
+def usage(prog: str = PROG) -> str:
+    """``attention-lab --help``: the usage line and every command with its one line and its ``python -m`` form."""
+    width = max(map(len, COMMANDS)) + 2
+    lines = [f"usage: {prog} COMMAND [FLAGS]", "",
+             "Attention Lab's command lines. Each COMMAND is `python -m MODULE` (MODULE in brackets) with the same",
+             f"flags; `{prog} COMMAND --help` shows them.", "", "commands:"]
+    lines += [f"  {name:<{width}}{line} [{module}]" for name, (module, line) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """``attention-lab COMMAND [FLAGS]``: run COMMAND's module's ``main`` with FLAGS and return its exit status;
+    ``--help`` (or ``-h``) lists the commands; no command or an unknown one is one ``error:`` line on stderr, exit 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        print(usage(prog))
+        return 0
+    if not args:
+        print(f"error: no command given (see {prog} --help)", file=sys.stderr)
+        return 2
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        print(f"error: unknown command {name!r}, choose from {', '.join(COMMANDS)} (see {prog} --help)",
+              file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    sys.argv = [f"{prog} {name}", *rest]  # what the module would see under ``python -m`` (its own flags after it)
+    return module.main(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

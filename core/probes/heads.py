@@ -41,7 +41,7 @@ def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Ba
     validation stream. Synthetic tasks: ``n`` held-out sequences (generator seed training never uses).
     Masked LM: ``n`` held-out lines with BERT's corruption (fixed seed); the loss is taken at the chosen tokens.
     """
-    from ..training.tasks import LMTask, MLMTask, SyntheticTask
+    from ..training.tasks import REAL_LM, LMTask, MLMTask, SyntheticTask
     task = ck.meta.get("task", "")
     tok = ck.tokenizer
     from .coref import corpus, language
@@ -49,8 +49,8 @@ def eval_batch(ck, n: int = 64, seed: int = 0, split: str = "valid") -> tuple[Ba
     if data is not None:  # en-fr, en-de, en-fr-tiny, en-de-tiny: the corpus the model was trained on
         pairs = data.generate(language(ck), split, n=n, seed=seed)
         return seq2seq_batch([(tok.encode(p.src), tok.encode(p.tgt)) for p in pairs]), pairs
-    if task == "lm" or ck.model.cfg.kind == "decoder-only":
-        lm = LMTask(tokenizer=tok, seq_len=min(64, ck.model.cfg.max_len), name="lm" if task == "lm" else "lm-tiny")
+    if task in REAL_LM or ck.model.cfg.kind == "decoder-only":
+        lm = LMTask(tokenizer=tok, seq_len=min(64, ck.model.cfg.max_len), name=task if task in REAL_LM else "lm-tiny")
         starts = list(range(0, len(lm.valid_stream) - lm.seq_len - 1, lm.seq_len))[:n]
         return lm.windows(lm.valid_stream, starts), []
     if task == "mlm":

@@ -28,7 +28,8 @@ from .batching import epoch_size, token_batches
 SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"))]
 SYNTHETIC = ("copy", "reverse", "sort")
 TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")  # broad corpus; the 98-word grammar
-LM_TASKS = ("lm", "lm-tiny")  # real English prose (core.data.english); the generated stories (core.data.lm)
+LM_TASKS = ("lm", "lm-large", "lm-tiny")  # real English prose (core.data.english, …english_large); generated stories
+REAL_LM = {"lm": "english", "lm-large": "english_large"}  # task → the frozen prose corpus it reads (core.data.*)
 TASKS = SYNTHETIC + TRANSLATION + LM_TASKS + ("mlm", "induction")
 # the induction task's tokens: 70 syllables (ba, be, … zu), so a repeated random sequence reads aloud
 SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
@@ -44,7 +45,7 @@ def model_kind(task: str) -> str:
     encoder-decoder, ``lm`` a decoder-only (GPT) model, ``mlm`` an encoder-only (BERT) model."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
-    return {"lm": LMTask, "lm-tiny": LMTask, "mlm": MLMTask, "induction": InductionTask}.get(task, Task).model_kind
+    return {**dict.fromkeys(LM_TASKS, LMTask), "mlm": MLMTask, "induction": InductionTask}.get(task, Task).model_kind
 
 
 @dataclass
@@ -418,22 +419,25 @@ class LMTask(Task):
     """Next-token prediction on one long token stream (``BOS line EOS`` per line), in random windows of ``seq_len``.
 
     ``lm`` reads real English prose (:mod:`core.data.english`: its train split to learn, valid to choose, test for
-    the card) with a byte-level BPE of 8,192; ``lm-tiny`` the generated stories of :mod:`core.data.lm` (its last
+    the card) with a byte-level BPE of 8,192 (``vocab_size`` to change it); ``lm-large`` the same way the ≥ 40 MB
+    corpus of :mod:`core.data.english_large`; ``lm-tiny`` the generated stories of :mod:`core.data.lm` (its last
     5 % held out); a user's text file likewise (its last 5 %)."""
 
     model_kind = "decoder-only"
     ENGLISH_VOCAB = 8192
 
     def __init__(self, text: str | None = None, seq_len: int = 64, tokenizer: Tokenizer | None = None,
-                 vocab_size: int = 1500, name: str = "lm-tiny"):
+                 vocab_size: int | None = None, name: str = "lm-tiny"):
         self.name = name if text is None else "lm"
         self.seq_len = seq_len
-        if text is None and name == "lm":
-            from ..data import english
-            lines, valid = english.lines("train"), english.lines("valid")
-            self.tokenizer = tokenizer or Tokenizer.train(lines, "bytebpe", self.ENGLISH_VOCAB, min_frequency=2)
-            source = ("real English prose (core.data.english: the Python 3.11 documentation and the Debian "
-                      "Administrator's Handbook, split by document)")
+        if text is None and name in REAL_LM:
+            corpus = self.corpus()
+            lines, valid = corpus.lines("train"), corpus.lines("valid")
+            self.tokenizer = tokenizer or Tokenizer.train(lines, "bytebpe", vocab_size or self.ENGLISH_VOCAB,
+                                                          min_frequency=2)
+            source = (f"real English prose (core.data.{REAL_LM[name]}: "
+                      + ("the Python 3.11 documentation and the Debian Administrator's Handbook" if name == "lm" else
+                         f"{len(corpus.SOURCES)} sources of Debian documentation and stories") + ", split by document)")
             self.train_lines = lines
             self.train_stream = self._stream(lines)
             self.valid_stream = self._stream(valid)
@@ -445,7 +449,7 @@ class LMTask(Task):
             lines = [ln for ln in text.splitlines() if ln.strip()]
             if not lines:
                 raise ValueError("the training text is empty")
-            self.tokenizer = tokenizer or Tokenizer.train(lines, "bpe", vocab_size)
+            self.tokenizer = tokenizer or Tokenizer.train(lines, "bpe", vocab_size or 1500)
             # Each line is one text, BOS … EOS: generation starts as a line does and ends where a line ends. (With
             # BOS alone between lines, decoding — which never emits BOS — had no way to end a text and ran on.)
             stream, starts = [], []
@@ -471,10 +475,14 @@ class LMTask(Task):
             out += [BOS] + ids + [EOS]
         return torch.tensor(out)
 
+    def corpus(self):
+        """The frozen prose corpus module a real-English task reads (core.data.english or core.data.english_large)."""
+        import importlib
+        return importlib.import_module(f"..data.{REAL_LM[self.name]}", __package__)
+
     def test_stream(self) -> torch.Tensor:
         """The English corpus's test split as a stream (read once, for the card)."""
-        from ..data import english
-        return self._stream(english.lines("test"))
+        return self._stream(self.corpus().lines("test"))
 
     def source_words(self) -> set[str]:
         """The words of the training text (the lines of the training stream), lower-cased."""
@@ -704,8 +712,9 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
         raise ValueError(f"--batch-tokens needs a translation task ({', '.join(TRANSLATION)}), not {name!r}")
     if real_share and name not in ("en-fr", "en-de"):
         raise ValueError(f"--real-share needs a broad translation task (en-fr, en-de), not {name!r}")
-    if vocab_size is not None and name not in TRANSLATION:
-        raise ValueError(f"--vocab-size needs a translation task ({', '.join(TRANSLATION)}), not {name!r}")
+    if vocab_size is not None and name not in TRANSLATION + tuple(REAL_LM):
+        raise ValueError(f"--vocab-size needs a translation task ({', '.join(TRANSLATION)}) or "
+                         f"{' / '.join(REAL_LM)}, not {name!r}")
     if batch_tokens is not None and batch_tokens < 1:
         raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
     if name in SYNTHETIC:
@@ -715,7 +724,8 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
         task.batch_tokens = batch_tokens
         return task
     if name in LM_TASKS:
-        return LMTask(text, seq_len=seq_len or 64, tokenizer=tokenizer, name=name)
+        return LMTask(text, seq_len=seq_len or 64, tokenizer=tokenizer, name=name,
+                      vocab_size=vocab_size if name in REAL_LM else None)
     if name == "mlm":
         return MLMTask(text, tokenizer=tokenizer)
     if name == "induction":
@@ -764,8 +774,8 @@ def heldout_metrics(ck, every: int = 1) -> dict:
         return SyntheticTask(task_name, max_len=cfg_len, tokenizer=ck.tokenizer).evaluate(ck.model, n=1000)
     if task_name == "lm-tiny":
         return LMTask(tokenizer=ck.tokenizer, seq_len=64).evaluate(ck.model)
-    if task_name == "lm":
-        task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name="lm")
+    if task_name in REAL_LM:
+        task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name=task_name)
         test = task.test_stream()
         out = task.evaluate(ck.model, n=None, stream=test)
         out = {"test_loss": out["valid_loss"], "perplexity": out["perplexity"], "test_tokens": len(test)}

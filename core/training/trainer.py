@@ -68,12 +68,13 @@ class TrainConfig:
     seq_len: int | None = None
     text: str | None = None  # lm: path of a UTF-8 text file
     real_share: float | None = None  # en-fr / en-de: share of training pairs that are human translations (parallel)
-    vocab_size: int | None = None  # translation: the joint BPE's size (default 8,000; 1,200 for the -tiny tasks)
+    vocab_size: int | None = None  # translation: the joint BPE's size (default 8,000; 1,200 for -tiny); lm, lm-large: 8,192
     # bookkeeping
     eval_every: int = 200
     ckpt_every: int = 100
     threads: int | None = None
     device: str = "auto"
+    compile: bool = False  # torch.compile the training forward (a GPU recipe: fewer kernel launches)
     quiet: bool = False
     history: list = field(default_factory=list, repr=False)
 
@@ -270,7 +271,7 @@ def read_state(out: Path) -> tuple[dict, dict]:
 
 def command_line(cfg: TrainConfig) -> str:
     """The exact command that reproduces a run (every setting that affects the result)."""
-    skip = {"history", "resume", "quiet", "device", "threads", "out"}
+    skip = {"history", "resume", "quiet", "device", "threads", "out", "compile"}
     flags = []
     for k, v in dataclasses.asdict(cfg).items():
         if k in skip or v is None or v is False:
@@ -440,6 +441,8 @@ class _Run:
                     f"state ({' '.join(str(e).split())[:160]})") from None
             self.start, self.history = self.state["step"], self.state["history"]
         self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if dist.active else self.model
+        if cfg.compile:  # the training forward only: evaluation, saving and tracing use the plain module
+            self.ddp = torch.compile(self.ddp)
         self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else None
         self.n_params = self.model.num_parameters()
 

@@ -1,6 +1,7 @@
 """Efficient attention (core.variants.efficient): Performer, linear, LSH and sliding-window attention against exact softmax."""
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -237,7 +238,8 @@ def test_peak_allocated_sees_the_quadratic_matrix():
 def test_bench_quick_writes_json(tmp_path):
     out = tmp_path / "cost.json"
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_attention_cost.py"), "--quick",
-                           "--threads", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
+                           "--threads", "1", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # core as `pip install -e .` would find it
     assert proc.returncode == 0, proc.stderr[-2000:]
     last = json.loads(proc.stdout.strip().splitlines()[-1])
     assert last == json.loads(out.read_text())

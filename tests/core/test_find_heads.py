@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from core.config import ModelConfig
-from core.find_heads import (KINDS, ablate_heads_loss, control_heads, framing, head_scores, induction_heads,
-                             loss_by_position, repeated_tokens, top_heads)
+from core.find_heads import (KINDS, ablate_heads_loss, control_heads, framing, head_scores, in_context_score,
+                             induction_heads, loss_by_position, repeated_tokens, top_heads)
 from core.io import pretrained, registry
 from core.model import Transformer
 
@@ -215,6 +215,26 @@ def test_repeated_tokens_are_distinct_repeated_and_seeded():
     assert all(len(set(r[1:1 + L].tolist())) == L for r in ids) and int(ids[:, 1:].min()) >= 5
     assert torch.equal(ids, repeated_tokens(V, seq_len=L, batch=5, seed=3, vocab_low=5))
     assert not torch.equal(ids, repeated_tokens(V, seq_len=L, batch=5, seed=4, vocab_low=5))
+
+
+def test_in_context_score_is_late_minus_early_loss_of_each_window():
+    """Olsson et al.'s measure, against cross-entropy computed window by window here."""
+    model = tiny(layers=2)
+    stream = torch.randint(0, V, (500,), generator=torch.Generator().manual_seed(3))
+    got = in_context_score(model, stream, early=4, late=40, windows=5, batch=2)
+    want = {4: [], 40: []}
+    for s in range(0, 5 * 41, 41):
+        logits = model(stream[s:s + 41].unsqueeze(0)).logits[0]
+        for t in want:
+            want[t].append(float(torch.nn.functional.cross_entropy(logits[t:t + 1], stream[s + t + 1:s + t + 2])))
+    assert got["windows"] == 5
+    assert math.isclose(got["loss_early"], sum(want[4]) / 5, rel_tol=1e-5)
+    assert math.isclose(got["loss_late"], sum(want[40]) / 5, rel_tol=1e-5)
+    assert math.isclose(got["score"], got["loss_late"] - got["loss_early"], abs_tol=1e-9)
+    with pytest.raises(ValueError):
+        in_context_score(model, stream, early=40, late=4)
+    with pytest.raises(ValueError):
+        in_context_score(model, stream[:30], early=4, late=40)
 
 
 def test_naming_heads():

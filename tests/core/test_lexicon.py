@@ -216,10 +216,17 @@ def dicts(apply_review):
 
 
 def _load_script(name):
+    """scripts/<name>.py as a module, its neighbours importable as under ``python scripts/<name>.py`` (apply_review
+    imports build_lexicon): scripts/ is on sys.path while it loads."""
     import importlib.util
+    import sys
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
     return mod
 
 

@@ -1,0 +1,48 @@
+"""The GPU benchmark's plain reference (bench/bench_gpu.py ``PlainLM``) computes what our decoder-only model
+computes: with our weights copied in it gives the same logits, so a speed ratio between the two compares two
+implementations of one function, not two models."""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import bench_gpu  # noqa: E402
+
+from core.model import Transformer  # noqa: E402
+
+
+def _copy_ours_into_plain(ours: Transformer, plain: bench_gpu.PlainLM) -> None:
+    sd = ours.state_dict()
+    new = {"tokens.weight": sd["embed.tokens.weight"], "positions.weight": sd["embed.positions.weight"],
+           "ln.weight": sd["decoder.norm.weight"], "lm_head.weight": sd["lm_head.weight"]}
+    for i in range(len(plain.blocks)):
+        o, p = f"decoder.layers.{i}.", f"blocks.{i}."
+        new |= {p + "ln1.weight": sd[o + "attn_res.norm.weight"], p + "ln2.weight": sd[o + "ffn_res.norm.weight"],
+                p + "qkv.weight": sd[o + "self_attn.qkv.weight"], p + "proj.weight": sd[o + "self_attn.out.weight"],
+                p + "up.weight": sd[o + "ffn.w1.weight"], p + "down.weight": sd[o + "ffn.w2.weight"]}
+    plain.load_state_dict(new, strict=True)
+
+
+def test_plain_reference_is_our_model_written_plainly():
+    cfg = bench_gpu.config("25M")
+    cfg = type(cfg)(**{**cfg.__dict__, "vocab_size": 97, "d_model": 64, "n_heads": 4, "n_decoder_layers": 3,
+                       "d_ff": 256, "max_len": 40})
+    torch.manual_seed(0)
+    ours, plain = Transformer(cfg).eval(), bench_gpu.PlainLM(cfg).eval()
+    with torch.no_grad():  # ours keeps a LayerNorm bias; give it values, then show the reference lacks exactly that
+        for name, t in ours.named_parameters():
+            t.add_(0.1 * torch.randn_like(t))
+    _copy_ours_into_plain(ours, plain)
+    ids = torch.randint(0, 97, (3, 40))
+    with torch.no_grad():
+        biased = ours(ids).logits
+        for name, t in ours.named_parameters():
+            if name.endswith("norm.bias"):
+                t.zero_()
+        want = ours(ids).logits
+        got = plain(ids)
+    assert torch.allclose(got, want, atol=1e-5), (got - want).abs().max()
+    assert not torch.allclose(got, biased, atol=1e-3)  # the comparison can tell a difference
+    extra = sum(t.numel() for n, t in ours.named_parameters() if n.endswith("norm.bias"))
+    assert sum(t.numel() for t in ours.parameters()) - sum(t.numel() for t in plain.parameters()) == extra

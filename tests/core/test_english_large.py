@@ -1,0 +1,175 @@
+"""The large English corpus (core.data.english_large): its frozen copy, its size and splits, its sources' licences
+and versions, that it holds prose and not code, and that the corpus ``english`` (the shipped lm's) is unchanged."""
+import hashlib
+import json
+import random
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+from core.data import english, english_large, frozen
+
+MB = 1_000_000
+
+
+def test_the_frozen_copy_matches_its_manifest_and_fits_the_repository():
+    meta = frozen.manifest(english_large.NAME)
+    data = (frozen.ROOT / english_large.NAME / frozen.DATA).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == meta["data_sha256"] and len(data) == meta["data_bytes"]
+    assert len(data) <= 20 * MB
+    assert meta["rebuild"].startswith("python -m core.data.english_large")
+    docs = frozen.read(english_large.NAME)  # checks the digest again
+    assert len(docs) == meta["documents"] and sum(len(d.paragraphs) for d in docs) == meta["paragraphs"]
+
+
+def test_at_least_40_mb_of_prose_and_a_valid_and_test_split_of_1_mb_each():
+    d = english_large.describe()
+    chars = {s: d["splits"][s]["chars"] for s in english_large.SPLITS}
+    assert sum(chars.values()) >= 40 * MB, chars
+    assert chars["valid"] >= 1 * MB and chars["test"] >= 1 * MB, chars
+    assert d["compressed_bytes"] == frozen.manifest(english_large.NAME)["data_bytes"]
+
+
+def test_no_paragraph_is_in_two_splits_or_twice_in_one():
+    train, valid, test = (english_large.lines(s) for s in english_large.SPLITS)
+    for split in (train, valid, test):
+        assert len(set(split)) == len(split)
+    train = set(train)
+    assert not train & set(valid) and not train & set(test) and not set(valid) & set(test)
+    with pytest.raises(ValueError, match="unknown split"):
+        english_large.lines("dev")
+
+
+def test_every_source_has_a_licence_and_every_package_a_version():
+    meta = frozen.manifest(english_large.NAME)
+    assert set(meta["sources"]) == set(english_large.SOURCES)
+    assert {d.source for d in frozen.read(english_large.NAME)} == set(meta["sources"])
+    for name, src in meta["sources"].items():
+        assert src["licence"].strip() and src["description"].strip() and src["packages"], name
+        for pkg in src["packages"]:
+            assert re.match(r"^[\w.:~+-]+$", meta["packages"].get(pkg) or ""), (name, pkg, meta["packages"].get(pkg))
+    assert set(meta["packages"]) == set(english_large.PACKAGES)
+
+
+def test_the_paragraphs_are_prose_not_code():
+    """Every paragraph is one line of running text: no shell prompt, interpreter session, preprocessor line or
+    definition, no licence text; a sample reads as sentences (mostly letters, ending like a sentence)."""
+    code = re.compile(r"^(\$ |>>> |#include|def |class \w+[:(]|import \w|from \w+ import |[{}])")
+    everything = [p for s in english_large.SPLITS for p in english_large.lines(s)]
+    assert not [p for p in everything if code.match(p) or "\n" in p or "\t" in p][:5]
+    assert not [p for p in everything if english_large.LICENCE_TEXT.search(p)][:5]
+    for p in random.Random(0).sample(everything, 5000):
+        assert english.is_prose(p), p
+
+
+def test_the_english_corpus_is_unchanged():
+    """english-large reuses english's code: the corpus ``english`` still gives the text the lm card was measured on
+    (the card's fingerprint), and english's pages keep their split inside english-large."""
+    card = json.loads((frozen.ROOT.parent / "models" / "lm" / "config.json").read_text())["meta"]["corpus"]
+    assert english.card_mismatch("lm", card) is None
+    assert english.fingerprint()["sha256"] == card["sha256"]
+    large = {s: set(english_large.lines(s)) for s in english_large.SPLITS}
+    for split in ("valid", "test"):  # the lm's held-out pages are never training text of the large corpus either
+        assert not set(english.lines(split)) & large["train"]
+
+
+POD = """\
+=head1 NAME
+
+perlfake - a page
+
+=head1 DESCRIPTION
+
+This article is about I<source filters>, a feature that few people know about: see L<perlfunc/open> and
+L<the manual|perlop> for the C<< $a <=> $b >> operator of the sort function, which returns E<gt> zero when the
+first one is larger.
+
+    my $x = 1;   # a verbatim block is code
+    print $x;
+
+=begin html
+
+<p>This HTML paragraph is only for the HTML formatter and must be dropped.</p>
+
+=end html
+
+=item A list item title is a command, never read as a paragraph of text.
+
+Short.
+"""
+
+WML = '''\
+[message]
+    speaker=Konrad
+    message= _ "Where am I? This forest is dark, and I can hear the orcs moving among the trees.
+
+Let us go north."
+[/message]
+    name= _ "Konrad"
+    message= _ "Welcome back, $unit.name, you have done well in the battle of the river today."
+    story= _ "<i>The elves</i> had held the forest for ""generations"" before the orcs came from the north."
+'''
+
+
+def test_pod_and_wml_readers_keep_prose_only():
+    assert english_large.pod_paragraphs(POD) == [
+        "This article is about source filters, a feature that few people know about: see open and the manual for the "
+        "$a <=> $b operator of the sort function, which returns > zero when the first one is larger."]
+    assert english_large.wml_paragraphs(WML) == [
+        "Where am I? This forest is dark, and I can hear the orcs moving among the trees.",
+        'The elves had held the forest for "generations" before the orcs came from the north.']
+
+
+def test_licence_text_is_dropped():
+    assert english_large.clean([
+        "Permission is granted to copy, distribute and modify this document under the terms given here.",
+        "You may charge a fee for the physical act of transferring a copy under this License today.",
+        "The kernel documentation describes how each source file should state the licence it is under.",
+    ]) == ["The kernel documentation describes how each source file should state the licence it is under."]
+
+
+def _fake_root(root: Path) -> Path:
+    """A miniature unpacked tree: two Handbook pages (one a licence page), a POD page and a ``bible`` program."""
+    book = root / "usr/share/doc/debian-handbook/html/en-US"
+    book.mkdir(parents=True)
+    (book / "apt.html").write_text('<div class="para">The sources.list file lists every repository that APT '
+                                   'reads, one a line.</div><p>A paragraph tag is not what the Handbook uses.</p>')
+    (book / "license.html").write_text('<div class="para">Everything in this page is the text of a licence and '
+                                       'never counts as prose.</div>')
+    pod = root / "usr/share/perl/5.36.0/pod"
+    pod.mkdir(parents=True)
+    (pod / "perlfake.pod").write_text(POD)
+    program = root / "usr/bin/bible"
+    program.parent.mkdir(parents=True)
+    verses = ["Ge1:1 In the beginning God created the heaven and the earth, and all that is in them.",
+              "Ge1:2 And the earth was without form, and void; and darkness was upon the face of the deep.",
+              "Ex2:1 And there went a man of the house of Levi, and took to wife a daughter of Levi."]
+    program.write_text("#!/bin/sh\ncat <<'EOF'\n" + "\n".join(verses) + "\nEOF\n")
+    program.chmod(program.stat().st_mode | stat.S_IEXEC)
+    (root / "usr/lib").mkdir(parents=True)
+    (root / "usr/lib/bible.data").write_bytes(b"")
+    return root
+
+
+def test_sources_are_read_from_an_unpacked_tree(tmp_path):
+    root = _fake_root(tmp_path / "root")
+    handbook = english_large.source_documents("debian-handbook", root)
+    assert [(d.key, d.paragraphs) for d in handbook] == [
+        ("debian-handbook/apt.html", ("The sources.list file lists every repository that APT reads, one a line.",))]
+    assert [d.key for d in english_large.source_documents("perl-doc", root)] == ["perl-doc/5.36.0/pod/perlfake.pod"]
+    bible = english_large.bible_documents(root)
+    assert [d.path for d in bible] == ["Ge 1", "Ex 2"]
+    assert bible[0].paragraphs == ("In the beginning God created the heaven and the earth, and all that is in them. "
+                                   "And the earth was without form, and void; and darkness was upon the face of the "
+                                   "deep.",)
+    with pytest.raises(FileNotFoundError, match="apt-get download linux-doc-6.1"):
+        english_large.source_documents("linux-doc", root)
+    assert english_large.versions(root) == {p: None for p in english_large.PACKAGES}  # no .deb files, not "/"
+
+
+def test_the_rebuild_command_refuses_a_missing_tree_plainly(tmp_path, capsys):
+    assert english_large.main(["--root", str(tmp_path)]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("error: ") and "apt-get download python3.11-doc" in out
