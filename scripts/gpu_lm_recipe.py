@@ -1,0 +1,215 @@
+"""The GPU recipe of the language model that reads the large English corpus (issue 32): candidates side by side on
+one GPU, each as long as the device time allows, then the figures the Heads page claims, measured on the GPU.
+
+    PYTHONPATH=. python3 scripts/gpu_lm_recipe.py --out DIR --budget SECONDS [--runs NAME=D_MODEL:LAYERS:HEADS:D_FF ...]
+
+In order, inside ``--budget`` seconds of wall time:
+
+1. **probe**: milliseconds per training step of each candidate (compiled, bf16 autocast, fused AdamW, clip, the loss
+   read back as the trainer does) on random windows of ``--seq-len`` tokens, all candidates at once as they will run;
+2. **train**: one ``python -m core.train --task lm-large --compile`` per candidate in a process of its own, ``--steps``
+   chosen from the probe to fill the time left (``--fill``), ``--max-seconds`` as a backstop, an evaluation and a
+   checkpoint every eighth of the run;
+3. **measure** (``--measure DIR``, each run at once): valid loss with float32 weights and with the same weights
+   rounded to float16, the in-context score on valid text (loss at token 500 minus token 50,
+   :func:`core.find_heads.in_context_score`), and ``core.find_heads``'s report on repeated random tokens (induction
+   and previous-token score per head, the second copy's loss against the first, the induction heads switched off);
+4. **pack**: float16 weights and the small files of each run in ``runs.tgz`` cut into 15 MiB parts, and
+   ``summary.json`` (``scripts/gpu_recipe.py``'s packing).
+
+Back on a machine with the repository: ``cat DIR/runs.tgz.* | tar xz -C /work/runs``; choose on valid, then
+``python scripts/bundle.py`` reads test once for the card. ``--smoke`` runs every step on the CPU with a tiny model
+and a few steps (the orchestration's own check, minutes on two cores).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gpu_recipe import pack, sh, wait_all
+
+from core.io import jsonio
+
+RUNS = ["lm-gpu-384=384:6:6:1536", "lm-gpu-256=256:4:4:1024"]
+FLAGS = ["--task", "lm-large", "--pos-encoding", "learned", "--norm", "pre", "--activation", "gelu", "--dropout", "0.1",
+         "--schedule", "cosine", "--lr", "0.001", "--warmup", "300", "--label-smoothing", "0.0", "--clip", "1.0",
+         "--weight-decay", "0.1", "--seed", "0"]
+BUILD_S, FINISH_S, POST_S, MARGIN_S = 90, 30, 90, 25  # estimates: data build, last evaluation + save, steps 3-4
+VOCAB = 8192
+
+
+def parse_run(spec: str) -> tuple[str, tuple[int, int, int, int]]:
+    """``NAME=D_MODEL:LAYERS:HEADS:D_FF`` → (name, dims)."""
+    name, dims = spec.split("=")
+    d_model, layers, heads, d_ff = (int(x) for x in dims.split(":"))
+    return name, (d_model, layers, heads, d_ff)
+
+
+def shape(dims: tuple[int, int, int, int]) -> list[str]:
+    """The ``core.train`` flags of a candidate's shape."""
+    d_model, layers, heads, d_ff = dims
+    return ["--d-model", str(d_model), "--layers", str(layers), "--heads", str(heads), "--d-ff", str(d_ff)]
+
+
+def probe(dims, batch: int, seq_len: int, device: str, steps: int, compile_: bool) -> dict:
+    """Milliseconds per optimiser step of one candidate, as ``core.train --compile`` runs it."""
+    import torch
+    from core.model import Transformer
+    from core.training.tasks import Batch
+    from core.training.trainer import TrainConfig, loss_fn, model_config
+    d_model, layers, heads, d_ff = dims
+    cfg = TrainConfig(layers=layers, d_model=d_model, heads=heads, d_ff=d_ff, pos_encoding="learned", norm="pre",
+                      activation="gelu", dropout=0.1)
+    mcfg = model_config(cfg, kind="decoder-only", vocab_size=VOCAB)
+    mcfg = type(mcfg)(**{**mcfg.__dict__, "max_len": max(seq_len, 128)})
+    model = Transformer(mcfg).to(device).train()
+    run = torch.compile(model) if compile_ else model
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    gen = torch.Generator().manual_seed(0)
+
+    def one():
+        ids = torch.randint(4, VOCAB, (batch, seq_len + 1), generator=gen)
+        b = Batch(None, ids[:, :-1], ids[:, 1:]).to(device)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device == "cuda"):
+            loss = loss_fn(run, b)
+        float(loss.detach())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    t = time.perf_counter()
+    for _ in range(3):
+        one()
+    warm = time.perf_counter() - t
+    if device == "cuda":
+        torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(steps):
+        one()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    ms = 1000 * (time.perf_counter() - t) / steps
+    return {"ms_per_step": ms, "warmup_s": warm, "parameters": model.num_parameters(),
+            "tokens_per_s": batch * seq_len / ms * 1000}
+
+
+def measure(folder: str, device: str, smoke: bool = False) -> dict:
+    """Valid loss (float32, then float16-rounded weights), the in-context score on valid text and the head report."""
+    import torch
+    from core import find_heads
+    from core.io import checkpoint
+    from core.training.tasks import LMTask
+    ck = checkpoint.load(folder, device)
+    task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name="lm-large")
+    n = 8 if smoke else None
+    out = {"float32": task.evaluate(ck.model, n=n)}
+    late = min(500, ck.model.cfg.max_len - 2)
+    out["in_context"] = find_heads.in_context_score(ck.model, task.valid_stream, early=min(50, late // 2), late=late,
+                                                    windows=8 if smoke else 256)
+    out["heads"] = find_heads.report(ck, seq_len=16 if smoke else 100, batch=4 if smoke else 32)
+    with torch.no_grad():
+        for p in ck.model.parameters():
+            p.copy_(p.half().float())
+        out["float16"] = task.evaluate(ck.model, n=n)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.environ.get("OUT"))
+    ap.add_argument("--budget", type=float, default=560.0, help="seconds of wall time for everything")
+    ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=D_MODEL:LAYERS:HEADS:D_FF")
+    ap.add_argument("--batch", type=int, default=64, help="windows per step")
+    ap.add_argument("--seq-len", type=int, default=512)
+    ap.add_argument("--fill", type=float, default=0.6, help="share of the probe's step count to ask for")
+    ap.add_argument("--no-weights", action="store_true", help="bring back figures and logs only")
+    ap.add_argument("--work", default="/tmp/gpu-lm-runs")
+    ap.add_argument("--smoke", action="store_true", help="CPU, a tiny model, a few steps: the orchestration only")
+    ap.add_argument("--probe", help=argparse.SUPPRESS)
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    device = "cpu" if args.smoke else "cuda"
+    batch, seq_len = (2, 64) if args.smoke else (args.batch, args.seq_len)
+    if args.probe:
+        dims = tuple(int(x) for x in args.probe.split(":"))
+        print(jsonio.dumps(probe(dims, batch, seq_len, device, 2 if args.smoke else 20, compile_=not args.smoke)))
+        return 0
+    if args.measure:
+        print(jsonio.dumps(measure(args.measure, device, args.smoke)))
+        return 0
+    t0 = time.time()
+    end = t0 + args.budget
+    out, work = Path(args.out), Path(args.work)
+    out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    runs = [parse_run(spec) for spec in (["lm-smoke=32:2:2:64"] if args.smoke else args.runs)]
+    summary: dict = {"budget_s": args.budget, "batch": batch, "seq_len": seq_len, "runs": {}}
+    if not args.smoke:
+        summary["gpu"] = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
+                                         "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+
+    # 1. probe, all candidates at once
+    me = [sys.executable, str(Path(__file__).resolve())] + (["--smoke"] if args.smoke else [])
+    probes = {name: sh(me + ["--probe", ":".join(map(str, dims)), "--batch", str(batch), "--seq-len", str(seq_len)])
+              for name, dims in runs}
+    for name, p in probes.items():
+        text, _ = p.communicate(timeout=max(1.0, end - time.time()))
+        try:
+            summary["runs"][name] = {"probe": json.loads(text.strip().splitlines()[-1])}
+        except (ValueError, IndexError):
+            summary["runs"][name] = {"probe": None, "probe_output": text[-2000:]}
+    summary["probe_s"] = round(time.time() - t0, 1)
+
+    # 2. train
+    train_s = end - time.time() - BUILD_S - FINISH_S - POST_S - MARGIN_S
+    procs = {}
+    for name, dims in runs:
+        ms = (summary["runs"][name]["probe"] or {}).get("ms_per_step", 500.0)
+        steps = 4 if args.smoke else max(300, int(args.fill * train_s * 1000 / ms))
+        folder = work / name
+        cmd = [sys.executable, "-m", "core.train", "--out", str(folder), *FLAGS, *shape(dims), "--steps", str(steps),
+               "--batch-size", str(batch), "--seq-len", str(seq_len), "--eval-every", str(max(1, steps // 8)),
+               "--ckpt-every", str(max(1, steps // 8)), "--max-seconds", str(round(max(train_s, 30), 1)),
+               "--device", device, "--threads", "4"] + ([] if args.smoke else ["--compile"])
+        folder.mkdir(parents=True, exist_ok=True)
+        procs[name] = sh(cmd, work / f"{name}.log")
+        summary["runs"][name].update(command=" ".join(cmd[1:]), steps=steps, tokens=steps * batch * seq_len)
+    summary["train_budget_s"] = round(train_s, 1)
+    (out / "summary.json").write_text(jsonio.dumps(summary, indent=1))  # what comes back if the rest never ends
+    codes = wait_all(procs, end - POST_S)
+    for name, code in codes.items():
+        r = summary["runs"][name]
+        log = (work / f"{name}.log").read_text(errors="replace")
+        (work / name / "train.log").write_text(log)
+        r.update(exit=code, log_tail=log.splitlines()[-4:])
+        cfg = work / name / "config.json"
+        if cfg.exists():
+            r["meta"] = json.loads(cfg.read_text())["meta"]
+    summary["train_done_s"] = round(time.time() - t0, 1)
+
+    # 3. measure, all runs at once
+    ready = [n for n in procs if (work / n / "model.safetensors").exists()]
+    post = {n: sh(me + ["--measure", str(work / n)]) for n in ready}
+    for n, p in post.items():
+        try:
+            text, _ = p.communicate(timeout=max(1.0, end - 20 - time.time()))
+            summary["runs"][n]["measured"] = json.loads(text.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, ValueError, IndexError):
+            p.kill()
+            summary["runs"][n]["measured"] = "not measured in time"
+    summary["measure_done_s"] = round(time.time() - t0, 1)
+
+    # 4. pack
+    pack(work, out, summary, weights=not args.no_weights)
+    print(jsonio.dumps(summary, indent=1)[-9000:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
