@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpu_recipe import pack, sh, wait_all
+from gpu_recipe import collect, pack, post_all, sh
 
 from core.io import jsonio
 
@@ -182,27 +182,11 @@ def main() -> int:
         summary["runs"][name].update(command=" ".join(cmd[1:]), steps=steps, tokens=steps * batch * seq_len)
     summary["train_budget_s"] = round(train_s, 1)
     (out / "summary.json").write_text(jsonio.dumps(summary, indent=1))  # what comes back if the rest never ends
-    codes = wait_all(procs, end - POST_S)
-    for name, code in codes.items():
-        r = summary["runs"][name]
-        log = (work / f"{name}.log").read_text(errors="replace")
-        (work / name / "train.log").write_text(log)
-        r.update(exit=code, log_tail=log.splitlines()[-4:])
-        cfg = work / name / "config.json"
-        if cfg.exists():
-            r["meta"] = json.loads(cfg.read_text())["meta"]
+    collect(procs, work, summary, end - POST_S)
     summary["train_done_s"] = round(time.time() - t0, 1)
 
     # 3. measure, all runs at once
-    ready = [n for n in procs if (work / n / "model.safetensors").exists()]
-    post = {n: sh(me + ["--measure", str(work / n)]) for n in ready}
-    for n, p in post.items():
-        try:
-            text, _ = p.communicate(timeout=max(1.0, end - 20 - time.time()))
-            summary["runs"][n]["measured"] = json.loads(text.strip().splitlines()[-1])
-        except (subprocess.TimeoutExpired, ValueError, IndexError):
-            p.kill()
-            summary["runs"][n]["measured"] = "not measured in time"
+    post_all(me, "--measure", work, procs, summary, end - 20)
     summary["measure_done_s"] = round(time.time() - t0, 1)
 
     # 4. pack

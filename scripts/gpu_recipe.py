@@ -139,6 +139,33 @@ def wait_all(procs: dict, deadline: float) -> dict:
     return codes
 
 
+def collect(procs: dict, work: Path, summary: dict, deadline: float) -> None:
+    """Wait for the training processes (:func:`wait_all`), then put each run's exit, log tail and card meta in
+    ``summary["runs"][name]`` and its log beside its weights as ``train.log``."""
+    for name, code in wait_all(procs, deadline).items():
+        r = summary["runs"][name]
+        log = (work / f"{name}.log").read_text(errors="replace")
+        (work / name / "train.log").write_text(log)
+        r.update(exit=code, log_tail=log.splitlines()[-4:])
+        cfg = work / name / "config.json"
+        if cfg.exists():
+            r["meta"] = json.loads(cfg.read_text())["meta"]
+
+
+def post_all(me: list[str], flag: str, work: Path, names, summary: dict, deadline: float) -> None:
+    """``me flag work/NAME`` for every run that saved weights, all at once; each one's last line (JSON) goes to
+    ``summary["runs"][NAME][flag without dashes]``, or "not measured in time" when ``deadline`` passes first."""
+    key = flag.lstrip("-")
+    post = {n: sh(me + [flag, str(work / n)]) for n in names if (work / n / "model.safetensors").exists()}
+    for n, p in post.items():
+        try:
+            text, _ = p.communicate(timeout=max(1.0, deadline - time.time()))
+            summary["runs"][n][key] = json.loads(text.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, ValueError, IndexError):
+            p.kill()
+            summary["runs"][n][key] = "not measured in time"
+
+
 def pack(runs: Path, out: Path, summary: dict, weights: bool = True) -> None:
     """Float16 weights (unless ``weights`` is false) and the small files of every run, one tar.gz cut into 15 MiB
     parts; summary.json beside."""
@@ -234,28 +261,11 @@ def main() -> int:
         folder.mkdir(parents=True, exist_ok=True)
         procs[name] = sh(cmd, work / f"{name}.log")
         summary["runs"][name] = {"command": " ".join(cmd[1:])}
-    codes = wait_all(procs, end - args.post_s)
-    for name, code in codes.items():
-        r = summary["runs"][name]
-        r["exit"] = code
-        log = (work / f"{name}.log").read_text(errors="replace")
-        (work / name / "train.log").write_text(log)
-        r["log_tail"] = log.splitlines()[-4:]
-        cfg = work / name / "config.json"
-        if cfg.exists():
-            r["meta"] = json.loads(cfg.read_text())["meta"]
+    collect(procs, work, summary, end - args.post_s)
     summary["train_done_s"] = round(time.time() - t0, 1)
 
     # 3. precision: float32 vs float16 weights on valid, all runs at once
-    ready = [n for n in procs if (work / n / "model.safetensors").exists()]
-    pre = {n: sh(me + ["--precision", str(work / n)]) for n in ready}
-    for n, p in pre.items():
-        try:
-            text, _ = p.communicate(timeout=max(1.0, end - 25 - time.time()))
-            summary["runs"][n]["precision"] = json.loads(text.strip().splitlines()[-1])
-        except (subprocess.TimeoutExpired, ValueError, IndexError):
-            p.kill()
-            summary["runs"][n]["precision"] = "not measured in time"
+    post_all(me, "--precision", work, procs, summary, end - 25)
     summary["precision_done_s"] = round(time.time() - t0, 1)
 
     # 4. pack
