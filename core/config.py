@@ -63,7 +63,7 @@ class ModelConfig:
     activation: str = "relu"
     window: int | None = None  # sliding window: query i sees keys j with |i - j| < window
     layer_norm_eps: float = 1e-5
-    bias: bool = True
+    bias: bool = True  # False: no bias in any Linear or LayerNorm (torch.nn.Transformer's bias=False)
     tie_embeddings: bool = True
     scale_embeddings: bool = True  # multiply token embeddings by sqrt(d_model) (paper, sec. 3.4)
     embedding_norm: bool = False  # BERT: LayerNorm right after the embedding sum
@@ -173,7 +173,7 @@ class ModelConfig:
         b = 1 if self.bias else 0
         attn = d * d + b * d + 2 * (d * kv + b * kv) + d * d + b * d  # W_Q, W_K, W_V (kv heads), W_O
         width = 2 * self.d_ff if self.activation == "swiglu" else self.d_ff
-        norm = 2 * d
+        norm = (1 + b) * d  # LayerNorm's gain, and its bias unless bias=False (as torch.nn's layers read the flag)
         ffn = 0 if self.attention_only else d * width + b * width + self.d_ff * d + b * d + norm  # with its LayerNorm
         enc = self.n_layers("encoder") * (attn + ffn + norm)
         dec = self.n_layers("decoder") * (attn + ffn + norm + (attn + norm if self.kind == "encoder-decoder" else 0))

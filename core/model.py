@@ -55,7 +55,7 @@ class Embeddings(nn.Module):
         elif cfg.pos_encoding == "sinusoidal":
             self.register_buffer("pe", sinusoidal(cfg.max_len, cfg.d_model, cfg.pe_base), persistent=False)
         self.token_types = nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
-        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.embedding_norm else None
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps, bias=cfg.bias) if cfg.embedding_norm else None
         self.drop = Dropout(cfg.dropout)
 
     def position_table(self) -> torch.Tensor | None:
@@ -121,7 +121,7 @@ class Residual(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.pre = cfg.norm == "pre"
-        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps, bias=cfg.bias)
         self.drop = Dropout(cfg.dropout)
 
     def forward(self, x, sublayer, hooks=NO_HOOKS, out="", stream=""):
@@ -202,7 +202,7 @@ class Stack(nn.Module):
     def __init__(self, cfg: ModelConfig, layer_cls, n_layers: int):
         super().__init__()
         self.layers = nn.ModuleList(layer_cls(cfg) for _ in range(n_layers))
-        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.use_final_norm else None
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps, bias=cfg.bias) if cfg.use_final_norm else None
 
     def forward(self, x, ctx, name, caches=None):
         for i, layer in enumerate(self.layers):
@@ -229,7 +229,7 @@ class Transformer(nn.Module):
             self.decoder = None
         if cfg.kind == "encoder-only":  # BERT's masked-LM head: dense, activation, LayerNorm, vocabulary
             self.mlm_dense = nn.Linear(cfg.d_model, cfg.d_model)
-            self.mlm_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+            self.mlm_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps, bias=cfg.bias)
         if cfg.nsp:  # BERT's next-sentence prediction: pooler on the first token, IsNext / NotNext
             self.pooler = nn.Linear(cfg.d_model, cfg.d_model)
             self.nsp_head = nn.Linear(cfg.d_model, 2)

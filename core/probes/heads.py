@@ -244,7 +244,7 @@ def kv_savings(cfg: ModelConfig, n_kv_heads: int | None = None, bytes_per_value:
 def count_parameters(cfg: ModelConfig) -> int:
     """Parameters of ``Transformer(cfg)``, by formula (no weights allocated); equals ``num_parameters()``."""
     d, h, g, dh, beta, ff = cfg.d_model, cfg.n_heads, cfg.kv_heads, cfg.d_head, int(cfg.bias), cfg.d_ff
-    ln = 2 * d
+    ln = (2 if cfg.bias else 1) * d  # LayerNorm gain (and bias)
     attn = (d + beta) * (h + 2 * g) * dh + (h * dh + beta) * d
     width = 2 * ff if cfg.activation == "swiglu" else ff
     ffn = d * width + beta * width + ff * d + beta * d

@@ -114,7 +114,7 @@ class XLModel(nn.Module):
         mc = cfg.model_config()
         self.embed = Embeddings(mc)
         self.layers = nn.ModuleList(XLLayer(mc) for _ in range(cfg.n_layers))
-        self.norm = nn.LayerNorm(cfg.d_model, eps=mc.layer_norm_eps) if mc.use_final_norm else None
+        self.norm = nn.LayerNorm(cfg.d_model, eps=mc.layer_norm_eps, bias=mc.bias) if mc.use_final_norm else None
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.lm_head.weight = self.embed.tokens.weight
         slopes = alibi_slopes(cfg.n_heads)
