@@ -174,8 +174,8 @@ def pack(runs: Path, out: Path, summary: dict, weights: bool = True) -> None:
     tgz = runs / "runs.tgz"
     with tarfile.open(tgz, "w:gz") as tar:
         for run in sorted(p for p in runs.iterdir() if p.is_dir()):
-            if not (run / "model.safetensors").exists():
-                continue
+            if run.name.startswith(".") or not (run / "model.safetensors").exists():
+                continue  # a save cut by the deadline leaves a hidden temporary folder: not a run
             if weights:
                 half = runs / f"{run.name}.f16.safetensors"
                 save_file({k: v.half() if v.is_floating_point() else v

@@ -55,6 +55,7 @@ class TrainConfig:
     dropout: float = 0.1
     window: int | None = None
     attention_only: bool = False  # no feed-forward sublayers
+    unscaled_embeddings: bool = False  # GPT's convention: token embeddings not multiplied by sqrt(d_model), std 0.02
     # optimisation
     batch_size: int = 64
     batch_tokens: int | None = None  # translation: batches by length of <= N padded tokens a side (batch_size unused)
@@ -181,7 +182,8 @@ def model_config(cfg: TrainConfig, task=None, *, kind: str | None = None, vocab_
                        n_heads=cfg.heads, n_kv_heads=cfg.kv_heads, n_encoder_layers=cfg.layers,
                        n_decoder_layers=cfg.layers, d_ff=cfg.d_ff, dropout=cfg.dropout,
                        pos_encoding=cfg.pos_encoding, norm=cfg.norm, activation=cfg.activation, window=cfg.window,
-                       type_vocab_size=2 if pairs else 0, nsp=pairs, attention_only=cfg.attention_only, **extra)
+                       type_vocab_size=2 if pairs else 0, nsp=pairs, attention_only=cfg.attention_only,
+                       scale_embeddings=not cfg.unscaled_embeddings, **extra)
 
 
 def loss_fn(model, batch, label_smoothing=0.0):
