@@ -87,6 +87,16 @@ def attention_maps(q, k, *, mask=None, bias=None, is_causal=False):
     return scores, mask, weights
 
 
+def full_mask(mask, is_causal: bool, batch: int, t_q: int, t_k: int, device) -> torch.Tensor:
+    """The additive mask an attention applies, as one ``[batch, 1, t_q, t_k]`` float32 tensor: ``mask``
+    (broadcastable, or None) plus the causal mask when ``is_causal`` (the last query sees the last key, as
+    with a KV cache). What the ``{attention}.mask`` hook point carries (:mod:`core.hooks`)."""
+    out = torch.zeros(batch, 1, t_q, t_k, dtype=torch.float32, device=device)
+    if is_causal:
+        out = out + causal_mask(t_q, t_k, t_k - t_q, device)
+    return out if mask is None else out + mask
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with ``n_kv_heads`` key/value heads (MHA, GQA, MQA).
 
@@ -120,8 +130,9 @@ class MultiHeadAttention(nn.Module):
         ``rope``: (cos, sin) for the positions of x; ``cache``: a dict holding past keys and
         values (self-attention: extended in place; cross-attention: computed once, reused).
         ``trace``: a :class:`~core.trace.Trace` or a :class:`~core.hooks.Hooks`; ``name.q``, ``.k``,
-        ``.v`` (after RoPE and the cache) and ``.heads`` (``[B, H, Tq, d_head]``, before W_O) are hook
-        points, so a hook can read, switch off or replace a head (:mod:`core.hooks`).
+        ``.v`` (after RoPE and the cache), ``.mask`` (:func:`full_mask`, built only when a hook is registered
+        there) and ``.heads`` (``[B, H, Tq, d_head]``, before W_O) are hook points, so a hook can read, switch
+        off or replace a head, or change what it may look at (:mod:`core.hooks`).
         """
         hooks = Hooks.of(trace)
         b, t, _ = x.shape
@@ -151,6 +162,10 @@ class MultiHeadAttention(nn.Module):
         traced = trace is not None and trace.wants(name)
         if hooks.live:
             q, k, v = (hooks.point(f"{name}.{key}", z) for key, z in (("q", q), ("k", k), ("v", v)))
+            if hooks.has(f"{name}.mask"):  # built only for a hook: the one mask applied from here on
+                mask = hooks.point(f"{name}.mask", full_mask(mask, is_causal, q.shape[0], q.shape[2], k.shape[2],
+                                                             q.device))
+                is_causal = False
         p = self.dropout if self.training else 0.0
         # A traced pass computes its output with the fused kernel like any other; the maps are computed
         # from the recorded q and k when something reads them (a page usually reads one layer). Only with

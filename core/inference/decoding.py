@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..hooks import ablate as ablate_hooks
 from ..io.budget import max_positions
 from ..io.tokenizer import BOS, EOS, MASK, PAD
 from ..model import Transformer
@@ -55,20 +56,19 @@ class Incremental:
 
     Outputs equal a full recomputation of the whole prefix (tested)."""
 
-    def __init__(self, model: Transformer, src: torch.Tensor | None = None, ablate: dict | None = None):
-        """``ablate``: ``{attention name: [head, …]}`` switched off in every pass (encoder, decoder and cross), as
-        ``model(ablate=)`` does."""
+    def __init__(self, model: Transformer, src: torch.Tensor | None = None):
+        """Encodes ``src`` (encoder-decoder) now. An intervention is the model's hooks: create and feed inside
+        ``with model.hooks(...)`` (:mod:`core.hooks`) and every pass (encoder, decoder and cross) runs with them."""
         self.model, self.pos = model, 0
-        self.ablate = model.ablation_masks(ablate)
         self.caches = model.new_caches()
         self.memory = self.pad = None
         if model.cfg.kind == "encoder-decoder":
-            self.memory, self.pad = model.encode(src, ablate=self.ablate)
+            self.memory, self.pad = model.encode(src)
 
     @torch.no_grad()
     def feed(self, ids: torch.Tensor) -> torch.Tensor:
         """Append ``ids [B, t]``; return next-token logits ``[B, vocab]`` after the last one."""
-        h = self.model.decode(ids, self.memory, self.pad, start=self.pos, caches=self.caches, ablate=self.ablate)
+        h = self.model.decode(ids, self.memory, self.pad, start=self.pos, caches=self.caches)
         self.pos += ids.shape[1]
         return self.model.project(h[:, -1]).float()
 
@@ -237,8 +237,13 @@ def greedy_many(model: Transformer, rows: list[list[int]], max_new: int = 64, ba
 
 def greedy_batch(model: Transformer, src: torch.Tensor | None = None, prompt: torch.Tensor | None = None,
                  max_new: int = 64, ablate: dict | None = None) -> list[list[int]]:
-    """Greedy decoding of a batch (evaluation); returns generated ids per row, stopped at EOS. ``ablate``:
-    ``{attention name: [head, …]}`` switched off throughout (the one greedy decoder with heads off)."""
+    """Greedy decoding of a batch (evaluation); returns generated ids per row, stopped at EOS.
+
+    With an intervention, call it under ``with model.hooks(...)`` (:mod:`core.hooks`: heads off, patches, masks).
+    ``ablate``: ``{attention name: [head, …]}`` is shorthand for ``model.hooks(core.hooks.ablate(ablate))``."""
+    if ablate:
+        with model.hooks(ablate_hooks(ablate)):
+            return greedy_batch(model, src, prompt, max_new)
     model.eval()
     if model.cfg.kind == "encoder-decoder":
         b = src.shape[0]
@@ -246,7 +251,7 @@ def greedy_batch(model: Transformer, src: torch.Tensor | None = None, prompt: to
     else:
         b = prompt.shape[0]
         start = prompt
-    inc = Incremental(model, src, ablate)
+    inc = Incremental(model, src)
     logits = inc.next_logits(start)
     out = torch.empty(b, 0, dtype=torch.long, device=start.device)
     finished = torch.zeros(b, dtype=torch.bool, device=start.device)

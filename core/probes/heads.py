@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from ..config import ModelConfig
 from ..hooks import Head, all_heads, as_ablation
+from ..hooks import ablate as switch_off
 from ..io.budget import max_positions
 from ..io.tokenizer import EOS, PAD
 from ..model import Transformer
@@ -161,7 +162,8 @@ def translation_quality(ck, pairs, ablate=None, model: Transformer | None = None
     from ..training.tasks import translation_metrics
     model = model or ck.model
     src = pad_rows([ck.tokenizer.encode(p.src) + [EOS] for p in pairs])
-    hyps = [ck.tokenizer.decode(ids) for ids in greedy_batch(model, src, max_new=max_positions(model), ablate=ablate)]
+    with model.hooks(switch_off(ablate or {})):
+        hyps = [ck.tokenizer.decode(ids) for ids in greedy_batch(model, src, max_new=max_positions(model))]
     m = translation_metrics(pairs, hyps, pairs[0].lang, corpus(ck))
     return {"exact_match": m["exact_match"], "pronoun_accuracy": m["pronoun_accuracy"]}
 

@@ -3,22 +3,23 @@ Masking page, the Lesson and the Coreference page's ablations.
 
 An additive mask on one head's scores with the checks a learner wants (exact zeros, rows that sum to 1, fully masked
 rows), padded batches, and :func:`patched`: the model with an *extra* mask, without its causal mask, or with heads
-switched off, through the model's one hook mechanism (:meth:`core.model.Transformer.hooks`), never editing
-:mod:`core.model`.
+switched off, through the model's one hook mechanism (:meth:`core.model.Transformer.hooks`; masks go through
+the ``{attention}.mask`` hook points), never editing :mod:`core.model`.
 """
 from __future__ import annotations
 
-import threading
 from contextlib import contextmanager
 
 import torch
 
-from ..hooks import scale_heads
+from ..attention import full_mask
+from ..hooks import ablate, merge
+from ..hooks import mask as mask_hooks
 from ..inference.decoding import greedy_batch
 from ..inference.runner import forward_ids
 from ..io.budget import max_positions
 from ..io.tokenizer import BOS, EOS
-from ..masks import additive, combine, padding_mask
+from ..masks import additive, padding_mask
 from ..model import Transformer
 from ..trace import Trace
 
@@ -131,26 +132,17 @@ def attention_module(model: Transformer, name: str):
         raise ValueError(f"no attention {name!r}; choose from {', '.join(model.attention_names())}") from None
 
 
-def _fit(mask: torch.Tensor, rows: slice, t_k: int) -> torch.Tensor:
-    """Rows ``rows`` and keys ``0..t_k`` of a ``[T, T]`` additive mask; positions beyond it are left open."""
-    out = torch.zeros(rows.stop - rows.start, t_k, dtype=torch.float32, device=mask.device)
-    part = mask[rows, :t_k]
-    out[: part.shape[0], : part.shape[1]] = part
-    return out
-
-
 @contextmanager
 def patched(model: Transformer, masks: dict | None = None, uncausal=(), heads_off: dict | None = None):
-    """Change how chosen attention modules are called, for the calling thread only, then restore them.
+    """Change chosen attentions' masks or switch heads off, for the calling thread only, then restore them.
 
-    ``masks``: ``{"encoder.0.self_attn": additive [T, T]}`` added to the mask the model passes
+    ``masks``: ``{"encoder.0.self_attn": additive [T, T]}`` added to the mask the model applies
     (self-attention only; during cached decoding the rows of the current positions are used);
     ``uncausal``: self-attention names whose causal mask is dropped (the decoder may look ahead);
-    ``heads_off``: ``{name: [head, ...]}`` multiplies those heads' outputs by 0 (the model's own hook
-    mechanism, :meth:`Transformer.hooks`, as ``forward(ablate=)`` does).
-    The masks work through forward pre-hooks on the attention modules (they change its arguments, not
-    a traced tensor). Calls from other threads (other users of a shared model) pass through untouched."""
-    owner = threading.get_ident()
+    ``heads_off``: ``{name: [head, ...]}`` multiplies those heads' outputs by 0 (as ``forward(ablate=)`` does).
+    All three are hooks of the model's one hook mechanism (:func:`core.hooks.mask`, :func:`core.hooks.ablate`
+    under :meth:`Transformer.hooks`): the masks go through the ``{attention}.mask`` hook points. Calls from
+    other threads (other users of a shared model) pass through untouched."""
     masks, heads_off, uncausal = dict(masks or {}), dict(heads_off or {}), set(uncausal)
     names = set(masks) | uncausal
     valid = set(model.attention_names())
@@ -159,31 +151,20 @@ def patched(model: Transformer, masks: dict | None = None, uncausal=(), heads_of
             raise ValueError(f"no attention {name!r}; choose from {', '.join(sorted(valid))}")
         if (name in masks or name in uncausal) and not name.endswith("self_attn"):
             raise ValueError(f"{name}: extra masks and causal changes apply to self-attention only")
+    # the decoder's self-attentions are the causal ones; their mask without it is the model's window (if any)
+    fns = [mask_hooks(name, _without_causal(model)) for name in sorted(uncausal) if name.startswith("decoder.")]
+    fns += [mask_hooks(name, extra) for name, extra in masks.items()]
+    with model.hooks(merge(*fns, ablate(heads_off))):
+        yield model
 
-    def make_hook(name):
-        def hook(module, args, kwargs):
-            if threading.get_ident() != owner:
-                return None
-            kw = dict(kwargs)
-            x = args[0] if args else kw["x"]
-            if name in masks:
-                cache = kw.get("cache")
-                past = cache["k"].shape[2] if cache and "k" in cache else 0
-                extra = _fit(masks[name].to(x.device), slice(past, past + x.shape[1]), past + x.shape[1])
-                kw["mask"] = combine(kw.get("mask"), extra)
-            if name in uncausal:
-                kw["is_causal"] = False
-            return args, kw
-        return hook
 
-    off = model.ablation_masks(heads_off) or {}
-    handles = [attention_module(model, n).register_forward_pre_hook(make_hook(n), with_kwargs=True) for n in names]
-    try:
-        with model.hooks({f"{n}.heads": scale_heads(m) for n, m in off.items()}):
-            yield model
-    finally:
-        for h in handles:
-            h.remove()
+def _without_causal(model: Transformer):
+    """A ``….mask`` hook for a decoder self-attention: the mask it would apply with no causal mask (its window)."""
+    def fn(m, _name):
+        t_q, t_k = m.shape[-2:]
+        win = model.self_attention_terms(t_q, t_k - t_q, m.device)[0]
+        return full_mask(win, False, m.shape[0], t_q, t_k, m.device)
+    return fn
 
 
 @torch.no_grad()
@@ -232,8 +213,10 @@ def cheat_demo(model: Transformer, src_ids: list[int], tgt_ids: list[int]) -> di
 
 @torch.no_grad()
 def translate_ablated(model: Transformer, src_ids: list[int], heads_off: dict) -> list[int]:
-    """Greedy translation of ``src_ids`` with heads switched off everywhere (encoder, decoder and cross)."""
+    """Greedy translation of ``src_ids`` with heads switched off everywhere (encoder, decoder and cross):
+    :func:`~core.inference.decoding.greedy_batch` under ``model.hooks(ablate(heads_off))``."""
     src = torch.tensor([src_ids], device=model.device)
-    return greedy_batch(model, src, max_new=max_positions(model) - 1, ablate=heads_off)[0]
+    with model.hooks(ablate(heads_off)):
+        return greedy_batch(model, src, max_new=max_positions(model) - 1)[0]
 
 
