@@ -16,8 +16,10 @@ Names (``L`` = layer index, stacks are ``encoder`` and ``decoder``)::
 added, broadcastable to the scores. Attention kinds: ``encoder`` (encoder self-attention),
 ``decoder`` (decoder self-attention), ``cross`` (decoder → encoder).
 
-Every name except the attention maps (``scores``, ``mask``, ``weights``, ``bias``) is also a hook point
-(:mod:`core.hooks`): the Trace is the hook that keeps a copy of each; ablation and patching replace them.
+Every name except the attention maps (``scores``, ``weights``, ``bias``) is also a hook point
+(:mod:`core.hooks`): the Trace is the hook that keeps a copy of each; ablation and patching replace them. ``mask`` is
+both: the Trace computes it lazily when a page asks, and a hook registered at ``….mask`` (:func:`core.hooks.mask`)
+receives the full ``[B, 1, Tq, Tk]`` mask and may replace it (built only when such a hook exists).
 """
 from __future__ import annotations
 
