@@ -57,3 +57,21 @@ def test_the_quoted_command_gives_the_same_config_back():
     p = cli.add_fields(cli.Parser(prog="t"), TrainConfig, skip=("history",))
     flags = cli.as_flags(dataclasses.replace(cfg, history=None)).split()
     assert TrainConfig(**vars(p.parse_args(flags))) == dataclasses.replace(cfg, history=[])
+
+
+def test_unscaled_embeddings_reach_the_model_and_the_quoted_command():
+    """``--unscaled-embeddings`` (GPT's convention: no √d_model on token embeddings, std 0.02) is what the model is
+    built with and what the card's command line repeats; without it the paper's scaling stays."""
+    import torch
+    from core.model import Transformer
+    from core.train import parse_args
+    from core.training.trainer import command_line, model_config
+    for flags, scaled in (([], True), (["--unscaled-embeddings"], False)):
+        cfg = parse_args(["--task", "lm-tiny", "--d-model", "64", "--heads", "2", "--d-ff", "64", *flags])
+        mcfg = model_config(cfg, kind="decoder-only", vocab_size=300)
+        assert mcfg.scale_embeddings is scaled
+        torch.manual_seed(0)
+        embed = Transformer(mcfg).embed
+        assert embed.scale == (8.0 if scaled else 1.0)
+        assert abs(float(embed.tokens.weight.std()) - (64 ** -0.5 if scaled else 0.02)) < 0.005
+        assert ("--unscaled-embeddings" in command_line(cfg)) is not scaled
