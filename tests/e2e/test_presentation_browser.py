@@ -6,13 +6,15 @@ a link (``?theme=dark``); the navigation groups the pages and the Start page lin
 
 The measurements of the last run are written to test-artifacts/presentation-<mode>-<width>.json.
 """
+import concurrent.futures
 import json
+import queue
 from pathlib import Path
 
 import pytest
 
 from app import nav
-from browser import settle as settle_page
+from browser import launch, settle as settle_page
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +41,27 @@ def settle(page):
         settle_page(page, timeout=TIMEOUT)
     page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].every(p => p.querySelector('.main-svg'))",
                            timeout=60_000)
-    page.wait_for_timeout(600)
+    steady(page, 300)
+
+
+_STEADY = """(quiet) => {
+    const main = document.querySelector('[data-testid=stMain]');
+    const sig = JSON.stringify([getComputedStyle(document.documentElement).fontSize,
+        main && [main.scrollWidth, main.scrollHeight],
+        [...document.querySelectorAll('.js-plotly-plot')].map(p => {
+            const svg = p.querySelector('.main-svg');
+            return svg && [svg.getAttribute('width'), svg.getAttribute('height'), p.querySelectorAll('text').length];
+        })]);
+    if (sig !== window.__labLayout) { window.__labLayout = sig; window.__labLayoutSince = performance.now(); return false; }
+    return performance.now() - window.__labLayoutSince >= quiet;
+}"""
+
+
+def steady(page, quiet_ms: float):
+    """Wait until the layout (root font size, the main area's size, every chart's size and number of texts) has
+    not changed for ``quiet_ms`` (was a fixed 600 ms)."""
+    page.evaluate("() => { window.__labLayout = null; }")
+    page.wait_for_function(_STEADY, arg=quiet_ms, timeout=60_000, polling=100)
 
 
 def luminance(css: str) -> float:
@@ -111,6 +133,51 @@ def sweep(browser, server, mode: str, width: int, height: int, paths) -> tuple[d
     return measured, found
 
 
+SWEEPS = [("light", 1280, 800, PATHS), ("dark", 1280, 800, PATHS), ("light", 1024, 768, SMALL),
+          ("dark", 1024, 768, SMALL)]
+
+
+@pytest.fixture(scope="module")
+def swept(request, browser, server):
+    """The sweeps of SWEEPS that the selected tests use, two at a time: this thread with the session browser and a
+    second thread with a browser of its own, each taking the next sweep when it is free, so one sweep's page loads
+    and waits overlap the other's. {(mode, width): sweep's result, or the exception it raised (re-raised by that
+    test)}."""
+    wanted = {(item.callspec.params["mode"], 1280 if "1280" in item.name else 1024) for item in request.session.items
+              if item.module is request.module and "swept" in item.fixturenames}
+    todo, results = queue.SimpleQueue(), {}
+    for job in SWEEPS:
+        if job[:2] in wanted:
+            todo.put(job)
+
+    def work(b):
+        while True:
+            try:
+                mode, width, height, paths = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results[mode, width] = sweep(b, server, mode, width, height, paths)
+            except Exception as e:
+                results[mode, width] = e
+
+    def own_browser():
+        with launch() as b:
+            work(b)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        other = pool.submit(own_browser)
+        work(browser)
+        other.result()
+    return results
+
+
+def result(swept, mode: str, width: int) -> tuple[dict, list]:
+    if isinstance(swept[mode, width], BaseException):
+        raise swept[mode, width]
+    return swept[mode, width]
+
+
 def shoot(page, name: str):
     """A README screenshot of the page's first chart, taken the way every e2e screenshot is (conftest.Visit.shot:
     test-artifacts/, and docs/screenshots/ for the README)."""
@@ -122,15 +189,15 @@ def shoot(page, name: str):
 
 
 @pytest.mark.parametrize("mode", ["light", "dark"])
-def test_every_page_reads_on_a_projector_at_1280x800(browser, server, mode):
-    measured, found = sweep(browser, server, mode, 1280, 800, PATHS)
+def test_every_page_reads_on_a_projector_at_1280x800(swept, mode):
+    measured, found = result(swept, mode, 1280)
     assert set(measured) == set(PATHS)
     assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize("mode", ["light", "dark"])
-def test_the_busiest_pages_read_at_1024x768(browser, server, mode):
-    _, found = sweep(browser, server, mode, 1024, 768, SMALL)
+def test_the_busiest_pages_read_at_1024x768(swept, mode):
+    _, found = result(swept, mode, 1024)
     assert not found, "\n".join(found)
 
 
