@@ -55,9 +55,14 @@ for k, (kind, value) in enumerate(step.blocks):
 with st.expander("Handout for the class (all nine steps)"):
     st.caption("One HTML file with every figure, for this sentence: open it, then print to PDF or save every figure "
                "as PNG. It works offline.")
-    if st.button("Prepare the handout", key="lesson_prepare"):
-        st.session_state["lesson_handout"] = ((name, view.text), lesson.handout(ctx))
+    # the click is kept as state by its callback, not read as the button's one-run value: a run cut short by another
+    # rerun (a second click, a key press) while the handout is drawn would otherwise lose it
+    st.button("Prepare the handout", key="lesson_prepare", on_click=st.session_state.__setitem__,
+              args=("lesson_handout_wanted", (name, view.text)))
     made_for, page = st.session_state.get("lesson_handout", (None, None))
+    if st.session_state.get("lesson_handout_wanted") == (name, view.text) != made_for:
+        with st.spinner("Drawing the nine steps for the handout…"):
+            made_for, page = st.session_state["lesson_handout"] = ((name, view.text), lesson.handout(ctx))
     if made_for == (name, view.text):
         st.download_button("Download handout (HTML)", page, "attention-lab-lesson.html", "text/html",
                            key="lesson_download")

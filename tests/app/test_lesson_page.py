@@ -140,3 +140,18 @@ def test_handout_has_every_step_and_escapes_the_sentence():
     assert page.count("<section>") == len(lesson.STEPS)
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)\s*=\s*[\"']?https?:", page)  # nothing fetched
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
+
+
+def test_a_handout_click_whose_run_was_cut_short_is_not_lost():
+    """The click's callback records the wish; a run interrupted before drawing (another rerun came first) must not
+    lose it: the next run, with no click in it, prepares the handout (the one-run button value alone lost it)."""
+    at = open_lesson(model="en-fr", text="The dog is tired.")
+    assert not at.get("download_button")
+    at.session_state["lesson_handout_wanted"] = ("en-fr", "The dog is tired.")  # what the callback leaves behind
+    at.run()
+    assert not at.exception
+    assert at.get("download_button"), "the recorded click was lost"
+    assert at.session_state["lesson_handout"][0] == ("en-fr", "The dog is tired.")
+    at.session_state["lesson_handout_wanted"] = ("en-fr", "Another sentence.")  # a wish for another text: not this one
+    at.run()
+    assert at.session_state["lesson_handout"][0] == ("en-fr", "The dog is tired.")
