@@ -1,7 +1,7 @@
 """The GPU recipe of the language model that reads the large English corpus (issue 32): candidates side by side on
 one GPU, each as long as the device time allows, then the figures the Heads page claims, measured on the GPU.
 
-    PYTHONPATH=. python3 scripts/gpu_lm_recipe.py --out DIR --budget SECONDS [--runs NAME=D_MODEL:LAYERS:HEADS:D_FF ...]
+    PYTHONPATH=. python3 scripts/gpu_lm_recipe.py --out DIR --budget SECONDS [--runs NAME=D_MODEL:LAYERS:HEADS:D_FF[:u] ...]
 
 In order, inside ``--budget`` seconds of wall time:
 
@@ -35,7 +35,7 @@ from gpu_recipe import collect, pack, post_all, sh
 
 from core.io import jsonio
 
-RUNS = ["lm-gpu-384=384:6:6:1536", "lm-gpu-256=256:4:4:1024"]
+RUNS = ["lm-gpu-384=384:6:6:1536", "lm-gpu-384u=384:6:6:1536:u", "lm-gpu-384x4u=384:4:6:1536:u"]
 FLAGS = ["--task", "lm-large", "--pos-encoding", "learned", "--norm", "pre", "--activation", "gelu", "--dropout", "0.1",
          "--schedule", "cosine", "--lr", "0.001", "--warmup", "300", "--label-smoothing", "0.0", "--clip", "1.0",
          "--weight-decay", "0.1", "--seed", "0"]
@@ -43,17 +43,21 @@ BUILD_S, FINISH_S, POST_S, MARGIN_S = 90, 30, 90, 25  # estimates: data build, l
 VOCAB = 8192
 
 
-def parse_run(spec: str) -> tuple[str, tuple[int, int, int, int]]:
-    """``NAME=D_MODEL:LAYERS:HEADS:D_FF`` → (name, dims)."""
+def parse_run(spec: str) -> tuple[str, tuple]:
+    """``NAME=D_MODEL:LAYERS:HEADS:D_FF[:u]`` → (name, dims); a trailing ``u`` trains with ``--unscaled-embeddings``
+    (GPT's convention; docs/measurements/issue32-gpu.md says why it is worth a comparison)."""
     name, dims = spec.split("=")
-    d_model, layers, heads, d_ff = (int(x) for x in dims.split(":"))
-    return name, (d_model, layers, heads, d_ff)
+    d_model, layers, heads, d_ff, *flag = dims.split(":")
+    if flag not in ([], ["u"]):
+        raise ValueError(f"{spec}: the fifth field may only be u (unscaled embeddings)")
+    return name, (int(d_model), int(layers), int(heads), int(d_ff), *flag)
 
 
-def shape(dims: tuple[int, int, int, int]) -> list[str]:
-    """The ``core.train`` flags of a candidate's shape."""
-    d_model, layers, heads, d_ff = dims
-    return ["--d-model", str(d_model), "--layers", str(layers), "--heads", str(heads), "--d-ff", str(d_ff)]
+def shape(dims: tuple) -> list[str]:
+    """The ``core.train`` flags of a candidate's shape (and embedding convention)."""
+    d_model, layers, heads, d_ff, *flag = dims
+    return (["--d-model", str(d_model), "--layers", str(layers), "--heads", str(heads), "--d-ff", str(d_ff)]
+            + (["--unscaled-embeddings"] if flag else []))
 
 
 def probe(dims, batch: int, seq_len: int, device: str, steps: int, compile_: bool) -> dict:
@@ -62,9 +66,9 @@ def probe(dims, batch: int, seq_len: int, device: str, steps: int, compile_: boo
     from core.model import Transformer
     from core.training.tasks import Batch
     from core.training.trainer import TrainConfig, loss_fn, model_config
-    d_model, layers, heads, d_ff = dims
+    d_model, layers, heads, d_ff, *flag = dims
     cfg = TrainConfig(layers=layers, d_model=d_model, heads=heads, d_ff=d_ff, pos_encoding="learned", norm="pre",
-                      activation="gelu", dropout=0.1)
+                      activation="gelu", dropout=0.1, unscaled_embeddings=bool(flag))
     mcfg = model_config(cfg, kind="decoder-only", vocab_size=VOCAB)
     mcfg = type(mcfg)(**{**mcfg.__dict__, "max_len": max(seq_len, 128)})
     model = Transformer(mcfg).to(device).train()
@@ -124,7 +128,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--budget", type=float, default=560.0, help="seconds of wall time for everything")
-    ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=D_MODEL:LAYERS:HEADS:D_FF")
+    ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=D_MODEL:LAYERS:HEADS:D_FF[:u] (u: --unscaled-embeddings)")
     ap.add_argument("--batch", type=int, default=64, help="windows per step")
     ap.add_argument("--seq-len", type=int, default=512)
     ap.add_argument("--fill", type=float, default=0.6, help="share of the probe's step count to ask for")
@@ -137,7 +141,7 @@ def main() -> int:
     device = "cpu" if args.smoke else "cuda"
     batch, seq_len = (2, 64) if args.smoke else (args.batch, args.seq_len)
     if args.probe:
-        dims = tuple(int(x) for x in args.probe.split(":"))
+        dims = parse_run("probe=" + args.probe)[1]
         print(jsonio.dumps(probe(dims, batch, seq_len, device, 2 if args.smoke else 20, compile_=not args.smoke)))
         return 0
     if args.measure:

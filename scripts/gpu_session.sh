@@ -3,6 +3,8 @@
 # language model's recipe (issue 32) at once on one GPU, everything then packed in parts of 16,700,000 bytes.
 #
 #   bash scripts/gpu_session.sh BUDGET_SECONDS [--smoke]   # train, pack, copy parts 0-3 to $OUT
+#   TRANSLATORS=1 bash scripts/gpu_session.sh ...          # the translators' recipe too (stop 41 ran both; the
+#                                                          # language models alone are next: issue32-gpu.md)
 #   bash scripts/gpu_session.sh --rest 4                   # a second call on the still-warm machine: parts 4 on
 #
 # A lent machine returns at most 64 MiB a call (measured: a 5th part of 16.7 MB was left out as "total"), so what
@@ -21,11 +23,11 @@ if [ -n "$SMOKE" ]; then
   TR=(--smoke); LM=(--smoke)
 else
   TR=(--build-s 60 --post-s 50 --fill 0.5 --runs en-fr-d384=en-fr:0.6:384:4:1536 en-de-d384=en-de:0.4:384:4:1536)
-  LM=(--runs lm-gpu-384=384:6:6:1536 lm-gpu-256=256:4:4:1024)
+  LM=()  # the recipe's own candidates (stop 41 ran --runs lm-gpu-384=384:6:6:1536 lm-gpu-256=256:4:4:1024)
   nvidia-smi > "$W/nvidia-smi.txt" 2>&1
 fi
-python3 scripts/gpu_recipe.py --out "$W/tr" --work /tmp/gpu-runs --budget "$BUDGET" "${TR[@]}" > "$W/tr.out" 2>&1 &
-python3 scripts/gpu_lm_recipe.py --out "$W/lm" --work /tmp/gpu-lm-runs --budget "$BUDGET" "${LM[@]}" > "$W/lm.out" 2>&1 &
+[ "${TRANSLATORS:-}" = 1 ] && python3 scripts/gpu_recipe.py --out "$W/tr" --work /tmp/gpu-runs --budget "$BUDGET" ${TR[@]+"${TR[@]}"} > "$W/tr.out" 2>&1 &
+python3 scripts/gpu_lm_recipe.py --out "$W/lm" --work /tmp/gpu-lm-runs --budget "$BUDGET" ${LM[@]+"${LM[@]}"} > "$W/lm.out" 2>&1 &
 wait
 for r in tr lm; do cat "$W/$r"/runs.tgz.* > "$W/$r.tgz" 2>/dev/null; rm -f "$W/$r"/runs.tgz.*; done
 tar cf - -C "$W" tr lm tr.tgz lm.tgz tr.out lm.out $( [ -z "$SMOKE" ] && echo nvidia-smi.txt ) \
