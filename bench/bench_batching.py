@@ -4,7 +4,7 @@
 
 Same model (``core.train``'s default shape, that of the 1 M en-fr: encoder-decoder 2+2, d_model 128, 4 heads,
 d_ff 512, dropout 0.1, post-norm, sinusoidal), same data (the task's training pairs, ``make_task(task).train_ids``;
-by default the 98-word en-fr corpus, ``en-fr-tiny``, called ``en-fr`` before the broad corpus), same initial
+by default the 97-word en-fr corpus, ``en-fr-tiny``, called ``en-fr`` before the broad corpus), same initial
 weights, AdamW as in ``core.train``. Arm A: ``TranslationTask.batch`` with ``--batch-size`` pairs
 (the shipped recipe's). Arm B: the same task with ``batch_tokens`` set (``core.training.batching.token_batches``), the
 token budget calibrated so that B's batches have the same *mean padded size* as A's over one epoch (padded

@@ -75,7 +75,7 @@ ANIMALS = "dog cat horse cow pig duck goat fox frog wolf rabbit sheep mouse bird
 ADJECTIVES = "tired hungry happy sad angry calm lazy slow weak sick scared proud".split()
 VERBS = ["is", "was"]
 # Every (animal, adjective) word is a single token of the en-fr vocabulary and a word it was trained on ("turtle" and
-# "ready" were, for the 98-word en-fr it replaced; tests/e2e/test_load.py checks the list), so the heatmap's x axis
+# "ready" were, for the 97-word en-fr it replaced; tests/e2e/test_load.py checks the list), so the heatmap's x axis
 # reads exactly ["The", animal, verb, adjective, ".", "[EOS]"].
 SENTENCES = [(f"The {a} {v} {j}.", (a, v, j)) for v in VERBS for a in ANIMALS for j in ADJECTIVES]
 # The heatmap is the first Plotly figure of the page; wait until its ticks hold all the new words.

@@ -14,8 +14,8 @@ from core.training.tasks import SYNTHETIC, TASKS, TEXT_TASKS
 from core.training.trainer import TrainConfig
 
 TASK_HELP = {"copy": "copy a random symbol sequence", "reverse": "reverse it (watch the anti-diagonal form)",
-             "sort": "sort it", "en-fr-tiny": "translate English → French (the 98-word grammar)",
-             "en-de-tiny": "translate English → German (the 98-word grammar)",
+             "sort": "sort it", "en-fr-tiny": "translate English → French (the 97-word grammar)",
+             "en-de-tiny": "translate English → German (the 97-word grammar)",
              "lm-tiny": "predict the next token of English text (the generated stories)",
              "lm": "predict the next token of real English prose (the Python docs and the Debian Handbook, "
                    "or your own file)",

@@ -4,7 +4,7 @@
   learn: a lexicon taken from real dictionaries (``core/data/lexicon.json``, rebuilt by
   ``scripts/build_lexicon.py``) in 30+ sentence frames, including the coreference frames where
   translating "it" needs its antecedent's gender.
-* :mod:`core.data.translation` - the small 98-word grammar the ``*-tiny`` translators learn.
+* :mod:`core.data.translation` - the small 97-word grammar the ``*-tiny`` translators learn.
 * :mod:`core.data.lm` - an English language-modelling corpus, plus a safe loader for user text.
 
 Both translation corpora expose the same functions (``generate``, ``probe_pairs``,

@@ -1,7 +1,7 @@
 """Training tasks: what a batch is and how a model is scored.
 
 * ``copy`` / ``reverse`` / ``sort``: random symbol sequences (the Annotated Transformer's first experiment).
-* ``en-fr`` / ``en-de``: the broad dictionary corpus (``core.data.broad``); ``-tiny``: the 98-word grammar
+* ``en-fr`` / ``en-de``: the broad dictionary corpus (``core.data.broad``); ``-tiny``: the 97-word grammar
   (``core.data.translation``).
 * ``lm``: a causal LM on real English prose (``core.data.english``) or on a user's UTF-8 text file; ``lm-tiny``: on
   the generated stories (``core.data.lm``).
@@ -27,7 +27,7 @@ from .batching import epoch_size, token_batches
 
 SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"))]
 SYNTHETIC = ("copy", "reverse", "sort")
-TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")  # broad corpus; the 98-word grammar
+TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")  # broad corpus; the 97-word grammar
 LM_TASKS = ("lm", "lm-large", "lm-tiny")  # real English prose (core.data.english, …english_large); generated stories
 REAL_LM = {"lm": "english", "lm-large": "english_large"}  # task → the frozen prose corpus it reads (core.data.*)
 TASKS = SYNTHETIC + TRANSLATION + LM_TASKS + ("mlm", "induction")

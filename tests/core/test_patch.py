@@ -223,7 +223,7 @@ def test_decision_attributions_name_the_heads(ck, pair):
 
 
 def test_a_tiny_grammar_model_gets_the_tiny_corpus(ck):
-    """The bundled small translators know only the 98-word grammar's words: their probe set is that grammar's, even
+    """The bundled small translators know only the 97-word grammar's words: their probe set is that grammar's, even
     while their task still reads ``en-fr`` / ``en-de`` (before the broad corpus's models replace them)."""
     from core.data import translation
     assert coref.corpus(ck) is translation
