@@ -85,7 +85,7 @@ st.markdown("**Watch induction heads form.** A 2-layer, attention-only model rea
 full = tj.saved_limit_error(owned)  # a new run's model could not be saved: refused before it starts
 if full:
     st.error(md(full))
-if st.button(f"Train the induction preset (about {tj.INDUCTION_MINUTES} min on this server)", key="tr_induction",
+if st.button(f"Train the induction preset ({tj.preset_estimate()})", key="tr_induction",
              disabled=running or bool(full), help="2 layers, d_model 64, 4 heads, no FFN, rotary positions, 2,000 "
                                                   "steps of 32 sequences of 2 × 16 syllables"):
     try:

@@ -250,6 +250,20 @@ def test_the_induction_preset_measures_every_head_along_the_run(data):
     assert set(snap["evals"][-1]) >= {"first_copy_loss", "second_copy_loss", "copy_gain"}
     ck = registry.load("ind", allow_path=False)
     assert ck.model.cfg.attention_only and ck.model.cfg.pos_encoding == "rope" and ck.meta["task"] == "induction"
+    assert tj.preset_estimate().endswith("here, measured by the last run")  # the finished run timed the preset
+
+
+def test_the_preset_estimate_is_measured_not_a_constant(monkeypatch):
+    """The button quotes the last finished preset-shaped run on this server, scaled to the preset's steps; before
+    any, it says no run has timed it. Only runs of the preset's settings count."""
+    monkeypatch.setattr(tj, "_preset_timings", [])
+    assert tj.preset_estimate() == "a few minutes; timed on this server by its first run"
+    monkeypatch.setattr(tj, "_preset_timings", [(30.0, 200)])  # 200 of 2,000 steps in 30 s: 300 s for the preset
+    assert tj.preset_estimate() == "about 5 min here, measured by the last run"
+    monkeypatch.setattr(tj, "_preset_timings", [(30.0, 200), (3.0, 200)])  # the last run counts
+    assert tj.preset_estimate() == "about 30 s here, measured by the last run"
+    assert tj.is_preset(tj.induction_preset(steps=5)) and not tj.is_preset(TrainConfig(**TINY))
+    assert not tj.is_preset(tj.induction_preset(pos_encoding="learned"))
 
 
 def test_job_pauses_resumes_and_stops_without_saving(data):
