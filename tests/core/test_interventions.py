@@ -10,7 +10,6 @@ from contextlib import contextmanager
 import pytest
 import torch
 
-from core import ModelConfig, Transformer
 from core import attention as attention_module
 from core.hooks import ablate, all_heads, hook_names, mask, merge, patch
 from core.inference.decoding import Incremental, forbid, greedy_batch
@@ -23,18 +22,9 @@ from core.probes import patch as patching
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-KINDS = ("encoder-decoder", "decoder-only", "encoder-only")
-SRC = [5, 9, 7, 11, 6, 3]
-TGT = [2, 8, 12, 14, 10]
+from test_probes_pages import KINDS, SRC, TGT, tiny  # the probe tests' tiny models (this folder is on sys.path)
+
 TRANSLATOR = next(n for n in ("en-fr-tiny", "en-fr") if n in registry.bundled())
-
-
-def tiny(kind="encoder-decoder", seed=0, **kw) -> Transformer:
-    base = dict(kind=kind, vocab_size=23, d_model=16, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=32,
-                max_len=32, dropout=0.0)
-    base.update(kw)
-    torch.manual_seed(seed)
-    return Transformer(ModelConfig(**base)).eval()
 
 
 def run(model, src=SRC, tgt=TGT, **kw):
