@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpu_recipe import collect, pack, post_all, sh
+from gpu_recipe import finish, sh
 
 from core.io import jsonio
 
@@ -186,16 +186,8 @@ def main() -> int:
         summary["runs"][name].update(command=" ".join(cmd[1:]), steps=steps, tokens=steps * batch * seq_len)
     summary["train_budget_s"] = round(train_s, 1)
     (out / "summary.json").write_text(jsonio.dumps(summary, indent=1))  # what comes back if the rest never ends
-    collect(procs, work, summary, end - POST_S)
-    summary["train_done_s"] = round(time.time() - t0, 1)
-
-    # 3. measure, all runs at once
-    post_all(me, "--measure", work, procs, summary, end - 20)
-    summary["measure_done_s"] = round(time.time() - t0, 1)
-
-    # 4. pack
-    pack(work, out, summary, weights=not args.no_weights)
-    print(jsonio.dumps(summary, indent=1)[-9000:])
+    # 3. measure, all runs at once; 4. pack
+    finish(procs, me, "--measure", work, out, summary, t0, end - POST_S, end - 20, not args.no_weights)
     return 0
 
 

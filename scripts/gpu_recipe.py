@@ -166,6 +166,18 @@ def post_all(me: list[str], flag: str, work: Path, names, summary: dict, deadlin
             summary["runs"][n][key] = "not measured in time"
 
 
+def finish(procs: dict, me: list[str], flag: str, work: Path, out: Path, summary: dict, t0: float,
+           train_deadline: float, post_deadline: float, weights: bool) -> None:
+    """Both recipes' last steps: wait for the training processes (:func:`collect`), run ``me flag work/NAME`` for
+    every run at once (:func:`post_all`), pack (:func:`pack`) and print the summary's tail."""
+    collect(procs, work, summary, train_deadline)
+    summary["train_done_s"] = round(time.time() - t0, 1)
+    post_all(me, flag, work, procs, summary, post_deadline)
+    summary[f"{flag.lstrip('-')}_done_s"] = round(time.time() - t0, 1)
+    pack(work, out, summary, weights=weights)
+    print(jsonio.dumps(summary, indent=1)[-9000:])
+
+
 def pack(runs: Path, out: Path, summary: dict, weights: bool = True) -> None:
     """Float16 weights (unless ``weights`` is false) and the small files of every run, one tar.gz cut into 15 MiB
     parts; summary.json beside."""
@@ -261,16 +273,8 @@ def main() -> int:
         folder.mkdir(parents=True, exist_ok=True)
         procs[name] = sh(cmd, work / f"{name}.log")
         summary["runs"][name] = {"command": " ".join(cmd[1:])}
-    collect(procs, work, summary, end - args.post_s)
-    summary["train_done_s"] = round(time.time() - t0, 1)
-
-    # 3. precision: float32 vs float16 weights on valid, all runs at once
-    post_all(me, "--precision", work, procs, summary, end - 25)
-    summary["precision_done_s"] = round(time.time() - t0, 1)
-
-    # 4. pack
-    pack(work, out, summary, weights=not args.no_weights)
-    print(jsonio.dumps(summary, indent=1)[-9000:])
+    # 3. precision: float32 vs float16 weights on valid, all runs at once; 4. pack
+    finish(procs, me, "--precision", work, out, summary, t0, end - args.post_s, end - 25, not args.no_weights)
     return 0
 
 
