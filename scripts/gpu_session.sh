@@ -19,6 +19,7 @@ fi
 BUDGET=${1:-560}; SMOKE=${2:-}
 rm -rf "$W" /tmp/gpu-runs /tmp/gpu-lm-runs; mkdir -p "$W/tr" "$W/lm" "$PARTS" "$DEST"  # the trainer refuses a folder a run left
 export PYTHONPATH=.
+: > "$W/tr.out"  # present in the archive even when the translators do not run
 if [ -n "$SMOKE" ]; then
   TR=(--smoke); LM=(--smoke)
 else
