@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from core import ModelConfig, Transformer
+from reference_decoding import greedy_uncached
 from core.hooks import Hooks, all_heads, as_ablation, hook_names
 
 KINDS = ("encoder-decoder", "decoder-only", "encoder-only")
@@ -112,7 +113,10 @@ def test_context_manager_reaches_cached_decoding_and_only_this_thread():
         after = greedy_batch(model, src, max_new=4)
     assert calls and set(calls) == {threading.get_ident()}  # the other thread's run called nothing
     assert other[0] == plain and after == plain
-    assert isinstance(zeroed, list)
+    # the cached decoder under the context manager = a full forward per token with the same hook
+    zero = {"decoder.0.cross_attn.heads": lambda t, _n: t * 0}
+    assert zeroed[0] == greedy_uncached(model, src[0].tolist(), len(zeroed[0]), hooks=zero)
+    assert plain[0] == greedy_uncached(model, src[0].tolist(), len(plain[0]))
 
 
 def test_unknown_hook_names_and_bad_shapes_are_refused():
