@@ -283,14 +283,15 @@ def command_line(cfg: TrainConfig) -> str:
 
 
 def _finished_summary(ck, state: dict, out: Path) -> dict:
-    """The summary of a run that has already finished, as its final save recorded it (nothing is recomputed)."""
+    """The summary of a run that has already finished, as its final save recorded it (nothing is recomputed), naming
+    the folder it is in now (a run folder that was moved or copied printed its old path)."""
     summary = dict(ck.meta.get("summary") or {})
     if not summary:  # its checkpoint is a periodic one past the --steps asked for now
         history = state["history"]
         summary = {"task": ck.meta.get("task"), "steps": state["step"], "seconds": state.get("seconds"),
                    "final_loss": history[-1][1] if history else None, "metrics": ck.meta.get("metrics", {}),
                    "parameters": ck.model.num_parameters(), "checkpoint": str(out)}
-    return summary | {"history": state["history"]}
+    return summary | {"history": state["history"], "checkpoint": str(out)}
 
 
 def _card(cfg: TrainConfig, summary: dict, n_params: int, data: str) -> str:

@@ -5,13 +5,12 @@ real Chromium (tests/e2e/test_app_browser.py::test_script_in_the_sentence_never_
 """
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from cli_run import run_main
 from core.io import registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,8 +96,10 @@ def test_html_in_text_never_reaches_markdown_unescaped(at):
     at.run()
 
 
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def cli(module, *args):
+    """``python -m module args`` run as its ``main`` in this process (tests/cli_run.py; tests/core/test_cli.py runs
+    each command as a real process)."""
+    return run_main(module, *args)
 
 
 @pytest.mark.parametrize("case,text,told", BAD_TEXT, ids=[c for c, _, _ in BAD_TEXT])

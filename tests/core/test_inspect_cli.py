@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from cli_run import run_main
 from core.io import pretrained, registry
 from core.inference.runner import run
 
@@ -82,7 +83,7 @@ def test_json_names_the_words_the_model_never_saw(model):
     (["--model", "en-fr", "--src", TEXT, "--out", "{tmp}/missing/dir/trace.json"], "no such file"),
 ])
 def test_bad_input_gets_one_error_line(tmp_path, args, says):
-    p = inspect_cli(*[a.replace("{tmp}", str(tmp_path)) for a in args])
+    p = run_main("core.inspect", *[a.replace("{tmp}", str(tmp_path)) for a in args])  # refusals: in this process
     assert p.returncode != 0
     assert "Traceback" not in p.stderr and p.stdout == ""
     lines = p.stderr.strip().splitlines()
@@ -101,7 +102,7 @@ def test_non_finite_weights_get_one_error_line_never_nan_json(tmp_path):
     state["encoder.layers.0.self_attn.w_q.weight" if "encoder.layers.0.self_attn.w_q.weight" in state
           else sorted(state)[0]].fill_(float("nan"))
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "attention-lab/1"})
-    p = inspect_cli("--model", str(folder), "--src", "1 2 3")
+    p = run_main("core.inspect", "--model", str(folder), "--src", "1 2 3")
     assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr, p.stderr[-800:]
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "non-finite weights" in lines[0], p.stderr

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from cli_run import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--task", "copy", "--steps", "2", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--layers", "1",
@@ -22,6 +25,28 @@ TINY = ["--task", "copy", "--steps", "2", "--d-model", "16", "--heads", "2", "--
 def train_cli(*args, timeout=300):
     return subprocess.run([sys.executable, "-m", "core.train", *map(str, args)], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, env=dict(os.environ, OMP_NUM_THREADS="1"))
+
+
+def train_here(*args):
+    """``train_cli`` in this process (tests/cli_run.py): for runs that are refused or resumed, ~5 s less each."""
+    return run_main("core.train", *args)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> subprocess.CompletedProcess:
+    """One finished TINY run (its folder is ``.out``), trained once by the real command line;
+    its stdout is the run's JSON summary. Tests copy the folder instead of training again."""
+    out = tmp_path_factory.mktemp("trained") / "run"
+    r = train_cli("--out", out, *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r.out = out
+    return r
+
+
+def copy_of(trained, where: Path) -> Path:
+    """A copy of the finished run at ``where`` (a run holds no path of its own: the copy resumes, test below)."""
+    shutil.copytree(trained.out, where, symlinks=True)
+    return where
 
 
 def tree(root: Path):
@@ -51,22 +76,20 @@ def test_out_refuses_a_folder_that_is_not_a_checkpoint_and_touches_nothing(tmp_p
         (victim / "config.json").write_text('{"model_type": "bert"}')
         (victim / "model.safetensors").write_bytes(b"someone else's weights")
     before = tree(tmp_path)
-    line = one_error_line(train_cli("--out", victim, *TINY))
+    line = one_error_line(train_here("--out", victim, *TINY))
     assert "refusing" in line and str(victim) in line
     assert tree(tmp_path) == before  # nothing deleted, renamed (no .victim.old) or left behind
 
 
-def test_out_replaces_an_existing_checkpoint_only_with_force(tmp_path):
+def test_out_replaces_an_existing_checkpoint_only_with_force(trained, tmp_path):
     """Issue 35 item 3: a second run with the same --out silently replaced the first run's model. It is refused
     (one line, exit 2, nothing touched); --resume continues it, --force replaces it."""
-    out = tmp_path / "run"
-    r = train_cli("--out", out, *TINY)
-    assert r.returncode == 0, r.stderr[-2000:]
+    out = copy_of(trained, tmp_path / "run")
     before = tree(tmp_path)
-    line = one_error_line(train_cli("--out", out, *TINY))
+    line = one_error_line(train_here("--out", out, *TINY))
     assert "already holds a checkpoint" in line and "--force" in line and "--resume" in line, line
     assert tree(tmp_path) == before
-    r = train_cli("--out", out, *TINY, "--force")
+    r = train_here("--out", out, *TINY, "--force")
     assert r.returncode == 0, r.stderr[-2000:]
     assert [p.name for p in tmp_path.iterdir()] == ["run"] and tree(tmp_path) != before
 
@@ -154,7 +177,7 @@ def test_out_beside_someone_elses_dot_old_and_tmp_folders_keeps_them(tmp_path, c
     (["--seq-len", "0"], "--seq-len must be between 1"), (["--window", "0"], "--window must be between 1"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
 def test_every_flag_is_checked_with_one_line_and_nothing_written(tmp_path, args, words):
-    line = one_error_line(train_cli("--out", tmp_path / "run", *TINY, *args))
+    line = one_error_line(train_here("--out", tmp_path / "run", *TINY, *args))
     assert words in line, line
     assert list(tmp_path.iterdir()) == []
 
@@ -204,13 +227,19 @@ def _tamper(out: Path, how: str):
 @pytest.mark.parametrize("how", ["empty-object", "step-not-a-number", "history-with-nan", "truncated-json",
                                  "truncated-tensors", "missing-tensors", "no-rng", "rng-wrong-type",
                                  "optimizer-from-another-model"])
-def test_resume_from_a_tampered_state_is_one_clear_line(tmp_path, how):
-    out = tmp_path / "run"
-    r = train_cli("--out", out, *TINY)
-    assert r.returncode == 0, r.stderr[-2000:]
+def test_resume_from_a_tampered_state_is_one_clear_line(trained, tmp_path, how):
+    out = copy_of(trained, tmp_path / "run")
     _tamper(out, how)
-    line = one_error_line(train_cli("--out", out, *TINY[:2], "--steps", "4", *TINY[4:], "--resume"))
+    line = one_error_line(train_here("--out", out, *TINY[:2], "--steps", "4", *TINY[4:], "--resume"))
     assert "cannot resume" in line or "no training checkpoint" in line, line
+
+
+def test_an_untampered_copy_resumes(trained, tmp_path):
+    """The control for the test above: the copy it tampers with resumes when left alone."""
+    out = copy_of(trained, tmp_path / "elsewhere" / "run")
+    r = train_here("--out", out, *TINY[:2], "--steps", "4", *TINY[4:], "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout)["steps"] == 4
 
 
 # ------------------------------------------------------------------ defect 8: after a kill, and resuming a finished run
@@ -224,10 +253,8 @@ checkpoint.write_dir_atomically(sys.argv[1], fill)
 """
 
 
-def test_the_next_run_removes_the_temporaries_a_killed_run_left_and_nothing_else(tmp_path):
-    out = tmp_path / "run"
-    r = train_cli("--out", out, *TINY)
-    assert r.returncode == 0, r.stderr[-2000:]
+def test_the_next_run_removes_the_temporaries_a_killed_run_left_and_nothing_else(trained, tmp_path):
+    out = copy_of(trained, tmp_path / "run")
     killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(out)], cwd=ROOT, capture_output=True)
     assert killed.returncode == -9
     # without our marker a folder is never ours, whatever its files are called (issue 35 item 4): neither an older
@@ -240,32 +267,31 @@ def test_the_next_run_removes_the_temporaries_a_killed_run_left_and_nothing_else
     (mine / "thesis.txt").write_text("thesis")
     orphans = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".run.tmp-"))
     assert len(orphans) == 3, orphans
-    r = train_cli("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
+    r = train_here("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
     assert r.returncode == 0, r.stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".run.tmp-k3j9x_2a", ".run.tmp-notes", "run"]
     assert (mine / "thesis.txt").read_text() == "thesis"
 
 
-def test_resuming_a_finished_run_rewrites_nothing_and_prints_its_summary(tmp_path):
-    out = tmp_path / "run"
-    first = train_cli("--out", out, *TINY)
-    assert first.returncode == 0, first.stderr[-2000:]
+def test_resuming_a_finished_run_rewrites_nothing_and_prints_its_summary(trained, tmp_path):
+    out, first = copy_of(trained, tmp_path / "run"), trained
     before = tree(tmp_path)
-    again = train_cli("--out", out, *TINY, "--resume")
+    again = train_here("--out", out, *TINY, "--resume")
     assert again.returncode == 0, again.stderr[-2000:]
     assert "nothing to do" in again.stderr
     assert tree(tmp_path) == before  # card, weights, config and state untouched
     card = (out / "card.md").read_text()
     assert "training time 0.0 s" not in card and "nan" not in card.lower()
-    assert json.loads(again.stdout.splitlines()[-1]) == json.loads(first.stdout.splitlines()[-1])
+    summary, recorded = (json.loads(r.stdout.splitlines()[-1]) for r in (again, first))
+    assert summary.pop("checkpoint") == str(out) and recorded.pop("checkpoint") == str(trained.out)  # where it is now
+    assert summary == recorded
 
 
-def test_a_resumed_runs_card_counts_the_whole_run(tmp_path):
+def test_a_resumed_runs_card_counts_the_whole_run(trained, tmp_path):
     from core.training.trainer import STATE_JSON
-    out = tmp_path / "run"
-    assert train_cli("--out", out, *TINY).returncode == 0
+    out = copy_of(trained, tmp_path / "run")
     first = json.loads((out / STATE_JSON).read_text())
-    r = train_cli("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
+    r = train_here("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
     assert r.returncode == 0, r.stderr[-2000:]
     second = json.loads((out / STATE_JSON).read_text())
     assert second["tokens"] > first["tokens"] > 0 and second["seconds"] >= first["seconds"] > 0
@@ -273,16 +299,13 @@ def test_a_resumed_runs_card_counts_the_whole_run(tmp_path):
     assert summary["steps"] == 3 and summary["seconds"] >= first["seconds"] and summary["tokens_per_s"] > 0
 
 
-def test_a_kill_while_the_old_copy_is_deleted_leaves_it_ours(tmp_path, monkeypatch):
+def test_a_kill_while_the_old_copy_is_deleted_leaves_it_ours(trained, tmp_path, monkeypatch):
     """The suite's random-SIGKILL test once landed while ``.run.old`` was being deleted: ``shutil.rmtree`` had taken
     the marker first, and every later write refused the half-deleted folder as someone else's. The marker now goes
     last: a kill after any one deletion leaves a folder the next write still knows as its own."""
     from core.io import checkpoint
-    out = tmp_path / "run"
-    r = train_cli("--out", out, *TINY)
-    assert r.returncode == 0, r.stderr[-2000:]
+    out = copy_of(trained, tmp_path / "run")
     old = tmp_path / ".run.old"
-    import shutil
     shutil.copytree(out, old)
     (old / checkpoint.LEFTOVER_MARKER).write_text("ours")
     deleted = []
@@ -299,6 +322,6 @@ def test_a_kill_while_the_old_copy_is_deleted_leaves_it_ours(tmp_path, monkeypat
     monkeypatch.undo()
     assert deleted and deleted[0] != checkpoint.LEFTOVER_MARKER and (old / checkpoint.LEFTOVER_MARKER).is_file()
     checkpoint.check_leftovers(out)  # still ours: no refusal
-    r = train_cli("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
+    r = train_here("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
     assert r.returncode == 0, r.stderr[-2000:]
     assert not old.exists()
