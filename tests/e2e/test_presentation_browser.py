@@ -1,5 +1,5 @@
-"""Presentation mode on a projector, in real Chromium: every page in light and dark at 1280×800 (a few at 1024×768),
-with the computed font size of every text measured (page title, body, chart titles, axis titles, ticks, legends,
+"""Presentation mode on a projector, in real Chromium: every page in light and dark at 1280×800 (a few at 1024×768,
+light), with the computed font size of every text measured (page title, body, chart titles, axis titles, ticks, legends,
 cell text), every label checked for being cut (ellipsis, clipped box, a chart label outside its chart) and every
 text's WCAG contrast on its own background. The dark theme is reached from the page (the sidebar switch) and from
 a link (``?theme=dark``); the navigation groups the pages and the Start page links every one.
@@ -133,8 +133,10 @@ def sweep(browser, server, mode: str, width: int, height: int, paths) -> tuple[d
     return measured, found
 
 
-SWEEPS = [("light", 1280, 800, PATHS), ("dark", 1280, 800, PATHS), ("light", 1024, 768, SMALL),
-          ("dark", 1024, 768, SMALL)]
+# The dark theme changes colours only (sizes, wrapping and cuts are the light theme's): it is swept on every page at
+# 1280×800, and the narrow layout once, in light (a dark sweep at 1024×768 as well cost ~35 s of the suite and
+# found nothing the other two could not)
+SWEEPS = [("light", 1280, 800, PATHS), ("dark", 1280, 800, PATHS), ("light", 1024, 768, SMALL)]
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +197,7 @@ def test_every_page_reads_on_a_projector_at_1280x800(swept, mode):
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("mode", ["light"])
 def test_the_busiest_pages_read_at_1024x768(swept, mode):
     _, found = result(swept, mode, 1024)
     assert not found, "\n".join(found)
