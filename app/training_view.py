@@ -4,6 +4,7 @@ import streamlit as st
 
 from app import figures
 from app import training_jobs as tj
+from app import training_series as ts
 from app.guard import public
 from app.text import md
 from core.training.tasks import SYNTHETIC
@@ -64,11 +65,11 @@ def live(job, present: bool, dark: bool) -> None:
 
     if snap["history"]:
         g1, g2 = st.columns(2)
-        xs, ys = tj.loss_series(snap)
-        series = {"loss": ys} if len(ys) < 20 else {"loss": ys, "smoothed": tj.smooth(ys)}
+        xs, ys = ts.loss_series(snap)
+        series = {"loss": ys} if len(ys) < 20 else {"loss": ys, "smoothed": ts.smooth(ys)}
         g1.plotly_chart(figures.lines(series, xs, title="Training loss", x_title="step", y_title="loss",
                                       present=present, dark=dark), key="tr_loss")
-        evals = tj.eval_series(snap)
+        evals = ts.eval_series(snap)
         if evals:
             fig = figures.lines({}, title="Held-out metrics", x_title="step", y_title=", ".join(evals),
                                 present=present, dark=dark)
@@ -82,7 +83,7 @@ def live(job, present: bool, dark: bool) -> None:
         h1, h2 = st.columns(2)
         for col, kind, title in ((h1, "induction", "Induction score of each head"),
                                  (h2, "previous_token", "Previous-token score of each head")):
-            series = tj.head_score_series(snap, kind)
+            series = ts.head_score_series(snap, kind)
             fig = figures.lines({}, title=title, x_title="step", y_title="score", present=present, dark=dark)
             for head, (hx, hy) in series.items():
                 fig.add_scatter(x=hx, y=hy, mode="lines+markers", name=head)

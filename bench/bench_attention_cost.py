@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from core.variants.efficient import METHODS, measure_cost
+from core.variants.attention_cost import METHODS, measure_cost
 
 ROOT = Path(__file__).resolve().parents[1]
 

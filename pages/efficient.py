@@ -11,6 +11,7 @@ from app import efficient_view as EV
 from app import figures
 from app.shell import page_run
 from app.text import md
+from core.variants import attention_cost as cost
 from core.variants import efficient as E
 
 COST_JSON = Path(os.environ.get("ATTENTION_COST_JSON", Path(__file__).resolve().parents[1] / "docs" / "attention_cost.json"))
@@ -134,7 +135,7 @@ if data is None:
             "full one (T = 64…8192), or a quick one here.")
     if st.button("Run a quick measurement (T = 64…1024)", key="cost_run"):
         with st.spinner("Timing four attention implementations…"):
-            live = E.measure_cost((64, 128, 256, 512, 1024), reps=3, budget_s=0.3, memory=True)
+            live = cost.measure_cost((64, 128, 256, 512, 1024), reps=3, budget_s=0.3, memory=True)
         data = st.session_state["cost_live"] = {**live, "date": datetime.now().isoformat(timespec="seconds"),
                                                 "command": "quick measurement in the app",
                                                 "config": {"threads": torch.get_num_threads()}}
@@ -145,8 +146,8 @@ if data is not None:
                f"(CPU, {cfg.get('threads', torch.get_num_threads())} thread(s), batch {cfg.get('batch', 1)}, "
                f"{cfg.get('heads', 4)} heads, d = {cfg.get('d_head', 32)}, window radius {cfg.get('window', 64)}). "
                "Time is the median of several calls; memory is the peak of torch's CPU allocations during one call.")
-    sizes, times = E.cost_series(data["rows"])
-    _, mems = E.cost_series(data["rows"], "peak_bytes")
+    sizes, times = cost.cost_series(data["rows"])
+    _, mems = cost.cost_series(data["rows"], "peak_bytes")
     for key, series, y in (("cost_time", {n: [t * 1e3 for t in s] for n, s in times.items()}, "milliseconds"),
                            ("cost_mem", {n: [b / 1e6 for b in s] for n, s in mems.items()}, "peak MB")):
         fig = figures.lines(series, sizes, title=f"{y} vs sequence length T", x_title="T", y_title=y, **plot)

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import figures
 from app import training_jobs as tj
+from app import training_series as ts
 from app import training_view as tv
 from app.guard import guarded, public
 from app.shell import forget_model, models, text_box
@@ -161,7 +162,7 @@ for msg in errors:
     st.error(md(msg))
 
 if not errors:
-    xs, ys = tj.lr_curve(cfg)
+    xs, ys = ts.lr_curve(cfg)
     st.plotly_chart(figures.lines({"learning rate": ys}, xs, x_title="step", y_title="lr", present=present, dark=dark,
                                   title="Learning-rate schedule: lrate = d_model^-0.5 · min(step^-0.5, "
                                         "step · warmup^-1.5) × factor"), key="tr_lr_chart")
@@ -202,7 +203,7 @@ if len(done) >= 2:
     if pick:
         fig = figures.lines({}, title="Training loss", x_title="step", y_title="loss", present=present, dark=dark)
         for lbl in pick:
-            xs, ys = tj.loss_series(labels[lbl].snapshot(), smoothing)
+            xs, ys = ts.loss_series(labels[lbl].snapshot(), smoothing)
             fig.add_scatter(x=xs, y=ys, mode="lines", name=figures.label(lbl))
         st.plotly_chart(fig, key="tr_compare_chart")
 elif done:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from app import training_jobs as tj
+from app import training_series as ts
 from core.io import registry
 from core.training.trainer import TrainConfig
 
@@ -225,7 +226,7 @@ def test_tiny_masked_lm_job_trains_an_encoder_and_snapshots_its_self_attention(d
     # every rate is charted, next_sentence_accuracy too (it was dropped for starting with "n"); counts are not
     assert set(snap["evals"][-1]) >= {"valid_loss", "accuracy", "masked_accuracy", "next_sentence_accuracy"}
     assert not {"n", "n_masked"} & set(snap["evals"][-1])
-    assert "next_sentence_accuracy" in tj.eval_series(snap)
+    assert "next_sentence_accuracy" in ts.eval_series(snap)
     ck = registry.load("tiny-mlm", allow_path=False)
     assert ck.model.cfg.kind == "encoder-only" and ck.meta["task"] == "mlm"
 
@@ -244,7 +245,7 @@ def test_the_induction_preset_measures_every_head_along_the_run(data):
     for r in rows:
         for kind in ("induction", "previous_token"):
             assert len(r[kind]) == 2 and all(len(h) == 4 and all(0 <= v <= 1 for v in h) for h in r[kind])
-    series = tj.head_score_series(snap, "induction")
+    series = ts.head_score_series(snap, "induction")
     assert list(series) == [f"L{l} H{h}" for l in range(2) for h in range(4)]
     assert series["L1 H3"] == ([r["step"] for r in rows], [r["induction"][1][3] for r in rows])
     assert set(snap["evals"][-1]) >= {"first_copy_loss", "second_copy_loss", "copy_gain"}

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from core.variants import attention_cost as cost
 from core.variants import efficient as E
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,17 +223,17 @@ def test_head_qkv_matches_the_traced_weights():
 
 
 def test_fit_exponent_and_cost_series():
-    assert E.fit_exponent([64, 128, 256], [1.0, 4.0, 16.0]) == pytest.approx(2.0)
+    assert cost.fit_exponent([64, 128, 256], [1.0, 4.0, 16.0]) == pytest.approx(2.0)
     rows = [{"method": "a", "T": 1, "time_s": 1.0}, {"method": "a", "T": 2, "time_s": None},
             {"method": "b", "T": 2, "time_s": 3.0}]
-    sizes, series = E.cost_series(rows)
+    sizes, series = cost.cost_series(rows)
     assert sizes == [1, 2] and series["a"][0] == 1.0 and series["a"][1] != series["a"][1]  # NaN = skipped
 
 
 def test_peak_allocated_sees_the_quadratic_matrix():
     q = torch.randn(1, 2, 256, 16)
-    peak = E.peak_allocated(lambda: E.softmax_attention(q, q, q))
-    assert E.explicit_bytes(256, 1, 2) <= peak < 1.5 * E.explicit_bytes(256, 1, 2)
+    peak = cost.peak_allocated(lambda: E.softmax_attention(q, q, q))
+    assert cost.explicit_bytes(256, 1, 2) <= peak < 1.5 * cost.explicit_bytes(256, 1, 2)
 
 
 def test_bench_quick_writes_json(tmp_path):
@@ -243,8 +244,8 @@ def test_bench_quick_writes_json(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     last = json.loads(proc.stdout.strip().splitlines()[-1])
     assert last == json.loads(out.read_text())
-    assert {r["method"] for r in last["rows"]} == set(E.METHODS)
-    assert all(r["time_s"] > 0 for r in last["rows"]) and set(last["exponents"]) == set(E.METHODS)
+    assert {r["method"] for r in last["rows"]} == set(cost.METHODS)
+    assert all(r["time_s"] > 0 for r in last["rows"]) and set(last["exponents"]) == set(cost.METHODS)
 
 
 def test_gap_reach_and_step_gaps_are_the_numbers_the_page_prints():
