@@ -57,17 +57,24 @@ def from_tests(name: str):
     """The test helper ``tests/<name>.py`` (``browser``: headless Chromium with the suite's flags), for the benchmarks
     that drive a browser the way the tests do. Under pytest it is the module the tests imported (tests/ is on their
     path, pytest.ini; Playwright is shared per thread, so there must be one copy); a benchmark run as a script
-    loads it from its file and registers it under the same name. tests/ is a folder of helpers, not a package."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-    return sys.modules[name]
+    loads it from its file and registers it under the same name. tests/ is a folder of helpers, not a package.
+    One lock for every caller: the session threads ask at once, and a thread that found the module registered while
+    another was still running its file got it half made (``module 'browser' has no attribute 'launch'``: every browser
+    student but the first, and the trainer, died so in a class-of-30 run on 2026-11-27)."""
+    with _FROM_TESTS_LOCK:
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+        return sys.modules[name]
+
+
+_FROM_TESTS_LOCK = threading.Lock()
 
 
 MODEL = "en-fr"

@@ -9,6 +9,11 @@ on 2 cores) cycle over every page of the navigation, each visit a shared link wi
 about 2,000 characters no visit used before (the worst case for every cache: nothing is ever reused). Meanwhile one
 more visitor keeps the Training page busy: "Start training" with the page's defaults, again when the run has saved its
 model, until the server's cap on saved models refuses the next one (that refusal is part of the test, not a failure).
+``--uploads N`` (default 1) more learners, each in headless Chromium (an upload is a browser's HTTP request, which
+the websocket visitors do not make), upload the worst text the Training page accepts — about 2 MB of random
+1,000-character "words", the longest a word may be — and train the language model on it with a few steps, again and
+again in fresh sessions; each run (upload to "Saved as") is timed and any run that fails or is refused other than by
+the saved-model caps fails the soak.
 
 Every second the server's own resident memory (without the training job's process) is sampled. The run fails (exit
 1) when a page shows an exception or does not finish, or when memory keeps growing after the caches are full: the
@@ -22,6 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
+import string
 import sys
 import tempfile
 import threading
@@ -91,11 +98,70 @@ async def _load_every_model(base: str, pages: list[str], models, timeout_s: floa
         await client.close()
 
 
+def worst_upload(path: Path, size: int = 1_990_000, word: int = 1000, seed: int = 0) -> Path:
+    """Write the worst text the Training page accepts to ``path``: ``size`` bytes of random lowercase ``word``-character
+    words (app/training_jobs: at most 2,000,000 bytes, no word over 1,000 characters; BPE time grows with the
+    longest word)."""
+    rng = random.Random(seed)
+    words = ["".join(rng.choices(string.ascii_lowercase, k=word)) for _ in range(size // (word + 1))]
+    path.write_text(" ".join(words) + "\n", encoding="utf-8")
+    return path
+
+
+def upload_session(base: str, end: float, text: Path, runs: list[dict], steps: int = 20) -> None:
+    """One learner in Chromium until ``end`` (time.monotonic): a fresh session on the Training page, task lm, their
+    own text file ``text``, ``steps`` steps, Start training, until "Saved as" (status "done"), "Training failed"
+    (error) or the saved-model cap's refusal ("capped"); appended to ``runs`` with the seconds from choosing the file."""
+    launch = load_test.from_tests("browser").launch
+    with launch() as browser:
+        while time.monotonic() < end:
+            log = load_test.SessionLog("uploader")
+            context, page = load_test._open_context(browser, base, log)
+            run = {"status": "unfinished", "seconds": None}
+            try:
+                page.goto(f"{base}/training")
+                load_test.settle(page)
+                page.locator("[data-testid=stSelectbox]", has_text="Task").locator("input").click()
+                page.get_by_role("option", name="lm", exact=True).click()
+                load_test.settle(page)
+                page.get_by_text("My own UTF-8 text file", exact=True).click()
+                load_test.settle(page)
+                t0 = time.monotonic()
+                page.locator("[data-testid=stFileUploader] input[type=file]").set_input_files(str(text))
+                page.get_by_text(text.name).first.wait_for(timeout=120_000)
+                load_test.settle(page)
+                if page.get_by_text("This file cannot be used").count():
+                    raise RuntimeError(page.get_by_text("This file cannot be used").first.inner_text()[:300])
+                load_test._set_number(page, "Steps", steps)
+                name = page.get_by_label("Save as", exact=True).input_value()
+                page.get_by_role("button", name="Start training").click()
+                while time.monotonic() < end + 300:
+                    if page.locator("[data-testid=stAlertContentSuccess]", has_text=f"Saved as {name}").count():
+                        run["status"] = "done"
+                        break
+                    errors = page.locator("[data-testid=stAlertContentError]")
+                    if errors.count():
+                        said = errors.first.inner_text()[:300]
+                        run["status"] = "capped" if "saved models" in said else f"error: {said}"
+                        break
+                    page.wait_for_timeout(500)
+                run["seconds"] = round(time.monotonic() - t0, 1)
+            except Exception as e:
+                run["status"] = f"error: {type(e).__name__}: {e}"[:400]
+            finally:
+                run["problems"] = log.page_errors + log.st_exceptions + [f"external: {u}" for u in log.external]
+                runs.append(run)
+                context.close()
+            if run["status"] == "capped":
+                return
+
+
 def run_soak(sessions: int = 20, seconds: float = 480, pages: list[str] | None = None, models=MODELS,
-             timeout_s: float = 300, train: bool = True, cache_mb: int | None = None) -> dict:
+             timeout_s: float = 300, train: bool = True, cache_mb: int | None = None, uploads: int = 1) -> dict:
     """Run the soak (see the module's docstring) and return its record: ``visits`` (session, page, model, seconds,
-    problem), ``samples`` (seconds, MB), ``saved_models`` and the ``summary``. ``cache_mb``: the run cache's budget
-    (``ATTENTION_LAB_CACHE_BYTES``; the app's own is 768 MiB): a small one fills within a short run."""
+    problem), ``samples`` (seconds, MB), ``saved_models``, ``uploads`` (one row per upload run) and the ``summary``.
+    ``cache_mb``: the run cache's budget (``ATTENTION_LAB_CACHE_BYTES``; the app's own is 768 MiB): a small one
+    fills within a short run. ``uploads``: learners uploading the worst accepted text (:func:`upload_session`)."""
     from app import nav, visitor
 
     pages = pages if pages is not None else nav.url_paths()
@@ -164,10 +230,18 @@ def run_soak(sessions: int = 20, seconds: float = 480, pages: list[str] | None =
     async def everyone():
         await asyncio.gather(*(session(s) for s in range(sessions)), *([trainer()] if train else []))
 
+    upload_runs: list[dict] = []
+    text = worst_upload(work / "worst-upload.txt") if uploads else None
+    uploaders = [threading.Thread(target=upload_session, args=(base, end, text, upload_runs), daemon=True)
+                 for _ in range(uploads)]
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
+        for u in uploaders:
+            u.start()
         _in_own_thread(everyone())
+        for u in uploaders:
+            u.join(timeout=600)
     finally:
         halt.set()
         load_test.stop_server(proc)
@@ -185,8 +259,13 @@ def run_soak(sessions: int = 20, seconds: float = 480, pages: list[str] | None =
                "p50_s": load_test.percentile(times, 0.5), "p95_s": load_test.percentile(times, 0.95),
                "per_page": per_page, "rss_mb_curve": curve,
                "peak_rss_mb": max((m for _, m in samples), default=None), "growth_after_full_mb": growth(samples),
-               "training_starts": training["starts"], "training_errors": training["errors"], "saved_models": saved}
-    return {"visits": visits, "samples": samples, "summary": summary}
+               "training_starts": training["starts"], "training_errors": training["errors"], "saved_models": saved,
+               "upload_runs": len(upload_runs),
+               "upload_runs_done": sum(1 for r in upload_runs if r["status"] == "done"),
+               "upload_seconds": [r["seconds"] for r in upload_runs if r["status"] == "done"],
+               "upload_errors": [r for r in upload_runs
+                                 if r["status"] not in ("done", "capped", "unfinished") or r["problems"]]}
+    return {"visits": visits, "samples": samples, "uploads": upload_runs, "summary": summary}
 
 
 def main(argv=None) -> int:
@@ -196,24 +275,27 @@ def main(argv=None) -> int:
     ap.add_argument("--max-growth-mb", type=float, default=200.0,
                     help="memory growth after the caches are full that fails the run")
     ap.add_argument("--no-train", action="store_true")
+    ap.add_argument("--uploads", type=int, default=1, help="learners in Chromium uploading the worst accepted text")
     ap.add_argument("--models", nargs="+", default=list(MODELS), help="the models the visits cycle through")
     ap.add_argument("--cache-mb", type=int, help="the run cache's budget (the app's default: 768)")
     ap.add_argument("--out", type=Path, help="write every visit and every memory sample here")
     args = ap.parse_args(argv)
     record = run_soak(args.sessions, args.minutes * 60, train=not args.no_train, models=tuple(args.models),
-                      cache_mb=args.cache_mb)
+                      cache_mb=args.cache_mb, uploads=args.uploads)
     s = record["summary"]
     for page, p in s["per_page"].items():
         print(f"{page:12s} {p['visits']:4d} visits  p50 {p['p50_s'] or 0:6.2f} s  p95 {p['p95_s'] or 0:6.2f} s")
     print("memory (s, MB):", " ".join(f"{t:.0f}:{m:.0f}" for t, m in s["rss_mb_curve"]))
     print(f"{s['visits']} visits, {s['n_failed']} failed; p50 {s['p50_s']} s, p95 {s['p95_s']} s; peak "
           f"{s['peak_rss_mb']} MB, growth after the caches filled {s['growth_after_full_mb']} MB; "
-          f"{s['training_starts']} training runs started, saved: {len(s['saved_models'])}")
+          f"{s['training_starts']} training runs started, saved: {len(s['saved_models'])}; uploads: "
+          f"{s['upload_runs_done']} of {s['upload_runs']} runs saved, seconds {s['upload_seconds']}, "
+          f"errors {s['upload_errors']}")
     if args.out:
         args.out.write_text(json.dumps(record, indent=1))
     print(json.dumps(s))
     grew = s["growth_after_full_mb"] is not None and s["growth_after_full_mb"] > args.max_growth_mb
-    return 1 if s["n_failed"] or s["training_errors"] or grew else 0
+    return 1 if s["n_failed"] or s["training_errors"] or s["upload_errors"] or grew else 0
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def record():
     # one model (each bundled model stays loaded for good: loading a second one mid-run is not a leak) and a 48 MiB
-    # run cache, so that what is cached is full early in a short run
-    return soak.run_soak(sessions=2, seconds=40, models=("en-fr",), cache_mb=48)
+    # run cache, so that what is cached is full early in a short run. No upload learner here (a Chromium and a 2 MB
+    # BPE beside the other test worker); the full run has one, and its text is checked below
+    return soak.run_soak(sessions=2, seconds=40, models=("en-fr",), cache_mb=48, uploads=0)
 
 
 def test_every_page_finishes_without_an_exception(record):
@@ -45,3 +46,13 @@ def test_growth_reads_the_last_fifth_against_the_middle():
     assert soak.growth(rising) == 10 * (45 - 25)  # medians of samples 40-49 and 20-29
     assert soak.growth(flat[:5]) is None
     assert soak.long_sentence(1) != soak.long_sentence(2) and 1990 <= len(soak.long_sentence(7)) <= 2020
+
+
+def test_the_soak_uploads_the_worst_text_the_page_accepts(tmp_path):
+    from app import training_jobs as tj
+    data = soak.worst_upload(tmp_path / "worst.txt").read_bytes()
+    assert 0.99 * tj.MAX_UPLOAD <= len(data) <= tj.MAX_UPLOAD
+    assert max(len(w) for w in data.split()) == tj.MAX_WORD  # the longest word allowed: BPE's worst case
+    tj.release_upload(tj.save_upload(data, "worst.txt"))  # accepted (a refusal raises ValueError)
+    with pytest.raises(ValueError, match="word"):
+        tj.save_upload(data.replace(b" ", b"x", 1), "worse.txt")  # one word longer: refused
