@@ -27,6 +27,7 @@ def smooth(values: list[float], weight: float = 0.9) -> list[float]:
 
 
 def loss_series(snap: dict, smoothing: float = 0.0) -> tuple[list[int], list[float]]:
+    """The training loss over steps, smoothed by :func:`smooth` when ``smoothing`` > 0."""
     steps = [r["step"] for r in snap["history"]]
     losses = [r["loss"] for r in snap["history"]]
     return steps, smooth(losses, smoothing) if smoothing else losses

@@ -302,7 +302,9 @@ class Shared:
         return self.think_s * (rng.uniform(0, 1) if first else rng.uniform(0.5, 1.5))
 
 
-def _open_context(browser, base: str, log: SessionLog):
+def open_context(browser, base: str, log: SessionLog):
+    """A new browser context and page on ``base`` whose requests elsewhere are aborted and logged in ``log`` (with
+    page errors and dialogs); also the soak's upload learner's."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
 
     def route(r):
@@ -370,7 +372,7 @@ def render_session(sid: int, base: str, shared: Shared, start: threading.Barrier
     launch = from_tests("browser").launch
     try:
         with launch() as browser:
-            context, page = _open_context(browser, base, log)
+            context, page = open_context(browser, base, log)
             try:
                 _open_attention(page, base)
                 _wait(start)
@@ -409,7 +411,7 @@ def classroom_session(sid: int, base: str, shared: Shared, start: threading.Barr
     launch = from_tests("browser").launch
     try:
         with launch() as browser:
-            context, page = _open_context(browser, base, log)
+            context, page = open_context(browser, base, log)
             try:
                 _wait(start)
 
@@ -605,7 +607,8 @@ class TrainLog(SessionLog):
     settings_seen: dict = field(default_factory=dict)  # the page's inputs just before Start training
 
 
-def _set_number(page, label: str, value) -> None:
+def set_number(page, label: str, value) -> None:
+    """Type ``value`` into the number box labelled ``label``, press Enter and wait for the rerun."""
     box = page.get_by_label(label, exact=True)
     box.fill(str(value))
     box.press("Enter")
@@ -620,12 +623,12 @@ def train_session(base: str, shared: Shared, start: threading.Barrier, log: Trai
     started = False
     try:
         with launch() as browser:
-            context, page = _open_context(browser, base, log)
+            context, page = open_context(browser, base, log)
             try:
                 page.goto(f"{base}/training")
                 settle(page)
                 for label, value in settings.items():
-                    _set_number(page, label, value)
+                    set_number(page, label, value)
                 log.settings_seen = {label: page.get_by_label(label, exact=True).input_value() for label in settings}
                 for _ in range(max_runs):
                     name = page.get_by_label("Save as", exact=True).input_value()

@@ -116,7 +116,7 @@ def upload_session(base: str, end: float, text: Path, runs: list[dict], steps: i
     with launch() as browser:
         while time.monotonic() < end:
             log = load_test.SessionLog("uploader")
-            context, page = load_test._open_context(browser, base, log)
+            context, page = load_test.open_context(browser, base, log)
             run = {"status": "unfinished", "seconds": None}
             try:
                 page.goto(f"{base}/training")
@@ -132,7 +132,7 @@ def upload_session(base: str, end: float, text: Path, runs: list[dict], steps: i
                 load_test.settle(page)
                 if page.get_by_text("This file cannot be used").count():
                     raise RuntimeError(page.get_by_text("This file cannot be used").first.inner_text()[:300])
-                load_test._set_number(page, "Steps", steps)
+                load_test.set_number(page, "Steps", steps)
                 name = page.get_by_label("Save as", exact=True).input_value()
                 page.get_by_role("button", name="Start training").click()
                 while time.monotonic() < end + 300:
