@@ -8,8 +8,9 @@ into the :class:`Job` under a lock, and the page only reads copies (:meth:`Job.s
 events both processes share. A module-level registry limits how many jobs the whole server runs at once,
 and :func:`check_settings` caps the model and run size so one learner cannot monopolise the machine.
 
-A finished run is copied from its temporary folder into ``registry.user_dir()/<name>``, where the
-shared sidebar's model picker finds it on every page.
+A finished run is copied from its temporary folder into ``registry.user_dir()/<name>``, saved private
+(app/rooms.py): the sidebar's model picker of the browser session that trained it lists it on every page, and other
+sessions only once that session shares it or when they open it by its name (a ``?model=`` link).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from app import rooms
 from app.training_series import is_count
 from core.inference.runner import forward_ids
 from core.io import checkpoint, registry
@@ -37,8 +39,8 @@ from core.io.tokenizer import BOS, EOS
 from core.training.trainer import TrainConfig, model_config, pick_device, train
 
 MAX_JOBS = 2  # concurrent training jobs on the whole server: every replica sharing ATTENTION_LAB_DATA together
-# Saved models: each takes disk (up to 38.6 MB at the largest settings below) and is offered in every session's model
-# list. At most MAX_SAVED_MODELS on the server (≈ 2.3 GB of disk at the largest settings) and MAX_SAVED_PER_SESSION
+# Saved models: each takes disk (up to 38.6 MB at the largest settings below), private to the session that trained it
+# until it shares it (app/rooms.py). At most MAX_SAVED_MODELS on the server (≈ 2.3 GB of disk at the largest settings) and MAX_SAVED_PER_SESSION
 # saved by one browser session; a run that would pass either is refused before it starts. A session may delete the
 # models it saved (delete_model); nothing is deleted for it.
 MAX_SAVED_MODELS = int(os.environ.get("ATTENTION_LAB_MAX_SAVED_MODELS", 60))
@@ -541,6 +543,7 @@ class Job:
                 card = folder / checkpoint.CARD
                 if card.exists():  # the card names the temporary folder; name the model instead
                     card.write_text(card.read_text(encoding="utf-8").replace(str(src), self.name), encoding="utf-8")
+                rooms.write_sharing(folder, shared=False)  # in the folder before it is swapped in: never listed shared
 
             checkpoint.write_dir_atomically(dest, fill)
             self._set(saved=self.name, status="done")

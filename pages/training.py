@@ -1,9 +1,10 @@
 """Train a small transformer live: watch the loss fall and the attention pattern form, then explore the model."""
 import os
+from urllib.parse import quote, urlsplit
 
 import streamlit as st
 
-from app import figures
+from app import figures, rooms
 from app import training_jobs as tj
 from app import training_series as ts
 from app import training_view as tv
@@ -30,7 +31,8 @@ BROWSER_TASKS = [t for t in TASKS if t in TASK_HELP]
 view = st.session_state.get("view")
 present, dark = (view.present, view.dark) if view else (False, False)
 jobs: list = st.session_state.setdefault("train_jobs", [])
-owned: list = st.session_state.setdefault("tr_owned", [])  # the models this browser session trained (and may delete)
+# the models this browser session trained: it may delete them and share them (app/rooms.py)
+owned: list = st.session_state.setdefault(rooms.OWNED_KEY, [])
 
 
 def delete_saved(name: str) -> None:
@@ -41,11 +43,36 @@ def delete_saved(name: str) -> None:
         st.session_state["tr_delete_error"] = public(str(e))
         return
     forget_model(name)
-    mine = st.session_state.get("tr_owned", [])
+    mine = st.session_state.get(rooms.OWNED_KEY, [])
     if name in mine:
         mine.remove(name)
     if st.session_state.get("model") == name:
         st.session_state["model"] = (models() or [None])[0]
+
+
+def share_saved(name: str, shared: bool) -> None:
+    """Share a model this session saved with everyone on this server, or make it private again (a button's
+    callback: every session's Model list follows on its next run)."""
+    try:
+        rooms.set_sharing(name, shared, st.session_state.get(rooms.OWNED_KEY, []))
+    except (ValueError, OSError) as e:
+        st.session_state["tr_share_error"] = public(str(e))
+
+
+def model_link(name: str) -> str:
+    """The address that opens model ``name`` in any browser (the app's start page with ``?model=NAME``); only the
+    ``?model=`` part where the page does not know its own address."""
+    query = f"?model={quote(name)}"
+    try:
+        url = st.context.url
+    except Exception:  # no browser request (AppTest)
+        url = None
+    if not url:
+        return query
+    parts = urlsplit(url)
+    root = parts.path.rstrip("/")
+    root = root[:-len("/training")] if root.endswith("/training") else root
+    return f"{parts.scheme}://{parts.netloc}{root}/{query}"
 
 
 # A finished job's model is on disk; make sure no stale cache entry shadows it.
@@ -212,16 +239,25 @@ elif done:
 # ----------------------------------------------------------------- the session's saved models
 st.subheader("Your saved models")
 st.caption(f"This server keeps at most {tj.MAX_SAVED_MODELS} saved models ({len(tj.saved_models())} now), "
-           f"{tj.MAX_SAVED_PER_SESSION} per browser session. The models trained in this browser session can be "
-           "deleted here; nobody else's.")
-if st.session_state.get("tr_delete_error"):
-    st.error(md(st.session_state.pop("tr_delete_error")))
+           f"{tj.MAX_SAVED_PER_SESSION} per browser session. A model you train here is private: it is in the Model "
+           "list of this browser session only, and opens elsewhere by its link. Share it with everyone on this server "
+           "(a teacher's run for the class) or delete it here; nobody else's. Reloading the page starts a new "
+           "session: keep a model's link to open it again.")
+for error_key in ("tr_delete_error", "tr_share_error"):
+    if st.session_state.get(error_key):
+        st.error(md(st.session_state.pop(error_key)))
 on_disk = set(tj.saved_models())
 mine = [n for n in owned if n in on_disk]
 if not mine:
     st.caption("None yet.")
 for saved_name in mine:
-    row = st.columns([4, 1])
-    row[0].markdown(f"**{md(saved_name)}**")
-    row[1].button("Delete", key=f"tr_delete_{saved_name}", on_click=delete_saved, args=(saved_name,),
-                  disabled=any(j.name == saved_name and not j.finished for j in jobs))
+    shared = rooms.is_shared(saved_name)
+    saving = any(j.name == saved_name and not j.finished for j in jobs)
+    row = st.columns([4, 2, 1])
+    row[0].markdown(f"**{md(saved_name)}** — " + ("shared with everyone on this server" if shared else
+                                                 "private: this browser session and whoever has its link"))
+    row[0].code(model_link(saved_name), language=None)
+    row[1].button("Make private" if shared else "Share with everyone on this server", key=f"tr_share_{saved_name}",
+                  on_click=share_saved, args=(saved_name, not shared), disabled=saving)
+    row[2].button("Delete", key=f"tr_delete_{saved_name}", on_click=delete_saved, args=(saved_name,),
+                  disabled=saving)

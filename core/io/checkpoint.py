@@ -35,9 +35,12 @@ WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenize
 WORDS = "words.json"
 PATCHING = "patching.json"  # core.probes.patch's scoreboard, kept beside the weights
 STATE_WEIGHTS, STATE_JSON = "train_state.safetensors", "train_state.json"  # core.training.trainer's resume state
+# Who sees a user model: {"sharing": "private" | "shared"}, written beside a run trained in the app (app/rooms.py);
+# a folder without it (the CLI's, older runs) is shared.
+SHARING = "sharing.json"
 # Every file a checkpoint folder may hold. A folder holding anything else is not ours: nothing here renames,
 # replaces or deletes it (see :func:`check_replaceable`).
-OWN_FILES = frozenset({WEIGHTS, CONFIG, TOKENIZER, CARD, WORDS, PATCHING, STATE_WEIGHTS, STATE_JSON})
+OWN_FILES = frozenset({WEIGHTS, CONFIG, TOKENIZER, CARD, WORDS, PATCHING, STATE_WEIGHTS, STATE_JSON, SHARING})
 # The file :func:`write_dir_atomically` writes into the folders it makes beside a checkpoint (``.NAME.tmp-PID-…``
 # while it fills one, ``.NAME.old`` while it swaps): a leftover folder is ours to delete only when it holds this
 # file, whatever else its file names look like (a Hugging Face folder has config.json + model.safetensors too).

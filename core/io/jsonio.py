@@ -28,3 +28,11 @@ def finite(obj, digits: int | None = None):
 def dumps(obj, **kw) -> str:
     """``json.dumps`` that never writes NaN or Infinity (they become ``null``)."""
     return json.dumps(finite(obj), allow_nan=False, **kw)
+
+
+def loads(text: str | bytes):
+    """``json.loads`` that reads strict JSON only: ``NaN``, ``Infinity`` and ``-Infinity`` (which :func:`dumps` never
+    writes) raise ValueError (``json.JSONDecodeError`` for any other invalid document, a ValueError too)."""
+    def refuse(token):
+        raise ValueError(f"{token} is not valid JSON")
+    return json.loads(text, parse_constant=refuse)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from app import rooms
 from app import training_jobs as tj
 from app import training_series as ts
 from core.io import registry
@@ -205,6 +206,9 @@ def test_tiny_job_finishes_and_registers_its_model(data):
     assert snap["snapshots"] and snap["evals"]
     assert (data / "models" / "tiny-copy" / "config.json").exists()
     assert "tiny-copy" in registry.available()
+    # saved private (issue 34 item 5): in the Model list of the session that trained it, not in another's
+    assert rooms.sharing("tiny-copy") == rooms.PRIVATE
+    assert "tiny-copy" in rooms.visible_models(owned={"tiny-copy"}) and "tiny-copy" not in rooms.visible_models()
     saved = registry.load("tiny-copy", allow_path=False)
     assert saved.model.cfg.d_model == 16
     assert (data / "models" / "tiny-copy" / "words.json").exists() and saved.known_words  # coverage can name words
