@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import coverage_view, theme
+from app import coverage_view, rooms, theme
 from app.cache import bounded, nbytes
 from app.guard import public
 from app.text import md
@@ -275,9 +275,18 @@ def note_broken() -> None:
 ORDER = ["en-fr", "en-de", "lm", "mlm", "minilm", "en-fr-tiny", "en-de-tiny", "lm-tiny", "reverse", "copy"]
 
 
+OPENED_KEY = "opened_models"  # session_state: the user models this browser session opened by name (a link)
+
+
 def models() -> list[str]:
-    """Bundled models (the headline ones first), then the user's."""
-    names = registry.available()
+    """The models this browser session may pick (app.rooms: bundled, shared, its own, those it opened by link), the
+    headline ones first. A ``?model=`` link counts as opened, so a shared link opens a private run by its name, and
+    the model shown stays listed if its owner makes it private meanwhile."""
+    opened = st.session_state.setdefault(OPENED_KEY, set())
+    link = st.query_params.get("model")
+    if link and registry.valid_name(link):
+        opened.add(link)
+    names = rooms.visible_models(st.session_state.get(rooms.OWNED_KEY, ()), opened)
     return sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n not in registry.bundled(), n))
 
 
@@ -392,6 +401,22 @@ def _use_preset():
         st.session_state["tgt"] = ""
 
 
+def _typed():
+    st.session_state["text"] = st.session_state.get("sentence", "")
+
+
+def sentence_box(view: View) -> None:
+    """The class's sentence, in the main area where the eye is (presentation mode hides the sidebar): one box and the
+    model's examples beside it, above the page's first chart. The sentence itself lives in ``session_state["text"]``
+    (not a widget's key), so it survives pages that draw no box and is the same on every page of the browser
+    session; the URL carries it."""
+    st.session_state["sentence"] = st.session_state.get("text", "")  # the box shows the shared sentence
+    box, examples = st.columns([4, 1], vertical_alignment="bottom")
+    box.text_area("Sentence", key="sentence", max_chars=MAX_TEXT, height=68, on_change=_typed)
+    examples.selectbox("Examples", ["—"] + PRESETS.get(view.name, PRESETS["en-fr"]), key="preset",
+                       on_change=_use_preset)
+
+
 def _shown_theme() -> str | None:
     """The theme the browser shows ("light" / "dark"), None where it is not known (AppTest)."""
     try:
@@ -441,9 +466,6 @@ def sidebar() -> View | None:
     with st.sidebar:
         st.selectbox("Model", names, key="model", on_change=_model_changed, help="Bundled models, then models you trained on the Training page.")
         name = st.session_state["model"]
-        presets = PRESETS.get(name, PRESETS["en-fr"])
-        st.selectbox("Examples", ["—"] + presets, key="preset", on_change=_use_preset)
-        st.text_area("Sentence", key="text", max_chars=MAX_TEXT, height=90)
         try:
             ck = load_model(name)
         except (ValueError, OSError) as e:
@@ -469,11 +491,14 @@ def sidebar() -> View | None:
                 present, dark)
 
 
-def page_view() -> View:
-    """The sidebar's model and sentence, as every page starts; the page stops here when there is none."""
+def page_view(sentence: bool = True) -> View:
+    """The sidebar's model and the shared sentence, as every page starts (``sentence``: the page reads it, so its
+    box is drawn here, under the page's title); the page stops here when there is no model."""
     view = st.session_state.get("view")
     if view is None:
         st.stop()
+    if sentence:
+        sentence_box(view)
     return view
 
 

@@ -19,7 +19,7 @@ FEATURES = list(EV.FEATURES)
 
 st.title("Efficient attention & cost")
 st.caption("Exact attention builds a T×T matrix: O(T²) time and memory. Three ways around it, applied to the real "
-           "queries and keys of the sentence in the sidebar — and what each one changes in the map.")
+           "queries and keys of your sentence — and what each one changes in the map.")
 view, res = page_run()
 kind = "encoder" if "encoder" in res.trace.kinds() else "decoder"
 causal = kind == "decoder"

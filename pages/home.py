@@ -7,12 +7,12 @@ from app.text import md
 
 st.title("Attention Lab")
 st.markdown(
-    "Type a sentence in the sidebar and look inside a real, trained transformer while it reads it. "
+    "Type a sentence in the box at the top of any page and look inside a real, trained transformer while it reads it. "
     "Every figure is computed live from the selected model on your sentence.")
 st.caption(known_summary())
 view = st.session_state.get("view")
 if view is not None:
-    st.info(f"Current model: **{md(view.name)}** ({view.kind}). Change it, and the sentence, in the sidebar.")
+    st.info(f"Current model: **{md(view.name)}** ({view.kind}). Change the model in the sidebar, the sentence in the box at the top of each page.")
 
 IDEAS = {  # url path → the ideas of the papers that page shows
     "lesson": "The whole path, in order, for a class: tokens → embeddings → positions → one head by hand → heads → "

@@ -43,7 +43,7 @@ prev_on = c3.radio("Previous-token score on", ["your sentence", "the random sequ
 own_text = prev_on == "your sentence"
 if own_text and not normalize_text(view.text):
     st.info("The sentence is empty, so the previous-token score is measured on the random sequences. Type a "
-            "sentence in the sidebar to measure it on your own text.")
+            "sentence in the box above to measure it on your own text.")
 s = hv.scores(name, seq_len, seed, view.text if own_text and normalize_text(view.text) else None)
 if own_text and normalize_text(view.text) and s["previous_token_on"] != "text":
     st.info("Your sentence is a single token, so the previous-token score is measured on the random sequences.")

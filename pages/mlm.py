@@ -21,7 +21,7 @@ st.markdown("BERT is pre-trained by hiding words and asking the encoder to predi
             "language model reads left to right and sees only what came before (Devlin et al. 2019, sec. 3.1).")
 st.latex(r"\mathcal{L}_{\mathrm{MLM}} = -\sum_{i \in \mathcal{M}} \log p_\theta\!\left(x_i \mid \tilde{x}\right),"
          r"\qquad \tilde{x} = x \text{ with the positions } \mathcal{M} \text{ corrupted}")
-view = page_view()
+view = page_view(sentence=False)  # this page has its own sentence boxes
 names = mv.masked_lm_names()
 note_broken()
 if not names:
@@ -46,10 +46,10 @@ def fill_in_the_blank():
     if "mlm_text" not in st.session_state:
         st.session_state["mlm_text"] = view.text if mlm.MASK_TEXT.search(view.text or "") else PRESETS["mlm"][0]
     elif view.text != st.session_state.get("_mlm_sidebar") and mlm.MASK_TEXT.search(view.text or ""):
-        st.session_state["mlm_text"] = view.text  # a new sidebar sentence with a [MASK] drives this box
+        st.session_state["mlm_text"] = view.text  # a new shared sentence with a [MASK] drives this box
     st.session_state["_mlm_sidebar"] = view.text
-    st.caption("A sidebar sentence with [MASK] in it is copied here; a sentence without one has nothing to fill in, "
-               "so this box keeps its own.")
+    st.caption("The sentence typed on the other pages is copied here when it has a [MASK] in it; a sentence without "
+               "one has nothing to fill in, so this box keeps its own.")
     text = text_box("Sentence — write [MASK] where a word is hidden", key="mlm_text", area=True, height=80)
     ids = mlm.encode_masked(tok, text)
     if not ids:

@@ -6,6 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import figures
+from app.shell import sentence_box
 from app.text import md
 from core.training import stability
 from core.variants import xl
@@ -25,6 +26,8 @@ def load_xl(path: str):
 view = st.session_state.get("view")
 plot = dict(present=bool(view and view.present), dark=bool(view and view.dark))
 st.title("Transformer-XL & training stability")
+if view is not None:
+    sentence_box(view)  # the XL model reads the shared sentence
 
 st.header("Segment recurrence (Transformer-XL)")
 st.markdown("Dai et al. (2019): a language model reads a long text in segments. Each layer keeps its hidden "
@@ -38,7 +41,7 @@ else:
     text = (view.text if view else "") or FALLBACK
     ids = [BOS] + tok.encode(text)
     if len(ids) < 6:
-        st.caption("The sidebar sentence is very short; showing a generated text instead.")
+        st.caption("Your sentence is very short; showing a generated text instead.")
         ids = [BOS] + tok.encode(FALLBACK)
     ids = ids[:48]
     tokens = tok.display(ids)

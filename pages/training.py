@@ -83,7 +83,7 @@ for job in jobs:
         job.published = True
 
 st.title("Training")
-st.caption("The sidebar sentence is not used while training (a model learns from a whole corpus); once a run is saved, "
+st.caption("The sentence is not used while training (a model learns from a whole corpus); once a run is saved, "
            "pick it in the sidebar and every other page reads your sentence with it.")
 current = jobs[-1] if jobs else None
 running = current is not None and not current.finished

@@ -114,12 +114,12 @@ k = c1.select_slider("Draft tokens per step k", [1, 2, 3, 4, 6, 8], value=4, key
 max_new = c2.slider("Tokens to generate", 4, 64, 32, key="spec_new")
 if view.kind == "decoder-only":
     text = view.text
-else:  # the sidebar holds a sentence to translate, which a language model would simply end
-    text = text_box(f"Prompt for {md(name)} (the sidebar sentence is for {md(view.name)})",
+else:  # the shared sentence is one to translate, which a language model would simply end
+    text = text_box(f"Prompt for {md(name)} (the sentence above is for {md(view.name)})",
                     PRESETS[name][1] if name in PRESETS else PRESETS["lm"][1], key="spec_prompt")
 spec = V.speculative(name, text, int(k), int(max_new))
 if not spec["ids"]:
-    st.info(f"Nothing was generated: {md(spec['why_empty'])}. Change the sentence in the sidebar; acceptance and "
+    st.info(f"Nothing was generated: {md(spec['why_empty'])}. Change the sentence; acceptance and "
             "speed-up mean nothing for zero tokens.")
     st.button("Time greedy vs speculative", key="spec_time", disabled=True, help="Nothing to time: no token generated.")
     st.stop()

@@ -46,3 +46,12 @@ def unlabelled(at: AppTest) -> list[str]:
         if sum(bool(t.get("name")) for t in fig["data"]) > 1 and layout.get("showlegend") is False:
             out.append(f"{title[:50]!r}: several named traces, legend hidden")
     return out
+
+
+def type_sentence(at: AppTest, text: str) -> AppTest:
+    """Type ``text`` into the shared Sentence box (the main area, app.shell.sentence_box) and run. A page without
+    the box (the Start page, Training) is run once first, so that the box of the page switched to exists."""
+    if not any(w.key == "sentence" for w in at.text_area):
+        at.run()
+    at.text_area(key="sentence").set_value(text)
+    return at.run()

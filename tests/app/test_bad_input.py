@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest import type_sentence
 from cli_run import run_main
 from core.io import registry
 
@@ -52,16 +53,14 @@ def messages(at) -> str:
 @pytest.mark.parametrize("case,text,told", BAD_TEXT, ids=[c for c, _, _ in BAD_TEXT])
 def test_bad_text_on_every_page(at, page, case, text, told):
     at.switch_page(f"../pages/{page}")
-    at.sidebar.text_area(key="text").set_value(text)
-    at.run()
+    type_sentence(at, text)
     assert not at.exception, f"{case} on {page}: {[e.value for e in at.exception]}"
     if told and page in ("attention.py", "qk.py", "layers.py"):
         told = (told,) if isinstance(told, str) else told
         assert any(t in messages(at).lower() for t in told), \
             f"{case} on {page}: no message containing {' or '.join(told)!r}: {messages(at)!r}"
     # the app keeps working: a normal sentence right after renders again
-    at.sidebar.text_area(key="text").set_value("The dog is tired.")
-    at.run()
+    type_sentence(at, "The dog is tired.")
     assert not at.exception
 
 
@@ -72,7 +71,9 @@ def test_a_sentence_in_the_link_longer_than_the_limit_is_cut_with_a_notice():
     at.run()
     assert not at.exception
     assert any("cut to 2000" in w.value for w in at.warning), [w.value for w in at.warning]
-    assert len(at.sidebar.text_area(key="text").value) == 2000
+    at.switch_page("../pages/positional.py")
+    at.run()
+    assert len(at.text_area(key="sentence").value) == 2000  # the box of a page that reads it holds the cut text
 
 
 @pytest.mark.parametrize("key,value", [("model", "no-such-model"), ("model", "../../etc/passwd"),
@@ -87,7 +88,8 @@ def test_bad_url_parameters_are_ignored_with_a_notice(key, value):
 
 def test_html_in_text_never_reaches_markdown_unescaped(at):
     at.switch_page("../pages/attention.py")
-    at.sidebar.text_area(key="text").set_value("<b>bold</b> <script>x</script>")
+    at.run()
+    at.text_area(key="sentence").set_value("<b>bold</b> <script>x</script>")
     at.sidebar.text_input(key="tgt").set_value("<img src=x onerror=alert(1)>")
     at.run()
     for md in at.markdown:  # a "<" reaches markdown only escaped ("\\<"): a model that knows "<" writes it back

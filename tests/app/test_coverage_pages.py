@@ -3,7 +3,7 @@
 The unknown words are made up ("zorblax", "blorptastic"), so no training corpus, small or broad, holds them."""
 import pytest
 
-from apptest import open_page
+from apptest import open_page, type_sentence
 
 from app.text import md as md_text
 from core.inference.coverage import OUTSIDE
@@ -27,7 +27,7 @@ def test_attention_page_names_unknown_words_and_marks_the_output():
     assert unknown_named(at), warnings(at)
     [out] = [m.value for m in at.markdown if m.value.startswith("**Model output")]
     assert out.startswith(f"**Model output** — :red[**{OUTSIDE}**]: ")
-    at.sidebar.text_area(key="text").set_value(SEED).run()
+    type_sentence(at, SEED)
     assert not any("Unknown to" in w for w in warnings(at))
     [out] = [m.value for m in at.markdown if m.value.startswith("**Model output")]
     assert out.startswith("**Model output:** ") and OUTSIDE not in out
@@ -43,7 +43,7 @@ def test_attention_page_says_a_translation_is_probably_wrong_instead_of_naming_s
     assert not any("shapes" in w or "Unknown to" in w for w in warnings(at)), warnings(at)
     [out] = [m.value for m in at.markdown if m.value.startswith("**Model output")]
     assert out.startswith("**Model output:** ")  # every word known: shown as its output, the notice says the rest
-    at.sidebar.text_area(key="text").set_value(SEED).run()
+    type_sentence(at, SEED)
     assert not any("Probably not" in w or "shapes" in w for w in warnings(at)), warnings(at)
 
 

@@ -80,7 +80,7 @@ def flash_table(at) -> dict:
 @pytest.mark.parametrize("model, causal", [("en-fr", False), ("lm", True)])
 def test_flash_section_is_the_online_softmax_of_this_head(model, causal):
     at = efficient_page(model)
-    text = at.sidebar.text_area(key="text").value
+    text = at.text_area(key="sentence").value
     trace = runner.run(registry.load(model), text).trace
     kind = "decoder" if causal else "encoder"
     q, k, v = E.head_qkv(trace, kind, 0, 0)

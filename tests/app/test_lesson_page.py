@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest import type_sentence
+
 from app import lesson
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +62,7 @@ def test_the_step_follows_the_class_sentence():
     at = open_lesson(model="en-fr", text="The dog is tired.", step="2")
     rows = charts(at)[0]["layout"]["yaxis"]["ticktext"]
     assert rows == ["The", "dog", "is", "tired", ".", "[EOS]"]
-    at.sidebar.text_area(key="text").set_value("I am happy.").run()
+    type_sentence(at, "I am happy.")
     assert charts(at)[0]["layout"]["yaxis"]["ticktext"] == ["I", "am", "happy", ".", "[EOS]"]
 
 

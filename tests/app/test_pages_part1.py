@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest import type_sentence
+
 from core.io import registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,9 +59,9 @@ def test_every_page_renders_for_every_bundled_model(model, page):
 
 def test_changing_the_sentence_changes_the_figure():
     at = open_page(app(model="reverse"), "attention.py")
-    at.sidebar.text_area(key="text").set_value("1 2 3 4 5").run()
+    type_sentence(at, "1 2 3 4 5")
     first = heatmap_ticks(at)
-    at.sidebar.text_area(key="text").set_value("a b c d e f g").run()
+    type_sentence(at, "a b c d e f g")
     second = heatmap_ticks(at)
     assert first[:5] == ["1", "2", "3", "4", "5"]
     assert second[:7] == list("abcdefg")
@@ -68,8 +70,9 @@ def test_changing_the_sentence_changes_the_figure():
 
 def test_url_parameters_restore_the_view():
     at = open_page(app(model="reverse", text="4 5 6 7 8", layer="1", head="2"), "attention.py")
-    assert at.sidebar.text_area(key="text").value == "4 5 6 7 8"
-    assert at.selectbox[0].value == 1 and at.selectbox[1].value == 2  # layer, head
+    assert at.text_area(key="sentence").value == "4 5 6 7 8"
+    boxes = {b.label: b.value for b in at.selectbox}
+    assert boxes["Layer"] == 1 and boxes["Head"] == 2
     fig = figures(at)[0]
     assert "Layer 1, head 2" in fig["layout"]["title"]["text"]
     assert at.query_params["layer"] == ["1"] or at.query_params["layer"] == "1"
@@ -87,14 +90,14 @@ def test_invalid_url_parameters_get_a_message_and_defaults():
 
 def test_empty_sentence_gets_a_message_not_a_traceback():
     at = open_page(app(model="reverse"), "attention.py")
-    at.sidebar.text_area(key="text").set_value("   ").run()
+    type_sentence(at, "   ")
     assert not at.exception
     assert any("empty" in i.value for i in at.info)
 
 
 def test_script_in_the_sentence_is_escaped_in_figures():
     at = open_page(app(model="en-fr" if "en-fr" in registry.bundled() else "reverse"), "attention.py")
-    at.sidebar.text_area(key="text").set_value('</script><img src=x onerror="window.__pwned=1">').run()
+    type_sentence(at, '</script><img src=x onerror="window.__pwned=1">')
     assert not at.exception
     spec = json.dumps(figures(at))
     assert "<img" not in spec
@@ -127,7 +130,7 @@ def test_decode_steps_advance_and_run_to_end():
 @pytest.mark.parametrize("page", ["decode.py", "masking.py", "lesson.py"])
 def test_every_page_keeps_model_and_sentence_in_its_link(page):
     at = open_page(app(model="reverse"), page)
-    at.sidebar.text_area(key="text").set_value("a b c").run()
+    type_sentence(at, "a b c")
     assert not at.exception
     params = {k: at.query_params[k] for k in at.query_params}
     assert params["model"] in ("reverse", ["reverse"]) and params["text"] in ("a b c", ["a b c"]), params

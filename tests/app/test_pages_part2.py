@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest import type_sentence
+
 from core.io import checkpoint, registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +45,7 @@ def data(fig: dict) -> list:
 
 
 def set_text(at: AppTest, text: str) -> None:
-    at.sidebar.text_area(key="text").set_value(text).run()
+    type_sentence(at, text)
     check(at)
 
 
@@ -64,7 +66,7 @@ def test_page_renders_and_follows_the_sentence(model, page):
     figs = charts(at)
     assert PAGES[page] in figs, sorted(figs)
     before = data(figs[PAGES[page]])
-    set_text(at, other_sentence(at.sidebar.text_area(key="text").value))
+    set_text(at, other_sentence(at.text_area(key="sentence").value))
     after = data(charts(at)[PAGES[page]])
     assert after != before
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest import type_sentence
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -94,10 +96,9 @@ def test_tiny_run_registers_a_model(app, tmp_path):
     assert len(at.get("plotly_chart")) >= 2  # loss curve and attention snapshots
 
     at.sidebar.selectbox(key="model").set_value("my-copy")
-    at.sidebar.text_area(key="text").set_value("3 1 4 1 5 9")
     at.run()
     at.switch_page("../pages/attention.py")
-    at.run()
+    type_sentence(at, "3 1 4 1 5 9")  # the Training page has no sentence box: typed on Attention
     assert not at.exception, at.exception
     assert not errors(at), errors(at)
     assert at.title[0].value == "Attention"

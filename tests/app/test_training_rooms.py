@@ -109,3 +109,22 @@ def test_the_training_page_shares_and_unshares_only_the_sessions_own_models(data
     at.button(key=f"tr_share_{mine}").click().run()
     assert rooms.sharing(mine) == rooms.PRIVATE
     assert any("Only the browser session that trained" in e.value.replace("\\", "") for e in at.error), at.error
+
+
+def test_the_sidebar_lists_another_sessions_private_run_only_by_its_link(data):
+    """The shell's model list (app.shell.models) is the room's: a private run of another session is not offered; its
+    link opens it; once its owner shares it, every session is offered it."""
+    theirs = user_model(rooms.PRIVATE)
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    at.run()
+    assert theirs not in at.sidebar.selectbox(key="model").options
+    rooms.set_sharing(theirs, True, owned={theirs})
+    at.run()
+    assert theirs in at.sidebar.selectbox(key="model").options
+
+    rooms.set_sharing(theirs, False, owned={theirs})
+    by_link = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    by_link.query_params["model"] = theirs
+    by_link.run()
+    assert not by_link.warning, [w.value for w in by_link.warning]  # not "Ignored URL parameter model"
+    assert by_link.sidebar.selectbox(key="model").value == theirs
