@@ -1,6 +1,9 @@
 """Coreference probe: cached scoreboards, the pronoun→candidate grid figure, ablation evidence."""
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import plotly.graph_objects as go
 import torch
 
@@ -10,6 +13,7 @@ from app.figures import DIVERGING, style, label, symmetric_range
 from app.shell import load_model
 from core.probes import coref, summaries
 from core.data import translation
+from core.inference import coverage
 
 # the language a translation model writes, and the pronouns that can translate "it" into it
 TARGET_WORDS = {"fr": ("French", "il or elle", "il/elle"), "de": ("German", "er, sie or es", "er/sie/es")}
@@ -58,6 +62,103 @@ def item_for(text: str, model_name: str | None = None) -> coref.ProbeItem | None
     if not p.antecedent or len(p.candidates) < 2:
         return None
     return coref.ProbeItem(p.src if p.src.rstrip(".") == text.strip().rstrip(".") else text, p.antecedent, p.candidates)
+
+
+def cue(first: str, second: str) -> str:
+    """The words of ``second`` that differ from ``first``, word by word ("wide" for the animal pair); the whole of
+    ``second`` when they differ in length."""
+    a, b = first.split(), second.split()
+    if len(a) != len(b):
+        return second
+    return " ".join(y for x, y in zip(a, b) if x != y).rstrip(".")
+
+
+def _is_pair(items) -> bool:
+    """Both sentences parsed, the same two candidate nouns, a different antecedent: a minimal pair."""
+    return None not in items and items[0].candidates == items[1].candidates and items[0].antecedent != items[1].antecedent
+
+
+@bounded
+def classroom_items(model_name: str | None = None) -> list[tuple[coref.ProbeItem, coref.ProbeItem]]:
+    """The classroom's pairs (``core.probes.coref.CLASSROOM_PAIRS``: the Winograd classics first) that the model's
+    grammar parses as minimal pairs; a model trained on the tiny grammar has none."""
+    pairs = [(item_for(a, model_name), item_for(b, model_name)) for a, b in coref.CLASSROOM_PAIRS]
+    return [p for p in pairs if _is_pair(p)]
+
+
+def pair_entries(model_name: str | None = None) -> list[tuple[str, tuple[coref.ProbeItem, coref.ProbeItem]]]:
+    """``(label, pair)`` for the pair list: the classroom's pairs, then the generated probe set's (the test split's,
+    in its own order, which the shipped patching scoreboard reads), each labelled by its first sentence and the word
+    its second changes."""
+    classroom = classroom_items(model_name)
+    seen = {it.text for pair in classroom for it in pair}
+    return ([(f"{a.text} / …{cue(a.text, b.text)}", (a, b)) for a, b in classroom]
+            + [(f"generated: {a.text} / …{cue(a.text, b.text)}", (a, b)) for a, b in probe_items(model_name)
+               if a.text not in seen and b.text not in seen])
+
+
+@dataclass(frozen=True)
+class TypedPair:
+    """The minimal pair a page shows for the typed sentence. ``how``: "listed" (the sentence is in the pair list;
+    its partner from there), "built" (the partner built from it by the grammar: the cue word swapped for its
+    opposite), "nearest" (the sentence has none; ``pair`` is the listed pair nearest to it in words). ``note``: what
+    the page tells the reader, plain text (quote it through app.text.md)."""
+    pair: tuple[coref.ProbeItem, coref.ProbeItem]
+    how: str
+    note: str
+
+
+WORD = re.compile(r"[a-z']+")
+
+
+def why_no_pair(text: str, model_name: str | None = None) -> str:
+    """Why the typed sentence has no minimal partner for this model, in a phrase a student understands."""
+    words = WORD.findall(text.lower())
+    if not words:
+        return "it is empty"
+    unknown = (coverage.for_checkpoint(load_model(model_name), text) or {}).get("unknown_words") if model_name else None
+    if unknown:
+        return f"{model_name} never saw {', '.join(unknown[:8])}, so its heads would say nothing meaningful about it"
+    if not set(words) & set(coref.PRONOUNS):
+        return "it holds no “it” (nor they / he / she) whose referent a changed word could move"
+    if item_for(text, model_name) is None:
+        return ("its shape is none of the grammar's coreference sentences, so which noun “it” names cannot be read "
+                "off (a shape that works: “The ⟨animal⟩ didn't cross the ⟨place⟩ because it was too ⟨adjective⟩.”)")
+    return "the grammar knows no word that, swapped for its cue word, would send “it” to the other noun"
+
+
+def typed_pair(text: str, model_name: str | None = None) -> TypedPair:
+    """The pair for the typed sentence: its listed partner, else one built from it, else the nearest listed pair
+    with the reason it has none (never another sentence's pair without saying so)."""
+    text = text.strip()
+    entries = pair_entries(model_name)
+    for _, (a, b) in entries:
+        if text in (a.text, b.text):
+            first, second = (a, b) if text == a.text else (b, a)
+            return TypedPair((first, second), "listed", f"Sentence A is yours; B is its minimal partner: one word "
+                                                        f"changed, “{cue(first.text, second.text)}”.")
+    built = own_pair(text, model_name)
+    items = (item_for(built[0], model_name), item_for(built[1], model_name)) if built else (None, None)
+    if _is_pair(items):
+        return TypedPair(items, "built", f"Sentence A is yours; B is built from it: “{cue(built[1], built[0])}” "
+                                         f"swapped for “{cue(built[0], built[1])}”, so that “it” names the "
+                                         f"{items[1].antecedent}, not the {items[0].antecedent}.")
+    mine = set(WORD.findall(text.lower()))
+
+    def overlap(entry) -> float:  # Jaccard over the words of the pair's first sentence
+        theirs = set(WORD.findall(entry[1][0].text.lower()))
+        return len(mine & theirs) / max(1, len(mine | theirs))
+
+    best = max(entries, key=overlap)  # the first of the best: a classroom pair before a generated one
+    near = overlap(best) >= NEAR
+    pair = best[1] if near else entries[0][1]
+    return TypedPair(pair, "nearest", f"Your sentence “{text}” has no minimal partner here: "
+                                      f"{why_no_pair(text, model_name)}. Shown instead, "
+                                      + ("the nearest pair that works" if near else "the classic pair")
+                                      + f": “{pair[0].text}” / “{pair[1].text}”.")
+
+
+NEAR = 0.5  # word overlap (Jaccard) from which a listed pair counts as near the typed sentence
 
 
 def _flat_items(model_name: str | None = None) -> list[coref.ProbeItem]:

@@ -290,9 +290,8 @@ def patching_blocks(c: Context, pair) -> list:
 
 
 def payoff_step(c: Context) -> Step:
-    item = coref_view.item_for(c.text, c.name)
-    probes = coref_view.probe_items(c.name)
-    pair = next((p for p in probes if item is not None and item.text in (p[0].text, p[1].text)), None) or probes[0]
+    typed = coref_view.typed_pair(c.text, c.name)  # the class's sentence and its partner, or the nearest pair, said
+    pair = typed.pair
     kind = "cross" if "cross" in coref.kinds_for(c.ck) else "self"
     lks = [coref_view.links_for(c.name, it, kind) for it in pair]
     title = "9 · The payoff: what does “it” refer to?"
@@ -300,10 +299,7 @@ def payoff_step(c: Context) -> Step:
               "(2012), *The Winograd Schema Challenge*; Vig et al. (2020), *Investigating Gender Bias in Language "
               "Models Using Causal Mediation Analysis* (patching a head) · further reading: "
               f"{SOURCES['cse589']}, fig. 9 (“it” → animal / street)")
-    instead = ([("md", f"Your sentence is outside what {md(c.name)} was trained on (unknown to {md(c.name)}: "
-                       f"{md(', '.join(c.run.coverage['unknown_words'][:12]))}), so its heads would say nothing "
-                       f"meaningful about it: this step uses a pair the model knows, “{md(pair[0].text)}” "
-                       f"/ “{md(pair[1].text)}”.")] if c.run.outside else [])
+    instead = [("md", ("" if typed.how == "nearest" else "**Your sentence.** ") + md(typed.note))]
     if lks[0] is None or lks[1] is None:
         return Step(title, "This model does not see “it” and both nouns as tokens of these sentences.", source)
     cands = pair[0].candidates

@@ -20,14 +20,13 @@ from app.text import md
 from core.config import ModelConfig
 from core.hooks import as_ablation
 from core.io import budget, checkpoint, registry
+from core.probes import coref
 from core.inference.runner import Run, run
 
-_BROAD = ["The animal didn't cross the street because it was too tired.",
-          "The animal didn't cross the street because it was too wide.",
-          "The trophy doesn't fit in the suitcase because it is too big.",
-          "The trophy doesn't fit in the suitcase because it is too small.",
-          "My sister bought a new car because it was cheap.",
-          "The cat saw the bowl. It was empty."]
+# the classroom's examples for the broad translators: the Winograd pairs first (coref.CLASSROOM_PAIRS), then two
+# sentences of other shapes; en-fr and en-de translate each right (tests/core/test_coref.py)
+_BROAD = [s for pair in coref.CLASSROOM_PAIRS for s in pair] + ["My sister bought a new car because it was cheap.",
+                                                                "The cat saw the bowl. It was empty."]
 PRESETS = {
     "en-fr": _BROAD, "en-de": _BROAD,
     "en-fr-tiny": ["The animal didn't cross the street because it was too tired.",

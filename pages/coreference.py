@@ -16,31 +16,22 @@ st.markdown("“The animal didn't cross the street because **it** was too *tired
             "Change one word, “too *wide*”, and *it* is the street. A translator into French must know: "
             "*il* (l'animal) or *elle* (la rue). Which attention heads link *it* to the right noun?")
 view = page_view()
-pairs = cv.probe_items(view.name)
-mine = next((i for i, pair in enumerate(pairs) if view.text.strip() in (pair[0].text, pair[1].text)), None)
-twin = cv.own_pair(view.text, view.name) if mine is None else None  # the typed sentence and its minimal twin
-options = (["yours"] if twin else []) + list(range(len(pairs)))
-choice = st.selectbox("Minimal pair", options, index=0 if twin else (mine or 0),
-                      format_func=lambda i: (f"Your sentence: {twin[0]} / …{twin[1].split()[-1]}" if i == "yours" else
-                                             f"{pairs[i][0].text} / …{pairs[i][1].text.split()[-1]}"))
-if choice == "yours":
-    own, first_text, second_text = True, *twin
-else:
-    own = choice == mine and view.text.strip() == pairs[choice][1].text  # the sidebar sentence is the pair's B
-    first, second = (pairs[choice][1], pairs[choice][0]) if own else pairs[choice]
-    first_text, second_text = first.text, second.text
-a = text_box("Sentence A", first_text, key=f"coref_a_{choice}_{own}_{first_text}")
-b = text_box("Sentence B", second_text, key=f"coref_b_{choice}_{own}_{first_text}")
-if choice == "yours":
-    st.caption("Sentence A is the sidebar sentence; B is its minimal pair: the same sentence with the cue word changed, "
-               "so that “it” names the other noun.")
-elif mine is None:
-    st.caption("The sidebar sentence is not used here: this page compares two sentences that differ in one word, "
-               "so it needs a minimal pair, and this model's grammar has none for it. Choose one above or write both "
-               "sentences; a sentence of the form “The ⟨animal⟩ didn't cross the ⟨place⟩ because it was too "
-               "⟨adjective⟩.” written in the sidebar opens its own pair.")
-else:
-    st.caption("Sentence A is the sidebar sentence; B is its minimal pair.")
+typed = cv.typed_pair(view.text, view.name)  # the typed sentence's pair, built, or the nearest (said why)
+entries = cv.pair_entries(view.name)  # the classroom's pairs first, then the generated probe set
+yours = typed.how != "nearest"
+labels = ([f"Your sentence: {typed.pair[0].text} / …{cv.cue(typed.pair[0].text, typed.pair[1].text)}"] if yours
+          else []) + [label for label, _ in entries]
+pairs = ([typed.pair] if yours else []) + [pair for _, pair in entries]
+choice = st.selectbox("Minimal pair", range(len(pairs)),
+                      index=0 if yours else next(i for i, p in enumerate(pairs) if p == typed.pair),
+                      format_func=labels.__getitem__)
+first, second = pairs[choice]
+a = text_box("Sentence A", first.text, key=f"coref_a_{choice}_{first.text}")
+b = text_box("Sentence B", second.text, key=f"coref_b_{choice}_{first.text}")
+if not yours:
+    st.info(md(typed.note))  # the typed sentence is not what these panels show: said, with the reason
+elif choice == 0:
+    st.caption(md(typed.note))
 unknown = [w for s in (a, b) for w in (coverage.for_checkpoint(view.ck, s) or {}).get("unknown_words", [])]
 if unknown:
     coverage_view.notices([f"Unknown to {view.name}: {', '.join(dict.fromkeys(unknown))}. These sentences are "

@@ -31,6 +31,27 @@ from .analysis import rollout
 KINDS = ("self", "cross")
 # Subject pronouns that refer back to an English "it" in the generated corpus.
 TARGET_PRONOUNS = {"fr": ("il", "elle"), "de": ("er", "sie", "es")}
+# The classroom's minimal pairs, shown before the generated ones: the Winograd classics (Levesque et al. 2012: the
+# animal and the street, the trophy and the suitcase) and everyday nouns, each pair one cue word apart, written in
+# the broad grammar's words so that the antecedent is read off by its parser, not written here. The shipped en-fr and
+# en-de translate all fourteen sentences with the right pronoun (tests/app/test_coreference_page.py); the third
+# classic, "The city councilmen refused the demonstrators a permit because they feared / advocated violence", is
+# outside both the grammar and en-fr's vocabulary ("demonstrators"), so it is not offered.
+CLASSROOM_PAIRS = (
+    ("The animal didn't cross the street because it was too tired.",
+     "The animal didn't cross the street because it was too wide."),
+    ("The trophy doesn't fit in the suitcase because it is too big.",
+     "The trophy doesn't fit in the suitcase because it is too small."),
+    ("The dog didn't cross the road because it was too tired.", "The dog didn't cross the road because it was too wide."),
+    ("The cat didn't cross the river because it was too scared.",
+     "The cat didn't cross the river because it was too deep."),
+    ("The cow didn't cross the field because it was too tired.", "The cow didn't cross the field because it was too wide."),
+    ("The bottle doesn't fit in the bag because it is too big.", "The bottle doesn't fit in the bag because it is too small."),
+    ("The horse didn't cross the street because it was too tired.",
+     "The horse didn't cross the street because it was too wide."),
+)
+# words whose referent a minimal pair can change
+PRONOUNS = ("it", "they", "he", "she")
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,24 @@ def locate(tokens: list[str], word: str, start: int = 0) -> int | None:
     for i in range(start, len(tokens)):
         if _norm(tokens[i]) == word:
             return i
+    return None
+
+
+def locate_word(tokens: list[str], word: str, start: int = 0) -> list[int] | None:
+    """The indices of the tokens that spell ``word`` (case-insensitive) at or after ``start``: the first token equal
+    to it, else the first run of consecutive pieces that concatenate to it ("trop" + "hy": trophy); None if neither."""
+    first = locate(tokens, word, start)
+    if first is not None:
+        return [first]
+    word = word.lower()
+    for i in range(start, len(tokens)):
+        spelled = ""
+        for j in range(i, len(tokens)):
+            spelled += _norm(tokens[j])
+            if spelled == word:
+                return list(range(i, j + 1))
+            if not word.startswith(spelled):
+                break
     return None
 
 
@@ -169,14 +208,26 @@ def probe_run(ck: Checkpoint, item: ProbeItem) -> Run:
     return run(ck, item.text, reference(ck, item))
 
 
-def positions(res: Run, item: ProbeItem) -> tuple[int, list[int]] | None:
-    """(pronoun position, candidate positions) in the run's tokens, or None if a word is missing."""
+def word_positions(res: Run, item: ProbeItem) -> tuple[int, list[list[int]]] | None:
+    """(pronoun position, each candidate's token positions — several where the tokenizer cut the noun into pieces) in
+    the run's tokens, or None if a word is missing."""
     tokens = res.tgt_tokens if res.kind == "decoder-only" else res.src_tokens
-    cands = [locate(tokens, c) for c in item.candidates]
-    if any(c is None for c in cands):
+    spans = [locate_word(tokens, c) for c in item.candidates]
+    if any(s is None for s in spans):
         return None
-    p = locate(tokens, item.pronoun, max(cands) + 1)
-    return None if p is None else (p, cands)
+    p = locate(tokens, item.pronoun, max(s[-1] for s in spans) + 1)
+    return None if p is None else (p, spans)
+
+
+def positions(res: Run, item: ProbeItem) -> tuple[int, list[int]] | None:
+    """(pronoun position, each candidate's first token position) in the run's tokens, or None if a word is missing."""
+    pos = word_positions(res, item)
+    return None if pos is None else (pos[0], [s[0] for s in pos[1]])
+
+
+def to_words(weights: torch.Tensor, spans: list[list[int]]) -> torch.Tensor:
+    """``[..., tokens]`` → ``[..., candidates]``: the weight on each candidate word, summed over its pieces."""
+    return torch.stack([weights[..., s].sum(-1) for s in spans], -1)
 
 
 def target_pronoun(res: Run, choices=None) -> int | None:
@@ -187,11 +238,11 @@ def target_pronoun(res: Run, choices=None) -> int | None:
     return locate_any(res.tgt_tokens, choices, start=2)
 
 
-def cross_positions(res: Run, item: ProbeItem, choices=None) -> tuple[int, list[int]] | None:
-    """(decoder query position, English candidate positions) for the cross probe, or None.
+def cross_positions(res: Run, item: ProbeItem, choices=None) -> tuple[int, list[list[int]]] | None:
+    """(decoder query position, each English candidate's token positions) for the cross probe, or None.
 
     The query is the position whose next-token prediction is the target pronoun (one before it)."""
-    pos = positions(res, item)
+    pos = word_positions(res, item)
     j = target_pronoun(res, choices)
     if pos is None or j is None:
         return None
@@ -205,16 +256,16 @@ def links(res: Run, item: ProbeItem, kind: str = "self", choices=None) -> torch.
         pos = cross_positions(res, item, choices)
         if pos is None:
             return None
-        q, cands = pos
-        return res.trace.stacked("cross")[:, 0][:, :, q][:, :, cands]
+        q, spans = pos
+        return to_words(res.trace.stacked("cross")[:, 0][:, :, q], spans)
     if kind != "self":
         raise ValueError(f"unknown probe kind {kind!r}; choose one of {', '.join(KINDS)}")
-    pos = positions(res, item)
+    pos = word_positions(res, item)
     if pos is None:
         return None
-    p, cands = pos
+    p, spans = pos
     w = res.trace.stacked(self_kind(res))[:, 0]  # [L, H, T, T]
-    return w[:, :, p][:, :, cands]
+    return to_words(w[:, :, p], spans)
 
 
 def rollout_links(res: Run, item: ProbeItem, kind: str = "self", choices=None) -> torch.Tensor | None:
@@ -227,17 +278,17 @@ def rollout_links(res: Run, item: ProbeItem, kind: str = "self", choices=None) -
         pos = cross_positions(res, item, choices)
         if pos is None:
             return None
-        q, cands = pos
+        q, spans = pos
         enc = rollout(res.trace.stacked("encoder")[:, 0])[-1]  # [S, S]
         dec = rollout(res.trace.stacked("decoder")[:, 0])  # [L, T, T]
         cross = res.trace.stacked("cross")[:, 0].float().mean(1)  # [L, T, S]
         flow = torch.stack([dec[l] @ cross[l] @ enc for l in range(cross.shape[0])])
-        return flow[:, q][:, cands]
-    pos = positions(res, item)
+        return to_words(flow[:, q], spans)
+    pos = word_positions(res, item)
     if pos is None:
         return None
-    p, cands = pos
-    return rollout(res.trace.stacked(self_kind(res))[:, 0])[:, p][:, cands]
+    p, spans = pos
+    return to_words(rollout(res.trace.stacked(self_kind(res))[:, 0])[:, p], spans)
 
 
 def picks(lk: torch.Tensor, right: int) -> torch.Tensor:

@@ -77,20 +77,54 @@ def test_minilm_shows_the_self_probe_only():
     assert not at.dataframe
 
 
-@pytest.mark.usefixtures("one_thread")
-def test_the_typed_sentence_opens_its_own_minimal_pair():
-    """Issue 34 item 2: a student's sentence in the sidebar that the model's grammar parses (the trophy, not one of
-    the probe pairs) is sentence A, and B is its minimal twin — not the animal/street pair with a grey caption."""
+def boxes(at) -> dict:
+    return {w.label: w.value for w in at.text_input if w.label.startswith("Sentence")}
+
+
+def test_the_classroom_pairs_come_first_then_the_generated_ones_labelled_by_their_changed_word():
+    """Issue 34 item 3: the Winograd classics open the pair list; generated pairs follow, marked as generated, each
+    labelled by the word its second sentence changes (a pair whose verb changes reads "…smells", not "…it.")."""
+    from app import coref_view as cv
+    from core.probes import coref
+    entries = cv.pair_entries("en-fr")
+    classroom = [(a.text, b.text) for _, (a, b) in entries[:len(coref.CLASSROOM_PAIRS)]]
+    assert classroom == list(coref.CLASSROOM_PAIRS)  # every classroom pair parses as a minimal pair for en-fr
+    assert entries[0][0] == "The animal didn't cross the street because it was too tired. / …wide"
+    generated = entries[len(classroom):]
+    assert generated and all(label.startswith("generated: ") for label, _ in generated)
+    assert all(not label.endswith("…it.") and cv.cue(a.text, b.text) in label for label, (a, b) in generated)
+    assert [p for _, p in generated] == [p for p in cv.probe_items("en-fr")
+                                         if p[0].text not in {t for pair in classroom for t in pair}]
+
+
+def test_the_typed_sentence_is_sentence_a_with_its_listed_or_built_partner():
+    """Issue 34 item 2: the student's sentence is sentence A; B is its partner from the list (the trophy: "small")
+    or, for a sentence the grammar parses that no list holds, one built from it (the cue word swapped)."""
+    from app import coref_view as cv
     from core.data import broad
-    typed = "The trophy doesn't fit in the suitcase because it is too big."
-    assert all(typed not in (p.src, q.src) for p, q in broad.probe_pairs("fr"))  # not a probe pair: the new path
-    at = open_page("coreference.py", "en-fr", timeout=240, text=typed)
-    boxes = {w.label: w.value for w in at.text_input}
-    twin = broad.minimal_pair(typed, "fr")[1]
-    assert boxes["Sentence A"] == typed and boxes["Sentence B"] == twin.src, boxes
-    assert broad.pair_for(twin.src, "fr").tgt_pronoun != broad.pair_for(typed, "fr").tgt_pronoun
-    assert any("Sentence A is the sidebar sentence" in c.value for c in at.caption)
-    # a sentence the grammar cannot parse keeps the probe pairs and says why
-    at = open_page("coreference.py", "en-fr", timeout=240, text="The students are reading in the library.")
-    assert {w.label: w.value for w in at.text_input}["Sentence A"] == broad.probe_pairs("fr")[0][0].src
-    assert any("has none for it" in c.value for c in at.caption)
+    at = open_page("coreference.py", "en-fr", timeout=240,
+                   text="The trophy doesn't fit in the suitcase because it is too small.")
+    assert boxes(at) == {"Sentence A": "The trophy doesn't fit in the suitcase because it is too small.",
+                         "Sentence B": "The trophy doesn't fit in the suitcase because it is too big."}, boxes(at)
+    assert any("B is its minimal partner" in c.value for c in at.caption)
+    built = "The dog didn't cross the road because it was too narrow."
+    assert all(built not in (a.text, b.text) for _, (a, b) in cv.pair_entries("en-fr"))  # the built path
+    at = open_page("coreference.py", "en-fr", timeout=240, text=built)
+    twin = broad.minimal_pair(built, "fr")[1]
+    assert boxes(at) == {"Sentence A": built, "Sentence B": twin.src}, boxes(at)
+    assert broad.pair_for(twin.src, "fr").tgt_pronoun != broad.pair_for(built, "fr").tgt_pronoun
+    assert any("B is built from it" in c.value for c in at.caption)
+    assert not at.info or not any("no minimal partner" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("text,why", [
+    ("The students are reading in the library.", "holds no “it”"),
+    ("The zyzzyva didn't cross the quagmire because it was muddy.", "never saw zyzzyva, quagmire"),
+    ("The dog chased the cat because it was hungry.", "none of the grammar's coreference sentences")])
+def test_a_sentence_without_a_partner_is_told_why_and_shown_the_nearest_pair(text, why):
+    """Never another sentence's numbers under the student's sentence without a word: the page says why this sentence
+    has no minimal partner and which pair it shows instead."""
+    at = open_page("coreference.py", "en-fr", timeout=240, text=text)
+    note = " ".join(i.value for i in at.info)
+    assert "has no minimal partner here" in note and why in note.replace("\\", ""), note
+    assert boxes(at)["Sentence A"] in note.replace("\\", "")  # the pair shown is the one named

@@ -157,3 +157,18 @@ def test_a_handout_click_whose_run_was_cut_short_is_not_lost():
     at.session_state["lesson_handout_wanted"] = ("en-fr", "Another sentence.")  # a wish for another text: not this one
     at.run()
     assert at.session_state["lesson_handout"][0] == ("en-fr", "The dog is tired.")
+
+
+def test_the_payoff_runs_on_the_class_sentence():
+    """Issue 34 item 2: step 9 on the trophy sentence draws the trophy pair (its figures and its table), never the
+    animal pair's numbers. (A sentence without a partner gets app.coref_view.typed_pair's note, which names it and
+    says why: tested on the Coreference page.)"""
+    trophy = "The trophy doesn't fit in the suitcase because it is too big."
+    at = open_lesson(model="en-fr", text=trophy, step="9")
+    assert step_number(at) == 9 and not at.error
+    shown = [json.loads(el.proto.spec)["layout"]["title"]["text"] for el in at.get("plotly_chart")]
+    grids = [t for t in shown if "antecedent:" in t]
+    assert len(grids) == 2 and all("trophy" in t and "animal" not in t for t in grids), shown
+    assert set(at.dataframe[0].value["sentence"]) == {trophy, trophy.replace("too big", "too small")}
+    text = re.sub(r"\\(.)", r"\1", " ".join(m.value for m in at.markdown))
+    assert "Sentence A is yours" in text and "no minimal partner" not in text
