@@ -117,14 +117,23 @@ def test_the_typed_sentence_is_sentence_a_with_its_listed_or_built_partner():
     assert not at.info or not any("no minimal partner" in i.value for i in at.info)
 
 
-@pytest.mark.parametrize("text,why", [
-    ("The students are reading in the library.", "holds no “it”"),
-    ("The zyzzyva didn't cross the quagmire because it was muddy.", "never saw zyzzyva, quagmire"),
-    ("The dog chased the cat because it was hungry.", "none of the grammar's coreference sentences")])
-def test_a_sentence_without_a_partner_is_told_why_and_shown_the_nearest_pair(text, why):
+def test_a_sentence_without_a_partner_is_told_why_and_shown_the_nearest_pair():
     """Never another sentence's numbers under the student's sentence without a word: the page says why this sentence
-    has no minimal partner and which pair it shows instead."""
+    has no minimal partner and which pair it shows instead (the other reasons: app.coref_view.why_no_pair below)."""
+    text = "The students are reading in the library."
     at = open_page("coreference.py", "en-fr", timeout=240, text=text)
-    note = " ".join(i.value for i in at.info)
-    assert "has no minimal partner here" in note and why in note.replace("\\", ""), note
-    assert boxes(at)["Sentence A"] in note.replace("\\", "")  # the pair shown is the one named
+    note = " ".join(i.value for i in at.info).replace("\\", "")
+    assert f"“{text}” has no minimal partner here" in note and "holds no “it”" in note, note
+    assert "the classic pair" in note and boxes(at)["Sentence A"] in note  # the pair shown is the one named
+
+
+@pytest.mark.parametrize("text,why", [
+    ("", "it is empty"),
+    ("The zyzzyva didn't cross the quagmire because it was muddy.", "en-fr never saw zyzzyva, quagmire"),
+    ("The dog chased the cat because it was hungry.", "none of the grammar's coreference sentences"),
+    ("The goat didn't cross the road because it was too tired.", "no word that, swapped for its cue word")])
+def test_why_a_sentence_has_no_partner(text, why):
+    from app import coref_view as cv
+    typed = cv.typed_pair(text, "en-fr")
+    assert typed.how == "nearest" and why in typed.note, typed.note
+    assert typed.pair in [p for _, p in cv.pair_entries("en-fr")]
