@@ -30,19 +30,21 @@ def label(tok: str) -> str:
 
 
 def style(fig: go.Figure, present: bool, height: int | None = None, dark: bool = False) -> go.Figure:
-    """Theme and type sizes; in presentation mode every title, axis, legend and cell text at projector size
-    (app/theme.py)."""
+    """Theme and type sizes; the title wrapped and given room above the plot (:func:`app.theme.title_layout`); in
+    presentation mode every title, axis, legend and cell text at projector size (app/theme.py). Call it last: a
+    title set afterwards is neither wrapped nor given room."""
     fig.update_layout(template=theme.TEMPLATE["dark" if dark else "light"],
                       font=dict(size=20 if present else 13), margin=dict(l=10, r=10, t=70 if present else 50, b=10))
     if height:
         fig.update_layout(height=height)
     theme.text_colour(fig, dark)
-    return theme.present_layout(fig) if present else fig
+    return theme.present_layout(fig) if present else theme.title_layout(fig, False)
 
 
 def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_name: str = "weight",
             present: bool = False, dark: bool = False, scores: bool = False) -> go.Figure:
-    """One attention map: rows = queries, columns = keys; hover shows both tokens and the exact value."""
+    """One attention map: rows = queries, columns = keys (named under the map: labels drawn on top, rotated, reached
+    into the title, app.theme.title_layout); hover shows both tokens and the exact value."""
     qs, ks = [label(t) for t in q_tokens], [label(t) for t in k_tokens]
     zlist = _cells(matrix)
     custom = _hover_cells(qs, ks) if len(qs) * len(ks) <= HOVER_CELLS else None
@@ -52,7 +54,7 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
                     colorscale=colorscale, zmid=0 if scores else None, zmin=None if scores else 0,
                     hovertemplate=f"{where}<br>{value_name} %{{z:.6f}}<extra></extra>", colorbar=dict(title=value_name))
     fig = go.Figure(hm)
-    fig.update_xaxes(tickvals=list(range(len(ks))), ticktext=ks, side="top", title="key")
+    fig.update_xaxes(tickvals=list(range(len(ks))), ticktext=ks, title="key")
     fig.update_yaxes(tickvals=list(range(len(qs))), ticktext=qs, autorange="reversed", title="query")
     fig.update_layout(title=title)
     n = max(len(qs), 4)
@@ -60,8 +62,9 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
 
 
 def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present: bool = False,
-         dark: bool = False) -> go.Figure:
-    """Small multiples: every layer (rows of tiles) × head (columns of tiles) of ``weights [L, H, Tq, Tk]``.
+         dark: bool = False, head_labels=None) -> go.Figure:
+    """Small multiples: every layer (rows of tiles) × head (columns of tiles) of ``weights [L, H, Tq, Tk]``;
+    ``head_labels``: the columns' names (default ``H0``, ``H1`` …).
 
     Drawn as one heatmap of tiles with a blank row and column between them, the axes naming layer and head, rather
     than as L × H subplots: plotly builds and styles each subplot's axes one by one in Python, which took 0.24 s for
@@ -81,7 +84,8 @@ def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present:
                                showscale=False, customdata=custom, hoverongaps=False,
                                hovertemplate=f"{where}: %{{z:.4f}}<extra></extra>"))
     fig.update_xaxes(title="head", tickvals=[h * step_k + (tk - 1) / 2 for h in range(n_h)],
-                     ticktext=[f"H{h}" for h in range(n_h)], showgrid=False, zeroline=False)
+                     ticktext=[label(n) for n in head_labels] if head_labels is not None else [f"H{h}" for h in range(n_h)],
+                     showgrid=False, zeroline=False)
     fig.update_yaxes(title="layer", tickvals=[l * step_q + (tq - 1) / 2 for l in range(n_l)],
                      ticktext=[f"L{l}" for l in range(n_l)], autorange="reversed", showgrid=False, zeroline=False)
     fig.update_layout(title=title)
@@ -204,7 +208,7 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str, x_title
         fig.update_xaxes(tickvals=list(range(n_x)), ticktext=xs)
     if ys:
         fig.update_yaxes(tickvals=list(range(n_y)), ticktext=ys)
-    fig.update_xaxes(title=x_title, side="top" if ys and xs else None)
+    fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title, autorange="reversed")
     fig.update_layout(title=title)
     return style(fig, present, height=height or min(900, 200 + max(n_y, 4) * (30 if present else 24)), dark=dark)
@@ -233,7 +237,7 @@ def token_strip(tokens, ids, starts=None, *, title: str = "", present: bool = Fa
                                text=[[f"{t}<br>{int(i)}" for t, i in zip(toks, ids)]], texttemplate="%{text}",
                                customdata=[[TOKEN_KINDS[k] for k in kinds]], colorscale=scale, showscale=False,
                                hovertemplate="%{text}<br>%{customdata}<extra></extra>"))
-    fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=toks, side="top", title="token (position)")
+    fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=toks, title="token (position)")
     fig.update_yaxes(visible=False)
     fig.update_layout(title=title)
     return style(fig, present, height=200 if not present else 260, dark=dark)

@@ -112,13 +112,12 @@ def attribution_figures(model_name: str, res: dict, a, b, *, present=False, dark
         if h["weights"] is None:
             continue
         figs.append(figures.grouped_bars({"attention weight": h["weights"], "value-weighted ‖α·v·W_O‖": h["value_weighted"]},
-                                         h["keys"], title=figures.wrap(f"{h['label']} from “{h['query']}” (shares of the row)", 40),
-                                         x_title="key token", y_title="share", present=present, dark=dark))
+                                         h["keys"], title=f"{h['label']} from “{h['query']}”",
+                                         x_title="key token", y_title="share of the row", present=present, dark=dark))
     g = att["grad_x_input"]
     pa, pb = res["pronouns"]
-    figs.append(figures.bars(g["values"], g["tokens"], title=figures.wrap(f"Gradient × input of log p({pa}) − log p({pb}), "
-                                                                          "sentence A", 40),
-                             x_title="source token", y_title="attribution", present=present, dark=dark))
+    figs.append(figures.bars(g["values"], g["tokens"], title=f"Gradient × input of log p({pa}) − log p({pb})",
+                             x_title="source token (sentence A)", y_title="attribution", present=present, dark=dark))
     return figs
 
 
@@ -133,9 +132,10 @@ def draw_pair(view, a_text: str, b_text: str, container=st) -> dict | None:
         return None
     a, b = pair
     container.markdown(decision_text(res, a, b))  # md: trusted (head labels, the task's pronouns, numbers)
-    container.plotly_chart(effect_figure(res, title="Share of the decision each head moves when patched from the other "
-                                                    "sentence<br>(mean of A←B and B←A; ↻ = flips the pronoun alone)",
+    container.plotly_chart(effect_figure(res, title="Share of the decision each head moves",
                                          present=view.present, dark=view.dark), key="patch_pair_grid")
+    container.caption("Each cell: the share of the decision a head moves when it alone is patched from the other "
+                      "sentence, the mean of A←B and B←A; ↻ = patched alone, it flips the pronoun.")
     container.markdown(top_text(res) + " " + carry_text(res))  # md: trusted (head labels and numbers)
     if not res["aligned"]:
         container.caption("The two sentences differ in length, so the positions in between have no twin and are "

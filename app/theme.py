@@ -170,6 +170,10 @@ def text_colour(fig: go.Figure, dark: bool) -> go.Figure:
 
 
 TITLE_CHARS = 32  # a chart title line at TITLE px that fits half the page at 1024×768 (≈ 13 px a character)
+TITLE_PLAIN = 18  # chart title px out of presentation mode (plotly's own: 1.4 × the 13 px chart font)
+TITLE_CHARS_PLAIN = 44  # a title line at TITLE_PLAIN px that fits half the main area beside the open sidebar at 1280×800
+MAX_TITLE_LINES = 2  # a longer title is shortened where it is made, its detail said in a caption
+TITLE_PAD = 10  # px above the title
 
 
 def wrap_title(title: str, width: int = TITLE_CHARS) -> str:
@@ -193,18 +197,53 @@ def _top_axis(fig: go.Figure) -> bool:
     return any(getattr(fig.layout[k], "side", None) == "top" for k in fig.layout if k.startswith("xaxis"))
 
 
-def present_layout(fig: go.Figure) -> go.Figure:
-    """Presentation sizes set on the figure itself (explicit layout values win over any template, Streamlit's
-    included): chart title, every axis's title and ticks, legend, colour bars, annotations (subplot titles)."""
+def title_layout(fig: go.Figure, present: bool) -> go.Figure:
+    """The chart title wrapped to the narrowest chart of its mode (TITLE_CHARS at TITLE px in presentation mode,
+    TITLE_CHARS_PLAIN at TITLE_PLAIN px out of it) and hung from the top of the figure, with a top margin that holds
+    every line above the plot. Plotly's own place for a title is the middle of the top margin whatever its number of
+    lines: a third line reached into the plot, and x tick labels drawn on top (grown by the axis's automargin, which
+    does not know the title) reached up into it. Axes of the app's charts are therefore drawn at the bottom and
+    left, where automargin grows the margin freely; a figure that keeps an axis on top gets room for one line of tick
+    labels and its title (a rotated label needs more: keep such axes at the bottom)."""
+    size = TITLE if present else TITLE_PLAIN
     lines = 0
     if fig.layout.title.text:
-        fig.layout.title.text = wrap_title(fig.layout.title.text)
+        fig.layout.title.text = wrap_title(fig.layout.title.text, TITLE_CHARS if present else TITLE_CHARS_PLAIN)
         lines = fig.layout.title.text.count("<br>") + 1
-    # room above the plot for every title line (with automargin a title of several lines is drawn above the chart,
-    # outside it, under Streamlit's chart theme)
-    top = 20 + round(1.3 * TITLE * lines) + (AXIS_TITLE + TICK + 24 if _top_axis(fig) else 0)
-    fig.update_layout(margin=dict(t=max(top, 40)))
-    fig.update_layout(font=dict(size=TICK), title=dict(font=dict(size=TITLE)),
+    axis = (AXIS_TITLE + TICK if present else 2 * TITLE_PLAIN) + 24 if _top_axis(fig) else 0
+    top = TITLE_PAD + round(1.3 * size * lines) + 14 + axis
+    # plotly hangs a title of several lines 0.7 em higher than one of a single line (its first line then starts
+    # above the figure, cut): pushed down by as much
+    pad = TITLE_PAD + (round(0.7 * size) if lines > 1 else 0)
+    fig.update_layout(title=dict(font=dict(size=size), yref="container", y=1, yanchor="top", pad=dict(t=pad)),
+                      margin=dict(t=max(top, 40)))
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return _room_for_y_title(fig, present, max(top, 40))
+
+
+def _room_for_y_title(fig: go.Figure, present: bool, top: int) -> go.Figure:
+    """A figure of one plot, tall enough that its y axis title (written upright, centred on the plot) is no longer
+    than the plot: a longer one reaches up into the chart title (the Training page's "Held-out metrics", a bar chart
+    340 px high under a title of two lines)."""
+    ys = [k for k in fig.layout if k.startswith("yaxis")]
+    title = fig.layout.yaxis.title.text if len(ys) == 1 else None
+    if not (title and fig.layout.height):
+        return fig
+    axis = AXIS_TITLE if present else 14
+    need = 0.6 * axis * len(re.sub(r"<[^>]*>", "", str(title)))  # ≈ 0.55 em a character, and some air
+    bottom = (2 * (TICK + AXIS_TITLE) if present else 60) + 10  # x tick labels and title under the plot
+    if fig.layout.height - top - bottom < need:
+        fig.layout.height = round(top + bottom + need)
+    return fig
+
+
+def present_layout(fig: go.Figure) -> go.Figure:
+    """Presentation sizes set on the figure itself (explicit layout values win over any template, Streamlit's
+    included): chart title (and its room: :func:`title_layout`), every axis's title and ticks, legend, colour bars,
+    annotations (subplot titles)."""
+    title_layout(fig, True)
+    fig.update_layout(font=dict(size=TICK),
                       legend=dict(font=dict(size=TICK), title=dict(font=dict(size=TICK))),
                       hoverlabel=dict(font=dict(size=TICK)))
     fig.update_xaxes(tickfont=dict(size=TICK), title_font=dict(size=AXIS_TITLE), automargin=True)

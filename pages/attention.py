@@ -19,6 +19,8 @@ kind = st.radio("Attention", kinds, format_func=kind_titles.get, horizontal=True
                 index=kinds.index(url_kind) if url_kind in kinds else 0)
 n_layers, n_heads = res.trace.n_layers(kind), res.trace.attention(kind, 0).shape[1]
 q_tokens, k_tokens = res.tokens(kind)
+# in presentation mode the map comes first, its settings under it: on a projector the first screen shows the figure
+figure_slot = st.container() if view.present else st
 
 c1, c2, c3, c4 = st.columns(4)
 layer = c1.selectbox("Layer", range(n_layers), index=url_int("layer", n_layers))
@@ -45,9 +47,9 @@ matrix = top_k_only(matrix, int(k_top)) if what != "scores" else matrix
 keep_q = [i for i, t in enumerate(q_tokens) if not (hide_special and t.startswith("[") and t.endswith("]"))] or [0]
 keep_k = [i for i, t in enumerate(k_tokens) if not (hide_special and t.startswith("[") and t.endswith("]"))] or [0]
 shown = matrix[keep_q][:, keep_k]
-st.plotly_chart(figures.heatmap(shown, [q_tokens[i] for i in keep_q], [k_tokens[i] for i in keep_k],
-                                title=f"{kind_titles[kind]} · {title} · {what}", value_name=what, present=view.present,
-                                dark=view.dark, scores=what == "scores"), key="heatmap")
+figure_slot.plotly_chart(figures.heatmap(shown, [q_tokens[i] for i in keep_q], [k_tokens[i] for i in keep_k],
+                                         title=f"{kind_titles[kind]} · {title} · {what}", value_name=what,
+                                         present=view.present, dark=view.dark, scores=what == "scores"), key="heatmap")
 
 st.subheader("One query token, every head of this layer")
 qi = st.selectbox("Query token", range(len(q_tokens)), format_func=lambda i: f"{i}: {q_tokens[i]}",

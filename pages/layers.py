@@ -26,8 +26,9 @@ coords, share = layers.stream_pca(stages)
 sel = st.select_slider("Stage shown in the PCA", options=range(len(stage_names)), value=len(stage_names) - 1,
                        format_func=lambda i: stage_names[i])
 st.plotly_chart(figures.trajectories(coords, toks, stage_names, selected=sel, share=share,
-                                     title=f"Token vectors after {stage_names[sel]}, projected on 2 principal components "
-                                           "(fitted on all stages; faint lines: each token's path)", **P), key="pca")
+                                     title=f"Token vectors after {stage_names[sel]}, 2 principal components", **P),
+                key="pca")
+st.caption("The components are fitted on all stages together; the faint lines are each token's path through them.")
 
 st.header("2. What each sublayer adds")
 c1, c2 = st.columns(2)
@@ -51,8 +52,8 @@ else:
     k = c2.slider("Neurons shown (most active first)", 4, act.shape[-1], min(32, act.shape[-1]))
     idx, peak, cols, top_tok = layers.top_neurons(act, k)
     st.plotly_chart(figures.matrix(cols, [f"n{int(i)}" for i in idx], toks, x_title="neuron", y_title="token",
-                                   value_name="activation", title=f"Layer {fl}: the {k} neurons with the highest "
-                                   f"activation (of {act.shape[-1]})", diverging=model.cfg.activation != "relu", **P),
+                                   value_name="activation", title=f"Layer {fl}: the {k} most active neurons "
+                                   f"of {act.shape[-1]}", diverging=model.cfg.activation != "relu", **P),
                     key="ffn")
     st.caption("Strongest: " + ", ".join(f"n{int(i)} = {float(v):.2f} on “{md(toks[int(t)])}”"
                                          for i, v, t in zip(idx[:5], peak[:5], top_tok[:5])))

@@ -101,12 +101,13 @@ def fill_in_the_blank():
 
 
     top5(c1, "This model, whole sentence", tok.display(f.ids), f.probs, "mlm_both")
-    top5(c2, "This model, text after the mask cut off", tok.display(cut.fills[-1].ids), cut.fills[-1].probs, "mlm_cut")
+    top5(c2, "This model, right side cut", tok.display(cut.fills[-1].ids), cut.fills[-1].probs, "mlm_cut")
     if gpt is None:
         c3.info("The bundled causal LM (lm) is not installed, so there is no left-to-right comparison.")
     else:
-        top5(c3, "Causal LM (lm), reading left to right", gpt[0], gpt[1], "mlm_gpt")
-    st.caption(f"All three read “{md(left)} …” before the mask (earlier masks filled with the best "
+        top5(c3, "Causal LM, left to right", gpt[0], gpt[1], "mlm_gpt")
+    st.caption(f"The first two: this model; the third: the bundled causal LM (lm), reading left to right. "
+               f"All three read “{md(left)} …” before the mask (earlier masks filled with the best "
                "guesses); only the first also reads what follows. Where the right side decides the word, the first "
                "chart differs from the other two.")
 
@@ -252,8 +253,8 @@ if first is not None:
                                    show_values=True, zmin=0, zmax=1, height=230, **P), key="mlm_nsp_types")
     st.plotly_chart(figures.matrix(seg, [f"head {h}" for h in range(seg.shape[1])],
                                    [f"layer {lay}" for lay in range(seg.shape[0])], value_name="share",
-                                   x_title="head", y_title="layer", title="Share of sentence B's attention that reads sentence A (first pair)",
+                                   x_title="head", y_title="layer", title="Share of B's attention on sentence A",
                                    show_values=True, zmin=0, zmax=1, **P), key="mlm_nsp_share")
     n_a = first.types.count(0)
-    st.caption(f"Mean over B's {first.types.count(1)} tokens; uniform attention would give "
+    st.caption(f"First pair; mean over B's {first.types.count(1)} tokens; uniform attention would give "
                f"{n_a / len(first.types):.2f} to A.")

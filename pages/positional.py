@@ -128,6 +128,6 @@ c2.metric("With the model's positional terms", f"{pt['with']['max_diff']:.2e}")
 st.plotly_chart(figures.grouped_bars({"without positions": pt["without"]["per_token"], "with positions": pt["with"]["per_token"]},
                                      [src_toks[i] for i in pt["perm"]], x_title="token (shuffled order)",
                                      y_title="‖difference‖", **P,
-                                     title=f"{pt['stack']} layer 0: each shuffled token vs its twin in the original order"), key="perm")
-st.caption("Positional terms of this model: " + ("; ".join(pt["terms"]) or "none — so the two runs are the same") +
+                                     title=f"{pt['stack'].capitalize()} layer 0: shuffled vs original order"), key="perm")
+st.caption("Each bar: ‖a shuffled token's output − its twin's output in the original order‖. Positional terms of this model: " + ("; ".join(pt["terms"]) or "none — so the two runs are the same") +
            ". Without them the layer's outputs are the same vectors, just permuted (differences are float rounding).")

@@ -191,8 +191,8 @@ for msg in errors:
 if not errors:
     xs, ys = ts.lr_curve(cfg)
     st.plotly_chart(figures.lines({"learning rate": ys}, xs, x_title="step", y_title="lr", present=present, dark=dark,
-                                  title="Learning-rate schedule: lrate = d_model^-0.5 · min(step^-0.5, "
-                                        "step · warmup^-1.5) × factor"), key="tr_lr_chart")
+                                  title="Learning-rate schedule (warmup, then 1/√step)"), key="tr_lr_chart")
+    st.caption("lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) × factor (Vaswani et al. 2017, sec. 5.3)")
 
 
 if st.button("Start training", type="primary", disabled=bool(errors) or running or not upload_ok or bool(full),

@@ -28,16 +28,17 @@ if imp_data is not None:
     imp, curve = imp_data["imp"], imp_data["curve"]
     st.caption(f"Evaluation: {imp_data['n']} held-out {imp_data['unit']}; with every head on: margin "
                f"{imp.base_margin:.2f} nats, loss {imp.base_loss:.4f} (token accuracy {imp.base_acc:.1%}). The loss "
-               f"increase of one head off is at most {float(imp.delta.max()):.4f}.")
+               f"increase of one head off is at most {float(imp.delta.max()):.4f}. Each cell below: how much the "
+               "reference token's log-probability margin drops when that head alone is switched off.")
     st.plotly_chart(figures.matrix(imp.margin_drop, [f"H{h}" for h in range(cfg.n_heads)], imp.names, diverging=True,
-                                   title="Drop of the reference token's log-probability margin when this head alone "
-                                         "is switched off", x_title="head", y_title="attention",
+                                   title="Margin drop with this head alone switched off", x_title="head",
+                                   y_title="attention",
                                    value_name="Δ margin", show_values=True, **plot), key="imp_heatmap")
     top = imp.ranking[:5]
     st.markdown("Most important: " + ", ".join(f"**{n} H{h}** ({d:+.3f} nats)" for n, h, d in top))
     kept = [p.kept for p in curve]
     series = {"loss": [p.loss for p in curve]}
-    fig = figures.lines(series, kept, title="Pruning curve: loss vs heads kept (least important removed first)",
+    fig = figures.lines(series, kept, title="Pruning curve: loss vs heads kept",
                         x_title="heads kept", y_title="cross-entropy", **plot)
     fig.update_xaxes(autorange="reversed")
     st.plotly_chart(fig, key="prune_loss")
@@ -51,6 +52,7 @@ if imp_data is not None:
                         y_title="accuracy", **plot)
     fig.update_xaxes(autorange="reversed")
     st.plotly_chart(fig, key="prune_quality")
+    st.caption("Heads are removed least important first (by the margin drop above).")
     with st.expander("Removal order and every point"):
         st.dataframe([{"heads kept": p.kept, "last removed": "—" if not p.removed else f"{p.removed[-1][0]} H{p.removed[-1][1]}",
                        "loss": round(p.loss, 4), "token accuracy": round(p.acc, 4), **p.metrics} for p in curve],
@@ -83,10 +85,9 @@ if gres is not None:
     weights = gres.trace.attention(kind, layer)[0]
     toks = gres.tokens(kind)
     per = cfg.n_heads // g
-    cols = st.columns(cfg.n_heads)
-    for h in range(cfg.n_heads):
-        cols[h].plotly_chart(figures.heatmap(weights[h], *toks, title=f"H{h} · K/V head {h // per}", **plot),
-                             key=f"gqa_map_{h}")
+    st.plotly_chart(figures.grid(weights[None], *toks, title=f"Layer {layer}: every query head and its K/V head",
+                                 head_labels=[f"H{h} · K/V {h // per}" for h in range(cfg.n_heads)], **plot),
+                    key="gqa_maps")
     st.caption(f"{kind.title()} self-attention, layer {layer}: heads with the same K/V head read the same keys "
                "and values but keep their own queries, so their maps still differ.")
     try:

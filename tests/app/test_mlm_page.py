@@ -45,8 +45,7 @@ def test_the_default_sentence_is_filled_with_the_models_own_probabilities(ck):
     right = [t for t in figs if t.startswith("Share of the mask's attention")][0]
     z = figs[right]["data"][0]["z"]
     assert [v for row in z for v in row] == pytest.approx(share.flatten().tolist(), abs=1e-6)
-    for title in ("This model, whole sentence", "This model, text after the mask cut off",
-                  "Causal LM (lm), reading left to right"):
+    for title in ("This model, whole sentence", "This model, right side cut", "Causal LM, left to right"):
         assert len(figs[title]["data"][0]["y"]) == 5
 
 
@@ -139,7 +138,7 @@ def test_next_sentence_prediction_shows_the_models_probabilities_and_segments(ck
     figs = charts(at)
     types = figs["Token types of the first pair: 0 = A, 1 = B"]["data"][0]["z"]
     assert types == [expect[0].types]
-    share = figs["Share of sentence B's attention that reads sentence A (first pair)"]["data"][0]["z"]
+    share = figs["Share of B's attention on sentence A"]["data"][0]["z"]
     want = mlm.segment_share(expect[0].trace, expect[0].types)
     assert [v for row in share for v in row] == pytest.approx(want.flatten().tolist(), abs=1e-6)
     at.text_input(key="mlm_nsp_b2").set_value("  ").run()

@@ -22,7 +22,7 @@ def test_presentation_sizes_are_set_on_the_figure_and_win_over_a_template():
     assert lay.xaxis.title.font.size == theme.AXIS_TITLE >= 18
     assert fig.data[0].colorbar.tickfont.size == theme.TICK
     normal = figures.heatmap(torch.rand(5, 5), list("abcde"), list("abcde"), title="A title")
-    assert normal.layout.title.font.size is None and normal.layout.xaxis.tickfont.size is None
+    assert normal.layout.title.font.size == theme.TITLE_PLAIN < theme.TITLE and normal.layout.xaxis.tickfont.size is None
 
 
 def test_grid_labels_and_legends_are_projector_size():
@@ -61,6 +61,28 @@ def test_long_titles_wrap_and_keep_their_tags():
     lines = fig.layout.title.text.split("<br>")
     assert len(lines) == 2 and all(len(x) <= theme.TITLE_CHARS for x in lines)
     assert fig.layout.margin.t >= 1.3 * theme.TITLE * 2  # room for both lines above the plot
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_a_title_hangs_from_the_top_with_room_for_its_lines_and_axes_are_not_on_top(present):
+    """Plotly's own place for a title, the middle of the top margin, put a third line into the plot and under x tick
+    labels drawn on top; the browser test (tests/e2e/overprint.js) measures the result on every page."""
+    size = theme.TITLE if present else theme.TITLE_PLAIN
+    one = figures.heatmap(torch.rand(3, 3), "abc", "abc", title="Short", present=present)
+    two = figures.heatmap(torch.rand(3, 3), "abc", "abc", title="A title long enough to need two lines " * 2,
+                          present=present)
+    for fig in (one, two):
+        assert fig.layout.title.yref == "container" and fig.layout.title.yanchor == "top"
+        assert fig.layout.xaxis.side != "top" and fig.layout.xaxis.automargin
+    lines = two.layout.title.text.count("<br>") + 1
+    assert lines > 1 and two.layout.margin.t >= 1.3 * size * lines + theme.TITLE_PAD
+    assert two.layout.title.pad.t > one.layout.title.pad.t  # plotly hangs several lines higher than one
+
+
+def test_a_long_y_axis_title_gets_a_plot_as_tall_as_itself():
+    fig = figures.bars([0.1, 0.2], ["a", "b"], title="Held-out metrics", x_title="step",
+                       y_title="exact match, pronoun accuracy, perplexity", present=True)
+    assert fig.layout.height > 340  # bars' own height
 
 
 def test_log_axes_label_only_decades_in_presentation_mode():

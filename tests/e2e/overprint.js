@@ -4,7 +4,8 @@
 //   {problems: ["chart 2 «title…»: title line «…» over tick label «…»", …],
 //    first_chart_top: px from the top of the document to the first chart (null: no chart), viewport: innerHeight}
 // Per chart (.js-plotly-plot):
-//  * the title (.gtitle) has at most MAX_TITLE_LINES lines, and no line of it intersects a tick label (every axis,
+//  * the title (.gtitle) has at most MAX_TITLE_LINES lines, no line of it reaches past the chart's top, left or
+//    right edge (where the SVG cuts it), and no line of it intersects a tick label (every axis,
 //    x2/y2 … included, colour bars too), an axis title, a colour-bar title, the legend, an annotation or a plot
 //    area (each subplot's drag rectangle / background);
 //  * an annotation (a subplot title, a note) that is not inside a plot area (text written in a cell is, by design)
@@ -18,7 +19,7 @@
   const root = document.querySelector((opts && opts.scope) || '[data-testid=stMain]') || document.body;
   const shown = el => {
     const r = el.getBoundingClientRect();
-    if (r.width < 1 || r.height < 1) return false;
+    if (r.width < 1 || r.height < 1 || el.closest('details:not([open])')) return false;  // a closed expander's content
     for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
       const cs = getComputedStyle(e);
       if (cs.display === 'none' || cs.visibility === 'hidden' || parseFloat(cs.opacity) === 0) return false;
@@ -53,8 +54,10 @@
       const lines = [...titleEl.querySelectorAll('tspan.line')].filter(shown);
       const boxes = lines.length ? lines : [titleEl];
       if (boxes.length > MAX_TITLE_LINES) say(`title of ${boxes.length} lines (at most ${MAX_TITLE_LINES})`);
+      const svg = rect(plot.querySelector('.main-svg') || plot);
       for (const line of boxes) {
         const b = textBox(line);
+        if (b.t < svg.t - 1 || b.l < svg.l - 1 || b.r > svg.r + 1) say(`title line «${words(line)}» cut by the chart's edge`);
         for (const t of ticks) if (hit(b, textBox(t))) { say(`title line «${words(line)}» over tick label «${words(t)}»`); break; }
         for (const t of axisTitles) if (hit(b, textBox(t))) say(`title line «${words(line)}» over axis title «${words(t)}»`);
         for (const t of anns) if (hit(b, textBox(t))) say(`title line «${words(line)}» over annotation «${words(t)}»`);

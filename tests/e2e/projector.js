@@ -5,7 +5,7 @@
   const main = document.querySelector(scope === 'sidebar' ? '[data-testid=stSidebar]' : '[data-testid=stMain]') || document.body;
   const shown = el => {
     const r = el.getBoundingClientRect();
-    if (r.width < 1 || r.height < 1) return false;
+    if (r.width < 1 || r.height < 1 || el.closest('details:not([open])')) return false;  // a closed expander's content
     for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
       const cs = getComputedStyle(e);
       if (cs.display === 'none' || cs.visibility === 'hidden' || parseFloat(cs.opacity) === 0) return false;

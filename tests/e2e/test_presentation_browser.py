@@ -1,10 +1,15 @@
-"""Presentation mode on a projector, in real Chromium: every page in light and dark at 1280×800 (a few at 1024×768,
-light), with the computed font size of every text measured (page title, body, chart titles, axis titles, ticks, legends,
-cell text), every label checked for being cut (ellipsis, clipped box, a chart label outside its chart) and every
-text's WCAG contrast on its own background. The dark theme is reached from the page (the sidebar switch) and from
-a link (``?theme=dark``); the navigation groups the pages and the Start page links every one.
+"""Presentation mode on a projector, and every page's charts, in real Chromium: every page in light and dark at 1280×800
+(a few at 1024×768, light), with the computed font size of every text measured (page title, body, chart titles, axis
+titles, ticks, legends, cell text), every label checked for being cut (ellipsis, clipped box, a chart label outside
+its chart) and every text's WCAG contrast on its own background; every page at 1280×800 and 1920×1080, presentation
+on and off, checked for overprinted chart text (tests/e2e/overprint.js: a title over two lines, or over its plot,
+tick labels, axis titles, legend; loose annotations over each other or the ticks), and in presentation mode at
+1280×800 for its first chart on the first screen. Geometry does not depend on the theme (the dark theme changes
+colours only), so the dark sweep, at 1280×800 in presentation mode, is there for contrast; there is no dark sweep at
+1920×1080. The dark theme is reached from the page (the sidebar switch) and from a link (``?theme=dark``); the
+navigation groups the pages and the Start page links every one.
 
-The measurements of the last run are written to test-artifacts/presentation-<mode>-<width>.json.
+The measurements of the last run are written to test-artifacts/presentation-<mode>-<on|off>-<width>.json.
 """
 import concurrent.futures
 import json
@@ -13,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from app import nav
+from app import nav, theme
 from browser import launch, settle as settle_page
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = (Path(__file__).parent / "projector.js").read_text()
+OVERPRINT = (Path(__file__).parent / "overprint.js").read_text()
 ARTIFACTS = ROOT / "test-artifacts"
 PATHS = [p for p in nav.url_paths()]  # "" is the Start page
 SMALL = ["", "lesson", "attention", "coreference", "masking"]  # also at 1024×768
@@ -100,8 +106,34 @@ def summary(measured: dict) -> dict:
     return out
 
 
-def sweep(browser, server, mode: str, width: int, height: int, paths) -> tuple[dict, list]:
-    context = browser.new_context(viewport={"width": width, "height": height})
+def scroll_to_top(page):
+    """Back to the top of the page (the screenshot scrolls a chart into view)."""
+    page.evaluate("() => { window.scrollTo(0, 0); for (const e of document.querySelectorAll("
+                  "'[data-testid=stMain], [data-testid=stAppViewContainer], section')) e.scrollTop = 0; }")
+
+
+def measure(page, path: str, mode: str, present: bool, width: int) -> tuple[dict, list]:
+    """The projector probe and the overprint probe on the page as it is; every problem found, named by where."""
+    m = page.evaluate(PROBE, "main")
+    m["overprint"] = page.evaluate(OVERPRINT, {"maxTitleLines": theme.MAX_TITLE_LINES})
+    where = f"/{path}" + ("" if present else " (presentation off)") + f" at {width}"
+    found = problems(path, m, mode == "dark") if present else [f"{where}: cut: {t}" for t in m["truncated"]]
+    found = [f.replace(f"/{path}:", f"{where}:", 1) for f in found]
+    found += [f"{where}: {p}" for p in m["overprint"]["problems"]]
+    if present and width == 1280 and path not in NO_CHART_ON_FIRST_SCREEN:
+        top, shown = m["overprint"]["first_chart_top"], m["overprint"]["viewport"]
+        if top is None or top + FIRST_SCREEN_SHOWN > shown:
+            found.append(f"{where}: the first chart starts at {top} px: less than {FIRST_SCREEN_SHOWN} px of it on "
+                         f"the first screen ({shown} px)")
+    return m, found
+
+
+def sweep(browser, server, mode: str, present: bool, sizes, paths) -> tuple[dict, list]:
+    """Every page of ``paths`` loaded once in ``mode``, presentation on or off, and measured at each of ``sizes``
+    ([(width, height, the paths measured at that size, or None for all)]) by resizing the window: the page is not
+    run again for another size. {(width, path): measures}, [problems]."""
+    first = sizes[0]
+    context = browser.new_context(viewport={"width": first[0], "height": first[1]})
     external = []
 
     def route(r):
@@ -116,52 +148,82 @@ def sweep(browser, server, mode: str, width: int, height: int, paths) -> tuple[d
     measured, found = {}, []
     try:
         for path in paths:
-            page.goto(f"{server}/{path}?model=en-fr&present=1&theme={mode}&embed_options={mode}_theme")
+            page.goto(f"{server}/{path}?model=en-fr{'&present=1' if present else ''}&theme={mode}"
+                      f"&embed_options={mode}_theme")
             settle(page)
             if page.locator("[data-testid=stException]").count():
                 found.append(f"/{path}: exception {page.locator('[data-testid=stException]').first.inner_text()[:200]}")
-            measured[path] = page.evaluate(PROBE, "main")
-            found += problems(path, measured[path], mode == "dark")
-            if path == "attention" and width == 1280:
-                shoot(page, f"presentation-{mode}")
+            for i, (width, height, only) in enumerate(sizes):
+                if only is not None and path not in only:
+                    continue
+                if i:
+                    page.set_viewport_size({"width": width, "height": height})
+                    steady(page, 300)
+                measured[width, path], more = measure(page, path, mode, present, width)
+                found += more
+                if path == "attention" and width == 1280 and present:
+                    shoot(page, f"presentation-{mode}")
+                    scroll_to_top(page)
+            if len(sizes) > 1:
+                page.set_viewport_size({"width": first[0], "height": first[1]})
         found += [f"request left the machine: {u}" for u in external]
     finally:
         context.close()
-    ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / f"presentation-{mode}-{width}.json").write_text(
-        json.dumps({"summary": summary(measured), "pages": measured}, indent=1, ensure_ascii=False))
     return measured, found
 
 
-# The dark theme changes colours only (sizes, wrapping and cuts are the light theme's): it is swept on every page at
-# 1280×800, and the narrow layout once, in light (a dark sweep at 1024×768 as well cost ~35 s of the suite and
-# found nothing the other two could not)
-SWEEPS = [("light", 1280, 800, PATHS), ("dark", 1280, 800, PATHS), ("light", 1024, 768, SMALL)]
+# Geometry (sizes, wrapping, cuts, overprints) does not depend on the theme, which changes colours only: every page
+# is measured in the light theme at 1280×800 and 1920×1080, presentation on and off, and the busiest pages at
+# 1024×768 in presentation mode; the dark theme once, at 1280×800 in presentation mode, where it covers contrast (a
+# dark sweep at 1024×768 or 1920×1080 as well would find nothing the light one does not). One page load serves every
+# size of a job: the window is resized between measures (the page is not run again).
+# Each job: (theme, presentation, [(width, height, only these paths or None)]), split in halves of the pages so the
+# two browsers share the work evenly.
+JOBS = [("light", True, [(1280, 800, None), (1024, 768, SMALL), (1920, 1080, None)]),
+        ("light", False, [(1280, 800, None), (1920, 1080, None)]),
+        ("dark", True, [(1280, 800, None)])]
+# In presentation mode at 1280×800 the first screen shows the page's first chart: at least its title and the top of
+# its plot (FIRST_SCREEN_SHOWN px of it above the fold), the page's title and the Sentence box above it. Pages whose
+# main content is not a chart, or whose settings come first, are excepted here, each with its reason (found by the
+# first run of this check; those marked "another engineer's" need a change in files not touched by that work)
+FIRST_SCREEN_SHOWN = 100
+NO_CHART_ON_FIRST_SCREEN = {
+    "": "the Start page is a list of links, no chart",
+    "bertviz": "bertviz's views are an HTML page of their own (an iframe), not a plotly chart",
+    "lesson": "the step's text and its buttons come before the step's figure (app/lesson.py: another engineer's)",
+    "coreference": "the sentence pair and the verdict come first (pages/coreference.py, app/coref_view.py: another "
+                   "engineer's)",
+    "training": "a form: the run's settings come first; its one chart (the learning-rate schedule) shows one of them",
+    "mlm": "the masked sentence and the model's fills, as text, are the page; its charts follow",
+    "decode": "the decoding settings and the step's tokens come before the step's chart",
+    "lm-heads": "the model and the repeated sequence are chosen first",
+    "efficient": "sections, each with its settings above its chart: the first section's settings come first",
+    "masking": "sections, each with its settings above its chart: the first section's settings come first",
+    "variants": "sections, each with its settings above its chart: the first section's settings come first",
+}
 
 
 @pytest.fixture(scope="module")
-def swept(request, browser, server):
-    """The sweeps of SWEEPS that the selected tests use, two at a time: this thread with the session browser and a
-    second thread with a browser of its own, each taking the next sweep when it is free, so one sweep's page loads
-    and waits overlap the other's. {(mode, width): sweep's result, or the exception it raised (re-raised by that
-    test)}."""
-    wanted = {(item.callspec.params["mode"], 1280 if "1280" in item.name else 1024) for item in request.session.items
-              if item.module is request.module and "swept" in item.fixturenames}
-    todo, results = queue.SimpleQueue(), {}
-    for job in SWEEPS:
-        if job[:2] in wanted:
-            todo.put(job)
+def swept(browser, server):
+    """Every job of JOBS, two at a time: this thread with the session browser and a second thread with a browser
+    of its own, each taking the next half-job when it is free, so one sweep's page loads and waits overlap the
+    other's. {(mode, present, width): (measures by path, problems), or the exception a half-job raised (re-raised
+    by the tests that read it)}. The measures are written to test-artifacts/presentation-<mode>-<on|off>-<width>.json."""
+    todo, done = queue.SimpleQueue(), []
+    for mode, present, sizes in JOBS:
+        for half in (PATHS[::2], PATHS[1::2]):
+            todo.put((mode, present, sizes, half))
 
     def work(b):
         while True:
             try:
-                mode, width, height, paths = todo.get_nowait()
+                job = todo.get_nowait()
             except queue.Empty:
                 return
             try:
-                results[mode, width] = sweep(b, server, mode, width, height, paths)
+                done.append((job, sweep(b, server, *job)))
             except Exception as e:
-                results[mode, width] = e
+                done.append((job, e))
 
     def own_browser():
         with launch() as b:
@@ -171,13 +233,29 @@ def swept(request, browser, server):
         other = pool.submit(own_browser)
         work(browser)
         other.result()
+    results = {}
+    for (mode, present, sizes, _), got in done:
+        for width, _, _ in sizes:
+            key = mode, present, width
+            if isinstance(got, BaseException) or isinstance(results.get(key), BaseException):
+                results[key] = got if isinstance(got, BaseException) else results[key]
+                continue
+            measured, found = results.setdefault(key, ({}, []))
+            measured.update({p: m for (w, p), m in got[0].items() if w == width})
+            found += [f for f in got[1] if f" at {width}:" in f or " at " not in f.split(":")[0]]
+    ARTIFACTS.mkdir(exist_ok=True)
+    for (mode, present, width), got in results.items():
+        if not isinstance(got, BaseException):
+            (ARTIFACTS / f"presentation-{mode}-{'on' if present else 'off'}-{width}.json").write_text(
+                json.dumps({"summary": summary(got[0]), "pages": got[0]}, indent=1, ensure_ascii=False))
     return results
 
 
-def result(swept, mode: str, width: int) -> tuple[dict, list]:
-    if isinstance(swept[mode, width], BaseException):
-        raise swept[mode, width]
-    return swept[mode, width]
+def result(swept, mode: str, present: bool, width: int) -> tuple[dict, list]:
+    """One sweep's (measures by path, problems), or the exception it raised."""
+    if isinstance(swept[mode, present, width], BaseException):
+        raise swept[mode, present, width]
+    return swept[mode, present, width]
 
 
 def shoot(page, name: str):
@@ -192,14 +270,25 @@ def shoot(page, name: str):
 
 @pytest.mark.parametrize("mode", ["light", "dark"])
 def test_every_page_reads_on_a_projector_at_1280x800(swept, mode):
-    measured, found = result(swept, mode, 1280)
+    measured, found = result(swept, mode, True, 1280)
     assert set(measured) == set(PATHS)
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("mode", ["light"])
-def test_the_busiest_pages_read_at_1024x768(swept, mode):
-    _, found = result(swept, mode, 1024)
+def test_the_busiest_pages_read_at_1024x768(swept):
+    measured, found = result(swept, "light", True, 1024)
+    assert set(measured) == set(SMALL)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("width, present", [(1920, True), (1280, False), (1920, False)],
+                         ids=["1920-presentation", "1280-plain", "1920-plain"])
+def test_no_chart_text_is_overprinted_or_cut(swept, width, present):
+    """Every page, light theme, at 1920×1080 in presentation mode and at 1280×800 and 1920×1080 without it (1280×800
+    in presentation mode is the projector test above, which runs the same checks): nothing cut, no chart title over
+    its plot, its ticks or its other labels, no title over two lines (tests/e2e/overprint.js)."""
+    measured, found = result(swept, "light", present, width)
+    assert set(measured) == set(PATHS)
     assert not found, "\n".join(found)
 
 
