@@ -15,7 +15,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def charts(at) -> dict:
-    return {json.loads(el.proto.spec)["layout"]["title"]["text"]: json.loads(el.proto.spec)
+    """{title, its line breaks (app.theme.wrap_title) read as spaces: the chart's spec}."""
+    return {json.loads(el.proto.spec)["layout"]["title"]["text"].replace("<br>", " "): json.loads(el.proto.spec)
             for el in at.get("plotly_chart")}
 
 
