@@ -207,7 +207,8 @@ def scoreboard(model_name: str, kind: str = "self") -> dict:
 def grid_figure(lk: torch.Tensor, candidates, antecedent: str, *, title: str, present=False, dark=False,
                 resolving=None, query: str = "it", zmax: float | None = None) -> go.Figure:
     """Cells: weight(query → first candidate) − weight(query → second); ✓ marks heads that resolve the pair.
-    ``zmax``: the symmetric colour range (pass :func:`shared_range` of both sentences so the panels compare)."""
+    ``title``: a short name ("Sentence A"; the sentence itself belongs in a caption: a whole sentence as a title ran
+    to four lines over the plot, tests/e2e/overprint.js). ``zmax``: the symmetric colour range (pass :func:`shared_range` of both sentences so the panels compare)."""
     diff = (lk[..., 0] - lk[..., 1]).tolist()
     n_l, n_h = lk.shape[:2]
     hover = [[f"layer {l} head {h}<br>" + "<br>".join(f"{label(query)} → {label(c)}: {float(lk[l, h, i]):.4f}"
@@ -221,10 +222,8 @@ def grid_figure(lk: torch.Tensor, candidates, antecedent: str, *, title: str, pr
                                colorbar=dict(title=f"{label(candidates[0])} − {label(candidates[1])}")))
     fig.update_xaxes(title="head", tickvals=list(range(n_h)))
     fig.update_yaxes(title="layer", tickvals=list(range(n_l)), autorange="reversed")
-    fig.update_layout(title=f"{title}<br>(antecedent: {label(antecedent)})")
-    fig = style(fig, present, height=220 + 45 * n_l, dark=dark)
-    fig.update_layout(margin=dict(t=max(fig.layout.margin.t or 0, 40 + 22 * (title.count("<br>") + 2))))  # every title line
-    return fig
+    fig.update_layout(title=f"{title} · antecedent: {label(antecedent)}")  # short: the sentence goes in a caption
+    return style(fig, present, height=220 + 45 * n_l, dark=dark)
 
 
 def share_figure(share: torch.Tensor, *, title: str, present=False, dark=False) -> go.Figure:

@@ -92,8 +92,9 @@ def tokens_step(c: Context) -> Step:
                 f"sec. 2; {SOURCES['wiki']}, “Tokenization”",
                 notes + [("fig", figures.token_strip(
                     r.src_tokens, r.src_ids, c.ck.tokenizer.word_starts(r.src_ids),
-                    title="Token pieces and their ids (grey: special token · blue: starts a word · orange: "
-                          "continues a word)", **c.style())), ("table", pieces)])
+                    title="Token pieces and their ids", **c.style())),
+                         ("md", "Grey: a special token · blue: a piece that starts a word · orange: a piece that "
+                                "continues the word before it."), ("table", pieces)])
 
 
 def embedding_step(c: Context) -> Step:
@@ -305,9 +306,11 @@ def payoff_step(c: Context) -> Step:
     cands = pair[0].candidates
     resolving = coref.resolving_heads(lks, list(pair))
     zmax = coref_view.shared_range(lks)  # both sentences on one colour scale
-    blocks = instead + patching_blocks(c, pair) + [
-        ("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=figures.wrap(it.text), resolving=resolving,
-                                       zmax=zmax, **c.style())) for it, lk in zip(pair, lks)]
+    blocks = instead + patching_blocks(c, pair)
+    for name, it, lk in zip(("Sentence A", "Sentence B"), pair, lks):
+        blocks += [("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=name, resolving=resolving, zmax=zmax,
+                                                  **c.style())),
+                   ("md", f"{name}: “{md(it.text)}”")]
     board = coref_view.scoreboard(c.name, kind)
     k_off, off = coref_view.fewest_heads_to_change(c.name, list(pair), kind)
     effect = coref_view.ablation_effect(c.name, list(pair), off)

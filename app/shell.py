@@ -408,10 +408,13 @@ def sentence_box(view: View) -> None:
     """The class's sentence, in the main area where the eye is (presentation mode hides the sidebar): one box and the
     model's examples beside it, above the page's first chart. The sentence itself lives in ``session_state["text"]``
     (not a widget's key), so it survives pages that draw no box and is the same on every page of the browser
-    session; the URL carries it."""
+    session; the URL carries it. In presentation mode the box is one line high."""
     st.session_state["sentence"] = st.session_state.get("text", "")  # the box shows the shared sentence
     box, examples = st.columns([4, 1], vertical_alignment="bottom")
-    box.text_area("Sentence", key="sentence", max_chars=MAX_TEXT, height=68, on_change=_typed)
+    if view.present:  # one line on a projector, so the page's first chart still fits the first screen
+        box.text_input("Sentence", key="sentence", max_chars=MAX_TEXT, on_change=_typed)
+    else:
+        box.text_area("Sentence", key="sentence", max_chars=MAX_TEXT, height=68, on_change=_typed)
     examples.selectbox("Examples", ["—"] + PRESETS.get(view.name, PRESETS["en-fr"]), key="preset",
                        on_change=_use_preset)
 

@@ -5,7 +5,7 @@ from app import coref_view as cv
 from app import progress as progress_bar
 from app import coverage_view
 from app import patch_view as pv
-from app.figures import label, wrap
+from app.figures import label
 from app.shell import model_load_error, note_broken, page_view, text_box, usable_models
 from app.text import md
 from core.probes import coref
@@ -20,7 +20,7 @@ typed = cv.typed_pair(view.text, view.name)  # the typed sentence's pair, built,
 entries = cv.pair_entries(view.name)  # the classroom's pairs first, then the generated probe set
 yours = typed.how != "nearest"
 labels = ([f"Your sentence: {typed.pair[0].text} / …{cv.cue(typed.pair[0].text, typed.pair[1].text)}"] if yours
-          else []) + [label for label, _ in entries]
+          else []) + [text for text, _ in entries]
 pairs = ([typed.pair] if yours else []) + [pair for _, pair in entries]
 choice = st.selectbox("Minimal pair", range(len(pairs)),
                       index=0 if yours else next(i for i, p in enumerate(pairs) if p == typed.pair),
@@ -70,11 +70,12 @@ for kind in kinds:
     zmax = cv.shared_range(lks)  # both panels on one scale: a negligible difference stays pale
     queries = [cv.cross_query(view.name, it) if kind == "cross" else None for it in items]
     cols = st.columns(2)
-    for col, it, lk, q in zip(cols, items, lks, queries):
-        title = wrap(it.text) if q is None else f"{wrap(it.text)}<br>query: “{label(q[0])}” → next “{label(q[1])}”"
-        col.plotly_chart(cv.grid_figure(lk, cands, it.antecedent, title=title, present=view.present, dark=view.dark,
+    for col, name, it, lk, q in zip(cols, ("Sentence A", "Sentence B"), items, lks, queries):
+        col.plotly_chart(cv.grid_figure(lk, cands, it.antecedent, title=name, present=view.present, dark=view.dark,
                                         resolving=resolving, query="it" if q is None else q[0], zmax=zmax),
                          key=f"grid_{kind}_{it.text}")
+        col.caption(f"{name}: “{md(it.text)}”" + ("" if q is None else
+                                                   f" · query: “{md(label(q[0]))}” → next “{md(label(q[1]))}”"))
     n_res = sum(map(sum, resolving))
     source = "“it”" if kind == "self" else "the query position"
     st.caption(f"Blue: {md(source)} attends more to {md(cands[0])}; red: more to {md(cands[1])}. ✓ = the head picks the right "

@@ -51,7 +51,8 @@ def unlabelled(at: AppTest) -> list[str]:
 def type_sentence(at: AppTest, text: str) -> AppTest:
     """Type ``text`` into the shared Sentence box (the main area, app.shell.sentence_box) and run. A page without
     the box (the Start page, Training) is run once first, so that the box of the page switched to exists."""
-    if not any(w.key == "sentence" for w in at.text_area):
+    if not any(w.key == "sentence" for w in [*at.text_area, *at.text_input]):
         at.run()
-    at.text_area(key="sentence").set_value(text)
+    box = next(w for w in [*at.text_area, *at.text_input] if w.key == "sentence")  # one line in presentation mode
+    box.set_value(text)
     return at.run()

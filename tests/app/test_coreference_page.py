@@ -28,8 +28,10 @@ def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
     charts = titles(at)
     grids = [t for t in charts if "antecedent:" in t]
     assert len(grids) == 4  # two sentences × (self, cross)
-    assert sum("query: “'” → next “il”" in t for t in grids) == 1  # … parce qu'il …
-    assert sum("next “elle”" in t for t in grids) == 1
+    assert [t.split(" · ")[0] for t in grids] == ["Sentence A", "Sentence B"] * 2  # short titles (overprint.js)
+    queries = [c.value.replace("\\", "") for c in at.caption if " · query: " in c.value]
+    assert sum("query: “'” → next “il”" in q for q in queries) == 1  # … parce qu'il …
+    assert sum("next “elle”" in q for q in queries) == 1
     # the scoreboard compares the default models (en-fr and minilm), whichever model the sidebar holds
     assert any(t.startswith("en-fr, encoder self-attention") for t in charts)
     assert any(t.startswith("en-fr, cross-attention") for t in charts)

@@ -168,7 +168,8 @@ def test_the_payoff_runs_on_the_class_sentence():
     assert step_number(at) == 9 and not at.error
     shown = [json.loads(el.proto.spec)["layout"]["title"]["text"] for el in at.get("plotly_chart")]
     grids = [t for t in shown if "antecedent:" in t]
-    assert len(grids) == 2 and all("trophy" in t and "animal" not in t for t in grids), shown
+    assert grids == ["Sentence A · antecedent: trophy", "Sentence B · antecedent: suitcase"], shown
     assert set(at.dataframe[0].value["sentence"]) == {trophy, trophy.replace("too big", "too small")}
     text = re.sub(r"\\(.)", r"\1", " ".join(m.value for m in at.markdown))
+    assert f"Sentence A: “{trophy}”" in text and "animal" not in text
     assert "Sentence A is yours" in text and "no minimal partner" not in text

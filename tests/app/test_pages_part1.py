@@ -134,3 +134,21 @@ def test_every_page_keeps_model_and_sentence_in_its_link(page):
     assert not at.exception
     params = {k: at.query_params[k] for k in at.query_params}
     assert params["model"] in ("reverse", ["reverse"]) and params["text"] in ("a b c", ["a b c"]), params
+
+
+def test_one_sentence_per_session_in_the_main_area_across_pages():
+    """Issue 34 item 1: the Sentence box sits in the main area (not the sidebar) of every page that reads it; what is
+    typed on one page is the sentence of every other, also across a page without the box (Training), and the link
+    carries it; in presentation mode the box is one line high."""
+    at = open_page(app(model="reverse"), "attention.py")
+    assert not [w for w in at.sidebar.text_area if w.label == "Sentence"]
+    type_sentence(at, "7 7 3 1")
+    at.switch_page("../pages/training.py")
+    at.run()
+    assert not [w for w in [*at.text_area, *at.text_input] if w.key == "sentence"]
+    at.switch_page("../pages/masking.py")
+    at.run()
+    assert at.text_area(key="sentence").value == "7 7 3 1" and at.query_params["text"] in ("7 7 3 1", ["7 7 3 1"])
+    assert heatmap_ticks(at)[:4] == ["7", "7", "3", "1"]
+    at = open_page(app(model="reverse", present="1", text="2 4 6"), "attention.py")
+    assert at.text_input(key="sentence").value == "2 4 6" and not [w for w in at.text_area if w.key == "sentence"]
