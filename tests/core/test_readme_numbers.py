@@ -235,9 +235,9 @@ def bert_corruption():
 def presentation_sizes():
     """The screen the browser test takes the README's presentation screenshots at, and app/theme.py's sizes: the
     page CSS (html font size, h1 in rem) and the chart sizes every figure gets."""
-    width = found(r'if path == "attention" and width == (\d+):\s+shoot\(page, f"presentation-',
+    width = found(r'if path == "attention" and width == (\d+) and present:\s+shoot\(page, f"presentation-',
                   "tests/e2e/test_presentation_browser.py")
-    height = found(r'\("light", ' + width + r', (\d+),', "tests/e2e/test_presentation_browser.py")
+    height = found(r'\("light", True, \[\(' + width + r', (\d+),', "tests/e2e/test_presentation_browser.py")
     c = constants("app/theme.py")
     body = number(re.search(r"html \{ font-size: (\d+)px", c["PAGE_CSS"]).group(1))
     h1 = number(re.search(r"h1 \{ font-size: ([\d.]+)rem", c["PAGE_CSS"]).group(1))
