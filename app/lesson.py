@@ -310,7 +310,7 @@ def payoff_step(c: Context) -> Step:
     for name, it, lk in zip(("Sentence A", "Sentence B"), pair, lks):
         blocks += [("fig", coref_view.grid_figure(lk, cands, it.antecedent, title=name, resolving=resolving, zmax=zmax,
                                                   **c.style())),
-                   ("md", f"{name}: “{md(it.text)}”")]
+                   ("md", f"{md(name)}: “{md(it.text)}”")]
     board = coref_view.scoreboard(c.name, kind)
     k_off, off = coref_view.fewest_heads_to_change(c.name, list(pair), kind)
     effect = coref_view.ablation_effect(c.name, list(pair), off)

@@ -74,7 +74,7 @@ for kind in kinds:
         col.plotly_chart(cv.grid_figure(lk, cands, it.antecedent, title=name, present=view.present, dark=view.dark,
                                         resolving=resolving, query="it" if q is None else q[0], zmax=zmax),
                          key=f"grid_{kind}_{it.text}")
-        col.caption(f"{name}: “{md(it.text)}”" + ("" if q is None else
+        col.caption(f"{md(name)}: “{md(it.text)}”" + ("" if q is None else
                                                    f" · query: “{md(label(q[0]))}” → next “{md(label(q[1]))}”"))
     n_res = sum(map(sum, resolving))
     source = "“it”" if kind == "self" else "the query position"

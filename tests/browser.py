@@ -209,3 +209,13 @@ def press_until(page, key: str, done_js: str, timeout: float = 60_000, retry_aft
             settle(page, timeout=deadline)
             if page.evaluate(done_js):
                 return
+
+
+E2E = Path(__file__).resolve().parent / "e2e"
+
+
+def probe(name: str) -> str:
+    """The page probe ``tests/e2e/<name>`` (a function expression for ``page.evaluate``) with the shared visibility
+    test of ``tests/e2e/shown.js`` put in where it says ``SHOWN``."""
+    shown = "\n".join(line for line in (E2E / "shown.js").read_text().splitlines() if not line.startswith("//"))
+    return (E2E / name).read_text().replace("SHOWN", "(" + shown.strip() + ")", 1)

@@ -24,7 +24,8 @@ def page(model="lm") -> AppTest:
 
 
 def charts(at) -> dict:
-    return {json.loads(el.proto.spec)["layout"]["title"]["text"]: json.loads(el.proto.spec)
+    """Chart by title, its line breaks read as spaces (app.theme.title_layout wraps long titles)."""
+    return {json.loads(el.proto.spec)["layout"]["title"]["text"].replace("<br>", " "): json.loads(el.proto.spec)
             for el in at.get("plotly_chart")}
 
 

@@ -17,15 +17,7 @@
 (opts) => {
   const MAX_TITLE_LINES = (opts && opts.maxTitleLines) || 2;
   const root = document.querySelector((opts && opts.scope) || '[data-testid=stMain]') || document.body;
-  const shown = el => {
-    const r = el.getBoundingClientRect();
-    if (r.width < 1 || r.height < 1 || el.closest('details:not([open])')) return false;  // a closed expander's content
-    for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
-      const cs = getComputedStyle(e);
-      if (cs.display === 'none' || cs.visibility === 'hidden' || parseFloat(cs.opacity) === 0) return false;
-    }
-    return true;
-  };
+  const shown = SHOWN;  // tests/e2e/shown.js, put in by tests/browser.py's probe()
   const px = el => parseFloat(getComputedStyle(el).fontSize) || 0;
   const rect = el => { const r = el.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
   const textBox = el => {

@@ -3,15 +3,7 @@
 // background. Read by tests/e2e/test_presentation_browser.py; returns plain JSON.
 (scope) => {
   const main = document.querySelector(scope === 'sidebar' ? '[data-testid=stSidebar]' : '[data-testid=stMain]') || document.body;
-  const shown = el => {
-    const r = el.getBoundingClientRect();
-    if (r.width < 1 || r.height < 1 || el.closest('details:not([open])')) return false;  // a closed expander's content
-    for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
-      const cs = getComputedStyle(e);
-      if (cs.display === 'none' || cs.visibility === 'hidden' || parseFloat(cs.opacity) === 0) return false;
-    }
-    return true;
-  };
+  const shown = SHOWN;  // tests/e2e/shown.js, put in by tests/browser.py's probe()
   const ownText = el => [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
   const px = el => parseFloat(getComputedStyle(el).fontSize);
   const name = el => {

@@ -8,10 +8,10 @@ import plotly.graph_objects as go
 import pytest
 from plotly.subplots import make_subplots
 
-from browser import launch, offline_page
+from browser import launch, offline_page, probe
 
 pytestmark = pytest.mark.e2e
-PROBE = (Path(__file__).parent / "overprint.js").read_text()
+PROBE = probe("overprint.js")
 TICKS = [f"token{i}" for i in range(8)]
 
 
@@ -92,6 +92,10 @@ def measured(tmp_path_factory):
                             "Plotly.newPlot('c', f.data, f.layout, {responsive: false});</script></body></html>")
             page.goto(html.as_uri())
             page.wait_for_selector(".js-plotly-plot .main-svg")
+            # measured once the fonts are in and two frames are drawn: a fixed 200 ms under the full suite's load
+            # measured a half-laid-out figure once (another check fired first)
+            page.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame("
+                          "() => requestAnimationFrame(r))))")
             page.wait_for_timeout(200)
             out[name] = page.evaluate(PROBE, {"scope": "body"})
         assert log.external == [] and log.errors == [], (log.external, log.errors)

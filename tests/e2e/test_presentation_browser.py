@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from app import nav, theme
-from browser import launch, settle as settle_page
+from browser import launch, probe, settle as settle_page
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
-PROBE = (Path(__file__).parent / "projector.js").read_text()
-OVERPRINT = (Path(__file__).parent / "overprint.js").read_text()
+PROBE = probe("projector.js")
+OVERPRINT = probe("overprint.js")
 ARTIFACTS = ROOT / "test-artifacts"
 PATHS = [p for p in nav.url_paths()]  # "" is the Start page
 SMALL = ["", "lesson", "attention", "coreference", "masking"]  # also at 1024×768
