@@ -157,10 +157,15 @@ def pwned_anywhere(page) -> list:
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def updating_screenshots() -> bool:
+    """Whether this run refreshes the README's pictures (``ATTENTION_LAB_UPDATE_SCREENSHOTS=1``)."""
+    return os.environ.get("ATTENTION_LAB_UPDATE_SCREENSHOTS") == "1"
+
+
 def shot_folders(also_docs: bool) -> list[Path]:
     """Where an e2e screenshot goes: test-artifacts/, plus the README's docs/screenshots/ when the test asks for it
     and ATTENTION_LAB_UPDATE_SCREENSHOTS=1 (a plain test run leaves the tracked pictures alone)."""
-    docs = also_docs and os.environ.get("ATTENTION_LAB_UPDATE_SCREENSHOTS") == "1"
+    docs = also_docs and updating_screenshots()
     return [ROOT / "test-artifacts"] + ([ROOT / "docs" / "screenshots"] if docs else [])
 
 
