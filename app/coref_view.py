@@ -86,10 +86,11 @@ def classroom_items(model_name: str | None = None) -> list[tuple[coref.ProbeItem
     return [p for p in pairs if _is_pair(p)]
 
 
+@bounded
 def pair_entries(model_name: str | None = None) -> list[tuple[str, tuple[coref.ProbeItem, coref.ProbeItem]]]:
     """``(label, pair)`` for the pair list: the classroom's pairs, then the generated probe set's (the test split's,
     in its own order, which the shipped patching scoreboard reads), each labelled by its first sentence and the word
-    its second changes."""
+    its second changes. Cached (the page and :func:`typed_pair` both read it on every run; do not mutate it)."""
     classroom = classroom_items(model_name)
     seen = {it.text for pair in classroom for it in pair}
     return ([(f"{a.text} / …{cue(a.text, b.text)}", (a, b)) for a, b in classroom]
