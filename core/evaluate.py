@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from .data import corpus_for, lang_of
+from .data import corpus_for, lang_of, parallel_for
 from .inference.decoding import greedy_many
 from .io import checkpoint, cli, jsonio, registry
 from .io.tokenizer import EOS
@@ -110,10 +110,11 @@ def corpus_pairs(task: str, split: str, corpus: str, n: int | None) -> list[tupl
     lang = lang_of(task)
     if corpus == "generated":
         return [(p.src, p.tgt) for p in corpus_for(task).generate(lang, split, n=n or 300, seed=7)]
-    if task.endswith("-tiny"):
-        raise ValueError(f"{task} never read human translations; use --corpus generated")
-    from .data import parallel
-    real = parallel.pairs(lang, split)
+    try:
+        text = parallel_for(task)
+    except ValueError as e:
+        raise ValueError(f"{e}; use --corpus generated") from None
+    real = text.pairs(split)
     return real[::max(1, len(real) // n)][:n] if n else real
 
 

@@ -45,10 +45,10 @@ def limits(ck) -> str:
 def real_limits(ck) -> str:
     """A translator that read human translations: its corpus per source (licences, filters, splits), and its
     limits."""
-    from core.data import broad, parallel
+    from core.data import broad, parallel_for
     lang = ck.meta["task"][-2:]
-    d = parallel.describe(lang)
-    names = [name for name, _ in parallel.FILTERS] + ["duplicates"]
+    d = parallel_for(ck.meta["task"]).describe()
+    names = d["filter_order"]
     head = "| source | licence | paragraphs | sentence pairs | " + " | ".join(f"after {n}" for n in names) + " |"
     rows = "\n".join(f"| {src} | {d['sources'][src]['licence']} | {row['paragraphs']:,} | {row['sentence pairs']:,} | "
                      + " | ".join(f"{row.get(n, 0):,}" for n in names) + " |" for src, row in d["filters"].items())

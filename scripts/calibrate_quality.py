@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from core.data import corpus_for, lang_of, parallel
+from core.data import corpus_for, lang_of, parallel_for
 from core.data.winograd import load
 from core.evaluate import translate_ids
 from core.inference import quality
@@ -31,7 +31,7 @@ DEV_SETS = tuple(sorted((ROOT / "tests" / "data").glob("winograd_dev*.tsv")))
 def dev_pairs(task: str) -> list[tuple[str, str, str]]:
     """(source, reference, which dev set) for every dev sentence of the task's language."""
     lang = lang_of(task)
-    real = parallel.pairs(lang, "valid")
+    real = parallel_for(task).pairs("valid")
     out = [(a, b, "real-valid") for a, b in real[::max(1, len(real) // 600)][:600]]
     out += [(p.src, p.tgt, "generated-valid") for p in corpus_for(task).generate(lang, "valid", n=300, seed=7)]
     for dev in DEV_SETS:

@@ -6,10 +6,21 @@
   translating "it" needs its antecedent's gender.
 * :mod:`core.data.translation` - the small 97-word grammar the ``*-tiny`` translators learn.
 * :mod:`core.data.lm` - an English language-modelling corpus, plus a safe loader for user text.
+* :mod:`core.data.parallel` - human English→French / English→German translations (frozen), which the broad
+  translators may also read (``--real-share``).
 
-Both translation corpora are modules with the functions of :class:`Corpus` (``generate``, ``probe_pairs``,
-``pronoun_of``, ``translate``, ``pair_for``); :func:`corpus_for` picks the one a task uses, and
-``tests/core/test_corpus_interface.py`` checks that both still take what the protocol promises.
+A translation task's text comes through two functions, one per kind of text:
+
+* :func:`corpus_for` ``(task)`` → a :class:`Corpus`, the task's *generated* sentences: both grammars are modules with
+  its functions (``generate``, ``probe_pairs``, ``pronoun_of``, ``translate``, ``pair_for``);
+* :func:`parallel_for` ``(task)`` → a :class:`ParallelText`, the task's *human translations*
+  (:mod:`core.data.parallel`, ``pairs(split)``, ``describe()``, ``fingerprint()``): only the broad tasks have them;
+  a ``*-tiny`` task is refused with a ValueError.
+
+They are two protocols, not one, because the two kinds of text answer different questions: a grammar can parse its
+own sentences (a pronoun, an antecedent), human translations cannot; they only have pairs. Every caller outside this
+package goes through these two functions (``tests/core/test_corpus_interface.py`` checks that each corpus takes what
+its protocol promises and that nothing else imports :mod:`core.data.parallel`).
 
 Pure Python: imports nothing else of :mod:`core` (and no torch), so every other package may import it.
 """
@@ -22,8 +33,8 @@ TINY_SUFFIX = "-tiny"
 class Corpus(Protocol):
     """What a translation task, the evaluator and the probes read a generated corpus through: the broad grammar
     (:mod:`core.data.broad`) and the small one (:mod:`core.data.translation`) are modules with these functions. The
-    human translations beside them are frozen documents (:mod:`core.data.frozen`, :mod:`core.data.parallel`) with no
-    grammar to parse: they have no pronoun or pair for a sentence."""
+    human translations beside them have no grammar to parse (no pronoun or pair for a sentence): they are a
+    :class:`ParallelText`."""
 
     def generate(self, lang: str, split: str, n: int | None = None, seed: int = 0) -> list:
         """The pairs of ``split`` in ``lang``: all of them shuffled by ``seed``, or a sample of ``n``."""
@@ -49,6 +60,34 @@ def corpus_for(task: str) -> Corpus:
         return translation
     from . import broad
     return broad
+
+
+@runtime_checkable
+class ParallelText(Protocol):
+    """What a translation task, the evaluator and the card scripts read a task's human translations through
+    (:class:`core.data.parallel.HumanTranslations`): sentence pairs per split, with no grammar behind them."""
+
+    def pairs(self, split: str = "train") -> list[tuple[str, str]]:
+        """The ``(english, translation)`` pairs of ``split`` (``train``, ``valid`` or ``test``), in a fixed order."""
+
+    def describe(self) -> dict:
+        """Sizes per split and source, the filters each pair passed, sources, licences and versions: for a card."""
+
+    def fingerprint(self) -> dict:
+        """One digest per split of the pairs (what a card was measured on)."""
+
+
+def parallel_for(task: str) -> ParallelText:
+    """The human translations of a broad translation task: ``en-fr`` / ``en-de`` → the French / German sentence
+    pairs of :mod:`core.data.parallel`. ValueError for a ``*-tiny`` task (it never read any) or a task with no
+    parallel corpus."""
+    if task.endswith(TINY_SUFFIX):
+        raise ValueError(f"{task} never read human translations")
+    from . import parallel
+    broad = [f"en-{lang}" for lang in parallel.LANGS]
+    if task not in broad:
+        raise ValueError(f"{task!r} has no human translations; only {', '.join(broad)} do")
+    return parallel.HumanTranslations(lang_of(task))
 
 
 def split_digest(task: str, split: str) -> str:

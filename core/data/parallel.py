@@ -393,11 +393,12 @@ def filter_table(lang: str) -> dict[str, dict[str, int]]:
 
 
 def describe(lang: str) -> dict:
-    """Sizes per split and source, the filter table and the package versions, for a model card."""
+    """Sizes per split and source, the filter table (``filter_order``: its steps in the order they apply) and the
+    package versions, for a model card."""
     split_pairs = _pairs(lang)[0]
     meta = frozen.manifest(f"parallel-{lang}")
     return {"packages": meta["packages"], "sources": meta["sources"], "compressed_bytes": meta["data_bytes"],
-            "filters": filter_table(lang),
+            "filters": filter_table(lang), "filter_order": [name for name, _ in FILTERS] + ["duplicates"],
             "splits": {s: {"pairs": len(v), "en_words": sum(len(a.split()) for a, _, _ in v)}
                        for s, v in split_pairs.items()}}
 
@@ -406,6 +407,32 @@ def fingerprint(lang: str) -> dict:
     """One digest per split of the filtered pairs (what a card was measured on)."""
     return {s: hashlib.sha256("\n".join(f"{a}\t{b}" for a, b, _ in v).encode()).hexdigest()[:16]
             for s, v in _pairs(lang)[0].items()}
+
+
+class HumanTranslations:
+    """The human translations of one language as a :class:`core.data.ParallelText`: what
+    :func:`core.data.parallel_for` gives a broad translation task (``en-fr`` → ``HumanTranslations("fr")``)."""
+
+    def __init__(self, lang: str):
+        """``lang``: one of :data:`LANGS` (ValueError otherwise)."""
+        if lang not in LANGS:
+            raise ValueError(f"no parallel corpus for {lang!r}; choose one of {', '.join(LANGS)}")
+        self.lang = lang
+
+    def __repr__(self) -> str:
+        return f"HumanTranslations({self.lang!r})"
+
+    def pairs(self, split: str = "train", source: str | None = None) -> list[tuple[str, str]]:
+        """The filtered sentence pairs ``(english, translation)`` of one split (:func:`pairs`)."""
+        return pairs(self.lang, split, source)
+
+    def describe(self) -> dict:
+        """Sizes, filter table and package versions for a model card (:func:`describe`)."""
+        return describe(self.lang)
+
+    def fingerprint(self) -> dict:
+        """One digest per split of the filtered pairs (:func:`fingerprint`)."""
+        return fingerprint(self.lang)
 
 
 def main(argv: list[str] | None = None) -> int:

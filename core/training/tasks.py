@@ -229,8 +229,8 @@ class TranslationTask(Task):
         train = self.data.generate(lang, "train")
         real: list[tuple[str, str]] = []
         if real_share:
-            from ..data import parallel
-            real = parallel.pairs(lang, "train")
+            from ..data import parallel_for
+            real = parallel_for(name).pairs("train")
         self.train_pairs_text = [(p.src, p.tgt) for p in train] + real
         if tokenizer is None:
             # the tokenizer is trained on a fixed sample, so its merges do not depend on the training seed
@@ -337,8 +337,8 @@ class TranslationTask(Task):
         pairs = self.data.generate(self.lang, split, n=n, seed=7)
         out = translation_metrics(pairs, self.translate(model, [p.src for p in pairs]), self.lang, self.data)
         if getattr(self, "real_share", 0.0) and split == "valid":
-            from ..data import parallel
-            real = parallel.pairs(self.lang, "valid")
+            from ..data import parallel_for
+            real = parallel_for(self.name).pairs("valid")
             real = real[::max(1, len(real) // n)][:n]
             out.update({f"real_{k}": v for k, v in real_scores([b for _, b in real],
                                                                self.translate(model, [a for a, _ in real])).items()})
@@ -404,9 +404,9 @@ def broad_heldout_metrics(task: "TranslationTask", model, known_words=None, real
         out.update(score(load(path), task.lang, task.translate(model, [r.en for r in load(path)]), task.data,
                          known_words))
     if real:  # a model that read human translations: their test split and the ordinary sentences
-        from ..data import parallel
+        from ..data import parallel_for
         from ..data.winograd import load_ordinary, score_ordinary
-        test = parallel.pairs(task.lang, "test")
+        test = parallel_for(task.name).pairs("test")
         test = test[::max(1, len(test) // REAL_TEST_N)][:REAL_TEST_N][::every]
         out.update({f"real_test_{k}": v for k, v in real_scores([b for _, b in test],
                                                                 task.translate(model, [a for a, _ in test])).items()})

@@ -1,10 +1,15 @@
 """Issue 33 item 2: both generated corpora take what core.data.Corpus promises, by the same parameter names, so a
-caller of ``corpus_for(task)`` never needs to know which grammar it holds."""
+caller of ``corpus_for(task)`` never needs to know which grammar it holds; the human translations take what
+core.data.ParallelText promises, and every caller outside core/data reaches them through ``parallel_for(task)``."""
+import ast
 import inspect
+from pathlib import Path
 
 import pytest
 
-from core.data import Corpus, broad, corpus_for, translation
+from core.data import Corpus, ParallelText, broad, corpus_for, parallel, parallel_for, translation
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SEED = "The animal didn't cross the street because it was too tired."
 PROMISED = {name: inspect.signature(getattr(Corpus, name)) for name in
@@ -34,3 +39,69 @@ def test_the_protocol_calls_give_one_consistent_pair(module):
         pair = module.pair_for(SEED, lang)
         assert pair.tgt == module.translate(SEED, lang)
         assert module.pronoun_of(pair.tgt, lang) == pair.tgt_pronoun == pronoun, pair
+
+
+def test_parallel_for_gives_exactly_the_human_translations_of_a_broad_task():
+    """parallel_for is a door, not a copy: the same pairs, description and digests as core.data.parallel's own."""
+    promised = {name: inspect.signature(getattr(ParallelText, name)) for name in ("pairs", "describe", "fingerprint")}
+    for task, lang in (("en-fr", "fr"), ("en-de", "de")):
+        text = parallel_for(task)
+        assert isinstance(text, ParallelText) and text.lang == lang
+        for name, sig in promised.items():
+            have = inspect.signature(getattr(text, name))
+            assert list(sig.parameters)[1:] == list(have.parameters)[:len(sig.parameters) - 1], (name, have)
+        for split in parallel.SPLITS:
+            assert text.pairs(split) == parallel.pairs(lang, split), (task, split)
+        assert text.fingerprint() == parallel.fingerprint(lang) and text.describe() == parallel.describe(lang)
+        assert text.describe()["filter_order"] == [name for name, _ in parallel.FILTERS] + ["duplicates"]
+
+
+@pytest.mark.parametrize("task, why", [("en-fr-tiny", "never read human translations"),
+                                       ("en-de-tiny", "never read human translations"),
+                                       ("lm", "has no human translations"), ("xx-fr", "has no human translations")])
+def test_a_task_without_human_translations_is_refused(task, why):
+    with pytest.raises(ValueError, match=why):
+        parallel_for(task)
+
+
+def parallel_imports(source: str, module: str) -> list[str]:
+    """Every import of :mod:`core.data.parallel` (absolute, relative or as a name of core.data) in ``source``, the
+    file being the dotted ``module``."""
+    package = module.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name == "core.data.parallel"]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            mod = ".".join(base + ([node.module] if node.module else []))
+            if mod == "core.data.parallel":
+                found.append(f"from {mod} import ...")
+            elif mod == "core.data":
+                found += [f"from core.data import {a.name}" for a in node.names if a.name == "parallel"]
+    return found
+
+
+@pytest.mark.parametrize("source, module, expected", [
+    ("from core.data import parallel", "scripts.x", ["from core.data import parallel"]),
+    ("from ..data import corpus_for, parallel", "core.training.tasks", ["from core.data import parallel"]),
+    ("def f():\n    from .data.parallel import pairs", "core.evaluate", ["from core.data.parallel import ..."]),
+    ("import core.data.parallel", "bench.x", ["core.data.parallel"]),
+    ("from core.data import parallel_for", "scripts.x", []),
+    ("from . import parallel", "core.probes.x", []),  # core.probes.parallel: not the corpus
+])
+def test_the_import_check_finds_every_spelling(source, module, expected):
+    assert parallel_imports(source, module) == expected
+
+
+def test_nothing_outside_core_data_imports_the_parallel_corpus():
+    """Every caller asks parallel_for(task); only core/data (and the corpus's own tests) import the module."""
+    bad = []
+    for top in ("core", "app", "pages", "scripts", "bench"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if rel.parts[:2] == ("core", "data"):
+                continue
+            bad += [f"{rel}: {imp}" for imp in parallel_imports(path.read_text(encoding="utf-8"),
+                                                                ".".join(rel.with_suffix("").parts))]
+    assert not bad, bad
