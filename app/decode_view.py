@@ -37,13 +37,13 @@ def _decode(name, text, method, temperature, top_k, top_p, beams, seed):
 
 def decode_panel(view, figures) -> None:
     ck = view.ck
-    c1, c2, c3, c4, c5 = st.columns(5)
+    c1, c2, c3, c4, c5, c6 = st.columns(6)  # one row: the step's chart starts on a projector's first screen
     method = c1.selectbox("Method", ["greedy", "beam", "sample"])
     beams = c2.number_input("Beams", 1, 8, 4, disabled=method != "beam")
     temperature = c3.number_input("Temperature", 0.05, 5.0, 1.0, 0.05, disabled=method != "sample")
     top_k = c4.number_input("Top-k (0 = off)", 0, 200, 0, disabled=method != "sample")
     seed = c5.number_input("Seed", 0, 10_000, 0, disabled=method != "sample")
-    top_p = st.slider("Top-p (nucleus)", 0.05, 1.0, 1.0, disabled=method != "sample")
+    top_p = c6.slider("Top-p (nucleus)", 0.05, 1.0, 1.0, disabled=method != "sample")
     if not view.text.strip():
         st.info("Type a sentence first: the text is empty.")
         return

@@ -411,12 +411,14 @@ def sentence_box(view: View) -> None:
     session; the URL carries it. In presentation mode the box is one line high."""
     st.session_state["sentence"] = st.session_state.get("text", "")  # the box shows the shared sentence
     box, examples = st.columns([4, 1], vertical_alignment="bottom")
-    if view.present:  # one line on a projector, so the page's first chart still fits the first screen
-        box.text_input("Sentence", key="sentence", max_chars=MAX_TEXT, on_change=_typed)
+    if view.present:  # one line and no label rows on a projector, so the page's first chart fits the first screen
+        box.text_input("Sentence", key="sentence", max_chars=MAX_TEXT, on_change=_typed,
+                       label_visibility="collapsed", placeholder="Type a sentence")
     else:
         box.text_area("Sentence", key="sentence", max_chars=MAX_TEXT, height=68, on_change=_typed)
     examples.selectbox("Examples", ["—"] + PRESETS.get(view.name, PRESETS["en-fr"]), key="preset",
-                       on_change=_use_preset)
+                       on_change=_use_preset, label_visibility="collapsed" if view.present else "visible",
+                       format_func=lambda s: "Examples…" if view.present and s == "—" else s)
 
 
 def _shown_theme() -> str | None:

@@ -28,8 +28,8 @@ PLOT_WIDTH = 936    # a full-width chart at 1024×768 in presentation mode (side
 # labels wrap instead of being cut with an ellipsis.
 PAGE_CSS = """<style>
 html { font-size: 22px; }
-h1 { font-size: 2.3rem !important; line-height: 1.2 !important; }
-h2 { font-size: 1.6rem !important; }
+h1 { font-size: 2.3rem !important; line-height: 1.2 !important; padding: 0 0 0.5rem 0 !important; }
+h2 { font-size: 1.6rem !important; padding-top: 0.6rem !important; }
 h3 { font-size: 1.3rem !important; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p,
 [data-testid="stWidgetLabel"] p, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
@@ -47,7 +47,8 @@ h3 { font-size: 1.3rem !important; }
 }
 [data-testid="stSidebarNav"] a { height: auto !important; min-height: 2rem; }
 [data-testid="stCaptionContainer"] { opacity: 1 !important; }
-[data-testid="stMainBlockContainer"] { padding: 3rem 2rem 4rem 2rem !important; }
+/* the title just under the header's sidebar button: the first screen is for the page's figure */
+[data-testid="stMainBlockContainer"] { padding: 2.6rem 2rem 4rem 2rem !important; }
 /* charts side by side only where each gets room for its title (TITLE_CHARS at TITLE px): else one under another */
 [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]) { flex-wrap: wrap; }
 [data-testid="stColumn"]:has([data-testid="stPlotlyChart"]) { min-width: 460px !important; }

@@ -18,8 +18,8 @@ COST_JSON = Path(os.environ.get("ATTENTION_COST_JSON", Path(__file__).resolve().
 FEATURES = list(EV.FEATURES)
 
 st.title("Efficient attention & cost")
-st.caption("Exact attention builds a T×T matrix: O(T²) time and memory. Three ways around it, applied to the real "
-           "queries and keys of your sentence — and what each one changes in the map.")
+st.caption("Exact attention costs O(T²) time and memory. Three ways around it, on your sentence's real queries and "
+           "keys.")
 view, res = page_run()
 kind = "encoder" if "encoder" in res.trace.kinds() else "decoder"
 causal = kind == "decoder"

@@ -43,7 +43,6 @@ sync_url(step=i + 1)
 step = lesson.build(ctx, i)
 st.header(step.title)
 st.markdown(step.text)  # md: trusted (the lesson's own text; what it quotes goes through md)
-st.caption(f"Source: {step.source}")  # md: trusted (a citation we wrote)
 for k, (kind, value) in enumerate(step.blocks):
     if kind == "md":
         st.markdown(value)  # md: trusted (app.lesson builds it; quoted text through md)
@@ -51,6 +50,7 @@ for k, (kind, value) in enumerate(step.blocks):
         st.dataframe(value, hide_index=True)
     else:
         st.plotly_chart(value, key=f"lesson_{i}_{k}")
+st.caption(f"Source: {step.source}")  # md: trusted (a citation we wrote); after the figure, so it leads the screen
 
 with st.expander("Handout for the class (all nine steps)"):
     st.caption("One HTML file with every figure, for this sentence: open it, then print to PDF or save every figure "

@@ -192,15 +192,10 @@ FIRST_SCREEN_SHOWN = 100
 NO_CHART_ON_FIRST_SCREEN = {
     "": "the Start page is a list of links, no chart",
     "bertviz": "bertviz's views are an HTML page of their own (an iframe), not a plotly chart",
-    "lesson": "a lesson reads in order: the step's Back / Next buttons and its text come before its figure",
     "coreference": "the page compares two sentences: the pair is chosen and both sentences shown before the charts",
     "training": "a form: the run's settings come first; its one chart (the learning-rate schedule) shows one of them",
     "mlm": "the masked sentence and the model's fills, as text, are the page; its charts follow",
-    "decode": "the decoding settings and the step's tokens come before the step's chart",
     "lm-heads": "the model and the repeated sequence are chosen first",
-    "efficient": "sections, each with its settings above its chart: the first section's settings come first",
-    "masking": "sections, each with its settings above its chart: the first section's settings come first",
-    "variants": "sections, each with its settings above its chart: the first section's settings come first",
 }
 
 
