@@ -11,6 +11,9 @@ and :func:`check_settings` caps the model and run size so one learner cannot mon
 A finished run is copied from its temporary folder into ``registry.user_dir()/<name>``, saved private
 (app/rooms.py): the sidebar's model picker of the browser session that trained it lists it on every page, and other
 sessions only once that session shares it or when they open it by its name (a ``?model=`` link).
+
+A text a learner uploads to train on is kept by :mod:`app.uploads`; this module tells it which texts running jobs
+still need (:func:`texts_in_use`) and releases a job's text when the job ends.
 """
 from __future__ import annotations
 
@@ -20,7 +23,6 @@ import itertools
 import multiprocessing
 import multiprocessing.spawn
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from app import rooms
+from app import rooms, uploads
 from app.training_series import is_count
 from core.inference.runner import forward_ids
 from core.io import checkpoint, registry
@@ -51,19 +53,10 @@ MAX_LAYERS = 4
 MAX_HEADS = 16
 MAX_D_FF = 1024
 MAX_BATCH = 256
-MAX_UPLOAD = 2_000_000  # bytes of uploaded LM text
-# The longest run of characters without whitespace an uploaded text may hold. The tokenizer's BPE training takes time
-# growing with the longest "word" (2 MB of text, 2 cores: 100,000-character words 94 s, one 400 kB word 98 s), and
-# stays within seconds up to this length (2 MB of 1,000-character words over a 2- to 26-letter alphabet: 3.6-6.5 s).
-MAX_WORD = 1000
 # A job that has not finished preparing (data, tokenizer, model) this long after it started is ended: the slot it holds
 # is the whole server's. Preparation takes 0-10 s here (lm 10 s, en-fr-tiny 8 s, a 2 MB upload of 1,000-character
 # words ~5 s); this leaves room for a loaded machine.
 MAX_PREPARE_S = 300.0
-# Uploads live only as long as they are needed: a job deletes its text when it ends, and the folder is capped (the
-# oldest file no running job needs goes first; any unused one older than UPLOAD_MAX_AGE_S goes at the next upload).
-MAX_UPLOADS_BYTES = 20 * MAX_UPLOAD
-UPLOAD_MAX_AGE_S = 6 * 3600.0
 MAX_PAUSE_S = 600.0  # a job paused longer than this is stopped, so it does not hold a slot forever
 MAX_RUN_S = 1800.0  # wall-clock limit of one run
 N_SNAPSHOTS = 6
@@ -308,93 +301,14 @@ def active_jobs() -> int:
     return slots_taken()
 
 
-def uploads_dir() -> Path:
-    return registry.data_dir() / "uploads"
-
-
-def _uploads_in_use() -> set[Path]:
+def texts_in_use() -> set[str]:
+    """The text files the running jobs of this server process train on: uploads that must not be deleted yet
+    (registered with :func:`app.uploads.register_in_use`)."""
     with _lock:
-        return {Path(j.cfg.text).resolve() for j in _active if j.cfg.text}
+        return {j.cfg.text for j in _active if j.cfg.text}
 
 
-def prune_uploads(incoming: int = 0) -> None:
-    """Delete uploads no running job needs: every one older than :data:`UPLOAD_MAX_AGE_S`, then the oldest while the
-    folder (plus ``incoming`` bytes) is over :data:`MAX_UPLOADS_BYTES`. Temporary ``.part`` files of a save that is
-    still being written are left alone unless they are old."""
-    folder = uploads_dir()
-    if not folder.is_dir():
-        return
-    in_use, now = _uploads_in_use(), time.time()
-    files = []
-    for p in folder.iterdir():
-        try:
-            st_ = p.stat()
-        except FileNotFoundError:
-            continue
-        if p.is_file() and p.resolve() not in in_use:
-            files.append((st_.st_mtime, st_.st_size, p))
-    total = sum(size for _, size, _ in files) + sum(p.stat().st_size for p in in_use if p.is_file()) + incoming
-    for mtime, size, p in sorted(files):
-        old = now - mtime > UPLOAD_MAX_AGE_S
-        if old or (total > MAX_UPLOADS_BYTES and p.suffix == ".txt"):
-            p.unlink(missing_ok=True)
-            total -= size
-
-
-def release_upload(path) -> None:
-    """Delete an uploaded text once the job that needed it has ended (only a file inside the uploads folder)."""
-    if not path:
-        return
-    p = Path(path).resolve()
-    if p.parent == uploads_dir().resolve() and p.suffix == ".txt" and p not in _uploads_in_use():
-        p.unlink(missing_ok=True)
-
-
-def check_text(text: str, shown_name: str = "the text") -> None:
-    """Refuse (ValueError, a sentence for the learner) a text whose tokenizer training would not be bounded: a run of
-    more than :data:`MAX_WORD` characters without a space or line break."""
-    long = re.search(r"\S{%d}" % (MAX_WORD + 1), text)
-    if long:
-        line = text.count("\n", 0, long.start()) + 1
-        end = re.compile(r"\s").search(text, long.start())
-        length = (end.start() if end else len(text)) - long.start()
-        raise ValueError(f"{shown_name} has a 'word' of {length:,} characters with no space or line break in it (line "
-                         f"{line:,}); the limit is {MAX_WORD:,}. The trainer learns from prose: words separated by "
-                         "spaces, one text per line.")
-
-
-def save_upload(data: bytes, shown_name: str = "the file") -> Path:
-    """Validate uploaded LM text and keep it under ``uploads/`` with a generated name, until the job that uses it
-    ends (:func:`release_upload`); the folder is capped (:func:`prune_uploads`).
-
-    Raises ValueError with a readable message (too large, empty, binary, not UTF-8, a "word" longer than
-    :data:`MAX_WORD` characters (:func:`check_text`), the server's upload space is full); then nothing is kept.
-    """
-    from core.data.lm import load_text
-
-    if len(data) > MAX_UPLOAD:
-        raise ValueError(f"{shown_name} is {len(data):,} bytes; the limit is {MAX_UPLOAD:,} bytes.")
-    folder = uploads_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    prune_uploads(incoming=len(data))
-    used = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
-    if used + len(data) > MAX_UPLOADS_BYTES:
-        raise ValueError(f"The server holds {used:,} bytes of texts that running trainings still need; "
-                         f"{shown_name} does not fit. Try again when a run has finished.")
-    fd, tmp_name = tempfile.mkstemp(prefix=".upload-", suffix=".part", dir=folder)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        try:
-            check_text(load_text(tmp, max_bytes=MAX_UPLOAD), shown_name)
-        except ValueError as e:
-            raise ValueError(str(e).replace(tmp.name, shown_name)) from None
-        final = folder / f"{uuid.uuid4().hex}.txt"
-        os.replace(tmp, final)
-        return final
-    finally:
-        tmp.unlink(missing_ok=True)
+uploads.register_in_use(__name__, texts_in_use)
 
 
 # --------------------------------------------------------------------------- the job
@@ -433,7 +347,7 @@ class Job:
         ValueError."""
         if self.cfg.text:  # server side, whatever path the text came by: a text the tokenizer could not train on soon
             from core.data.lm import load_text
-            check_text(load_text(self.cfg.text, max_bytes=MAX_UPLOAD), "The text")
+            uploads.check_text(load_text(self.cfg.text, max_bytes=uploads.MAX_UPLOAD), "The text")
         with _lock:
             if any(j.name == self.name for j in _active):
                 raise ValueError(f"Another run is already saving a model called {self.name!r}; choose another name.")
@@ -562,7 +476,7 @@ class Job:
                 if self._slot is not None:
                     self._slot.close()  # the slot is free for any replica
                     self._slot = None
-            release_upload(self.cfg.text)  # the uploaded text was needed for this run only
+            uploads.release_upload(self.cfg.text)  # the uploaded text was needed for this run only
 
     def _run_child(self, cfg: TrainConfig) -> tuple[str, str | None] | None:
         """Start the child and apply its messages until it says how it ended (None: it died without saying).

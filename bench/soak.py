@@ -100,7 +100,7 @@ async def _load_every_model(base: str, pages: list[str], models, timeout_s: floa
 
 def worst_upload(path: Path, size: int = 1_990_000, word: int = 1000, seed: int = 0) -> Path:
     """Write the worst text the Training page accepts to ``path``: ``size`` bytes of random lowercase ``word``-character
-    words (app/training_jobs: at most 2,000,000 bytes, no word over 1,000 characters; BPE time grows with the
+    words (app/uploads: at most 2,000,000 bytes, no word over 1,000 characters; BPE time grows with the
     longest word)."""
     rng = random.Random(seed)
     words = ["".join(rng.choices(string.ascii_lowercase, k=word)) for _ in range(size // (word + 1))]

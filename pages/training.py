@@ -4,7 +4,7 @@ from urllib.parse import quote, urlsplit
 
 import streamlit as st
 
-from app import figures, rooms
+from app import figures, rooms, uploads
 from app import training_jobs as tj
 from app import training_series as ts
 from app import training_view as tv
@@ -137,7 +137,7 @@ with st.expander("Run settings", expanded=not running):
     if task in TEXT_TASKS:
         source = st.radio("Text", ["Bundled English corpus", "My own UTF-8 text file"], horizontal=True, key="tr_source")
         if source.startswith("My own"):
-            up = st.file_uploader(f"Plain UTF-8 text, at most {tj.MAX_UPLOAD // 1_000_000} MB", type=["txt"],
+            up = st.file_uploader(f"Plain UTF-8 text, at most {uploads.MAX_UPLOAD // 1_000_000} MB", type=["txt"],
                                   key="tr_upload")
             saved = st.session_state.setdefault("tr_uploads", {})
             if up is None:
@@ -146,7 +146,7 @@ with st.expander("Run settings", expanded=not running):
             elif up.file_id not in saved or (saved[up.file_id] and not os.path.exists(saved[up.file_id])):
                 # new, or its copy was deleted when the run that used it ended: keep it (again) for the next run
                 try:
-                    saved[up.file_id] = str(tj.save_upload(up.getvalue(), up.name))
+                    saved[up.file_id] = str(uploads.save_upload(up.getvalue(), up.name))
                 except ValueError as e:
                     saved[up.file_id] = None
                     st.session_state["tr_upload_error"] = str(e)

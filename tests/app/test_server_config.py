@@ -2,7 +2,7 @@
 import tomllib
 from pathlib import Path
 
-from app import training_jobs
+from app import uploads
 
 CONFIG = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
 
@@ -17,4 +17,4 @@ def test_server_upload_limit_is_the_apps_limit():
     # Streamlit counts its limit in MiB: the server refuses anything more than the app's own limit plus
     # less than 1 MiB, so a large file never even reaches the server's memory
     server = CONFIG["server"]["maxUploadSize"] * 2**20
-    assert training_jobs.MAX_UPLOAD <= server < training_jobs.MAX_UPLOAD + 2**20
+    assert uploads.MAX_UPLOAD <= server < uploads.MAX_UPLOAD + 2**20

@@ -1,4 +1,5 @@
-"""app/training_jobs.py without a browser: uploads, settings, the job's life cycle, limits and torch threads."""
+"""app/training_jobs.py and app/uploads.py without a browser: uploads, settings, the job's life cycle, limits and
+torch threads."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from app import rooms
+from app import rooms, uploads
 from app import training_jobs as tj
 from app import training_series as ts
 from core.io import registry
@@ -84,11 +85,11 @@ def test_a_training_process_that_dies_ends_its_job_with_a_message_and_frees_its_
     (b"   \n\t ", "empty"),
     (b"caf\xe9 au lait\n", "UTF-8"),
     (b"text\x00with a NUL", "binary"),
-    (b"a" * (tj.MAX_UPLOAD + 1), "limit"),
+    (b"a" * (uploads.MAX_UPLOAD + 1), "limit"),
 ], ids=["empty", "blank", "latin-1", "nul", "too-large"])
 def test_save_upload_rejects_bad_files_and_keeps_nothing(data, payload, words):
     with pytest.raises(ValueError, match=words) as err:
-        tj.save_upload(payload, "notes.txt")
+        uploads.save_upload(payload, "notes.txt")
     assert "notes.txt" in str(err.value)
     assert ".part" not in str(err.value)  # the temporary name is not shown to the learner
     assert files_under(data) == []
@@ -96,13 +97,13 @@ def test_save_upload_rejects_bad_files_and_keeps_nothing(data, payload, words):
 
 def test_save_upload_keeps_a_good_file_inside_the_data_folder(data):
     text = "The dog was hungry.\nThe cat slept.\n"
-    path = tj.save_upload(text.encode(), "../../evil.txt")
+    path = uploads.save_upload(text.encode(), "../../evil.txt")
     assert path.parent == (data / "uploads").resolve()
     assert path.read_text(encoding="utf-8") == text
     assert "evil" not in path.name and path.suffix == ".txt"
     assert files_under(data) == [path]
     assert not (data.parent.parent / "evil.txt").exists()
-    other = tj.save_upload("\ufeffÜber die Straße.\n".encode("utf-8"), "/etc/passwd")
+    other = uploads.save_upload("\ufeffÜber die Straße.\n".encode("utf-8"), "/etc/passwd")
     assert other != path and other.parent == path.parent
 
 
@@ -110,19 +111,19 @@ def test_save_upload_refuses_a_word_longer_than_the_limit_at_once(data):
     """Issue 35 item 2: a 2,000,000-byte upload with no whitespace (one "word") made the tokenizer's BPE training run
     for an hour (≈ n^2.2: 400 kB took 98 s). A text with a run of more than MAX_WORD characters without whitespace is
     refused when it is uploaded, with a message naming the line and the limit; up to the limit is fine."""
-    long_word = b"The dog slept.\nThe cat sat.\n" + b"x" * (tj.MAX_UPLOAD - 40) + b"\n"
-    with pytest.raises(ValueError, match=f"line 3.*the limit is {tj.MAX_WORD:,}") as err:
-        tj.save_upload(long_word, "one-word.txt")
-    assert "one-word.txt" in str(err.value) and f"{tj.MAX_UPLOAD - 40:,} characters" in str(err.value)
+    long_word = b"The dog slept.\nThe cat sat.\n" + b"x" * (uploads.MAX_UPLOAD - 40) + b"\n"
+    with pytest.raises(ValueError, match=f"line 3.*the limit is {uploads.MAX_WORD:,}") as err:
+        uploads.save_upload(long_word, "one-word.txt")
+    assert "one-word.txt" in str(err.value) and f"{uploads.MAX_UPLOAD - 40:,} characters" in str(err.value)
     assert files_under(data) == []
-    ok = tj.save_upload(b"The " + b"y" * tj.MAX_WORD + b" slept.\n", "fine.txt")
+    ok = uploads.save_upload(b"The " + b"y" * uploads.MAX_WORD + b" slept.\n", "fine.txt")
     assert ok.is_file()
 
 
 def test_a_job_refuses_such_a_text_however_it_got_its_path(data):
     """The server checks the text again when a job starts: a path that did not come through save_upload."""
     text = data / "mine.txt"
-    text.write_text("Hello there. " + "z" * (tj.MAX_WORD + 1) + "\n" + "The dog was tired.\n" * 50)
+    text.write_text("Hello there. " + "z" * (uploads.MAX_WORD + 1) + "\n" + "The dog was tired.\n" * 50)
     job = tj.Job(TrainConfig(steps=3, **{**TINY, "task": "lm", "text": str(text)}), "long-word-1")
     with pytest.raises(ValueError, match="limit"):
         job.start()
@@ -385,7 +386,7 @@ LM_TEXT = ("The dog was hungry. The cat slept on the mat. A bird sang in the tre
 
 @pytest.mark.parametrize("how", ["finished", "stopped"])
 def test_an_upload_is_deleted_when_the_job_that_used_it_ends(data, how):
-    path = tj.save_upload(LM_TEXT, "story.txt")
+    path = uploads.save_upload(LM_TEXT, "story.txt")
     steps = 3 if how == "finished" else tj.MAX_STEPS
     job = tj.Job(TrainConfig(steps=steps, **{**TINY, "task": "lm", "text": str(path)}), f"story-{how}").start()
     if how == "stopped":
@@ -399,25 +400,25 @@ def test_an_upload_is_deleted_when_the_job_that_used_it_ends(data, how):
 
 def test_the_uploads_folder_is_capped_and_old_unused_files_go_first(data, monkeypatch):
     import os
-    monkeypatch.setattr(tj, "MAX_UPLOADS_BYTES", 3 * len(LM_TEXT))
-    first, second, third = (tj.save_upload(LM_TEXT, f"t{i}.txt") for i in range(3))
-    old = time.time() - tj.UPLOAD_MAX_AGE_S - 60
+    monkeypatch.setattr(uploads, "MAX_UPLOADS_BYTES", 3 * len(LM_TEXT))
+    first, second, third = (uploads.save_upload(LM_TEXT, f"t{i}.txt") for i in range(3))
+    old = time.time() - uploads.UPLOAD_MAX_AGE_S - 60
     os.utime(first, (old, old))  # an upload whose session never trained on it
-    fourth = tj.save_upload(LM_TEXT, "t3.txt")
+    fourth = uploads.save_upload(LM_TEXT, "t3.txt")
     assert not first.exists() and second.exists() and third.exists() and fourth.exists()
-    fifth = tj.save_upload(LM_TEXT, "t4.txt")  # over the cap: the oldest unused one goes
+    fifth = uploads.save_upload(LM_TEXT, "t4.txt")  # over the cap: the oldest unused one goes
     assert not second.exists() and fifth.exists()
-    assert sum(p.stat().st_size for p in (data / "uploads").iterdir()) <= tj.MAX_UPLOADS_BYTES
+    assert sum(p.stat().st_size for p in (data / "uploads").iterdir()) <= uploads.MAX_UPLOADS_BYTES
 
 
 def test_an_upload_a_running_job_needs_is_never_pruned(data, monkeypatch):
-    monkeypatch.setattr(tj, "MAX_UPLOADS_BYTES", len(LM_TEXT))
-    path = tj.save_upload(LM_TEXT, "story.txt")
+    monkeypatch.setattr(uploads, "MAX_UPLOADS_BYTES", len(LM_TEXT))
+    path = uploads.save_upload(LM_TEXT, "story.txt")
     job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **{**TINY, "task": "lm", "text": str(path)}), "story-busy").start()
     try:
         wait_for(lambda: job.snapshot()["step"] >= 1, what="a first step")
         with pytest.raises(ValueError, match="does not fit"):
-            tj.save_upload(LM_TEXT, "another.txt")
+            uploads.save_upload(LM_TEXT, "another.txt")
         assert path.exists()
     finally:
         job.stop()
