@@ -19,7 +19,7 @@ from app.guard import public
 from app.text import md
 from core.config import ModelConfig
 from core.hooks import as_ablation
-from core.io import budget, checkpoint, registry
+from core.io import budget, checkpoint, jsonio, registry
 from core.probes import coref
 from core.inference.runner import Run, run
 
@@ -277,6 +277,43 @@ ORDER = ["en-fr", "en-de", "lm", "mlm", "minilm", "en-fr-tiny", "en-de-tiny", "l
 OPENED_KEY = "opened_models"  # session_state: the user models this browser session opened by name (a link)
 
 
+OWNER_KEY = "owner_token"  # session_state: this browser's owner token (app.rooms), from its cookie or new
+
+
+def browser_token() -> str:
+    """This browser's owner token (app.rooms): its cookie's when it sent a valid one, else a new one for this session,
+    which :func:`remember_browser` writes into the cookie."""
+    token = st.session_state.get(OWNER_KEY)
+    if token is None:
+        try:
+            sent = st.context.cookies.get(rooms.OWNER_COOKIE)
+        except Exception:  # no browser request (AppTest)
+            sent = None
+        token = sent if rooms.valid_token(sent) else rooms.new_token()
+        st.session_state[OWNER_KEY] = token
+        st.session_state["owner_cookie_sent"] = token == sent
+    return token
+
+
+def remember_browser() -> None:
+    """Keep this browser's owner token in a cookie (once per session, where it sent none), so that the runs it trains
+    stay its own after a reload or in a new tab (app.rooms)."""
+    token = browser_token()
+    if not st.session_state.get("owner_cookie_sent"):
+        cookie = (f"{rooms.OWNER_COOKIE}={token}; path=/; max-age={rooms.OWNER_COOKIE_DAYS * 86400}; "
+                  "SameSite=Strict")
+        st.html(f"<script>document.cookie = {jsonio.dumps(cookie)};</script>",  # trusted: ours; the token is [A-Za-z0-9_-]
+                unsafe_allow_javascript=True)
+        st.session_state["owner_cookie_sent"] = True
+
+
+def owned_models() -> list[str]:
+    """The user models this browser may share and delete: those this session trained, then those saved under its
+    owner token in an earlier session (a reload, another tab)."""
+    mine = list(st.session_state.get(rooms.OWNED_KEY, ()))
+    return mine + [n for n in rooms.owned_by(browser_token()) if n not in mine]
+
+
 def models() -> list[str]:
     """The models this browser session may pick (app.rooms: bundled, shared, its own, those it opened by link), the
     headline ones first. A ``?model=`` link counts as opened, so a shared link opens a private run by its name, and
@@ -285,7 +322,7 @@ def models() -> list[str]:
     link = st.query_params.get("model")
     if link and registry.valid_name(link):
         opened.add(link)
-    names = rooms.visible_models(st.session_state.get(rooms.OWNED_KEY, ()), opened)
+    names = rooms.visible_models(owned_models(), opened)
     return sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n not in registry.bundled(), n))
 
 

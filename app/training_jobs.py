@@ -316,13 +316,15 @@ uploads.register_in_use(__name__, texts_in_use)
 class Job:
     """One training run in a child process. Create, then :meth:`start`; read with :meth:`snapshot`."""
 
-    def __init__(self, cfg: TrainConfig, name: str, label: str | None = None):
+    def __init__(self, cfg: TrainConfig, name: str, label: str | None = None, owner: str | None = None):
+        """``owner``: the owner key (app.rooms.owner_key) of the browser that starts it, recorded with the saved
+        model so that the browser keeps its rights after a reload."""
         cfg = dataclasses.replace(cfg, history=[])
         errors = check_settings(cfg, name)
         if errors:
             raise ValueError(" ".join(errors))
         self.id = next(_ids)
-        self.cfg, self.name = cfg, name
+        self.cfg, self.name, self.owner = cfg, name, owner
         self.label = label or f"{name} ({cfg.task}, {cfg.pos_encoding}, d{cfg.d_model} L{cfg.layers} H{cfg.heads})"
         self.published = False  # the page has announced the saved model
         self._lock = threading.Lock()
@@ -457,7 +459,7 @@ class Job:
                 card = folder / checkpoint.CARD
                 if card.exists():  # the card names the temporary folder; name the model instead
                     card.write_text(card.read_text(encoding="utf-8").replace(str(src), self.name), encoding="utf-8")
-                rooms.write_sharing(folder, shared=False)  # in the folder before it is swapped in: never listed shared
+                rooms.write_sharing(folder, shared=False, owner=self.owner)  # in the folder before it is swapped in: never listed shared
 
             checkpoint.write_dir_atomically(dest, fill)
             self._set(saved=self.name, status="done")

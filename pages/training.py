@@ -9,7 +9,7 @@ from app import training_jobs as tj
 from app import training_series as ts
 from app import training_view as tv
 from app.guard import guarded, public
-from app.shell import forget_model, models, text_box
+from app.shell import browser_token, forget_model, models, owned_models, remember_browser, text_box
 from app.text import md
 from core.config import ACTIVATIONS, POSITIONAL
 from core.training.tasks import SYNTHETIC, TASKS, TEXT_TASKS
@@ -33,6 +33,8 @@ present, dark = (view.present, view.dark) if view else (False, False)
 jobs: list = st.session_state.setdefault("train_jobs", [])
 # the models this browser session trained: it may delete them and share them (app/rooms.py)
 owned: list = st.session_state.setdefault(rooms.OWNED_KEY, [])
+owner = rooms.owner_key(browser_token())  # and the runs this browser saved in earlier sessions (a reload, a tab)
+remember_browser()
 
 
 def delete_saved(name: str) -> None:
@@ -54,7 +56,7 @@ def share_saved(name: str, shared: bool) -> None:
     """Share a model this session saved with everyone on this server, or make it private again (a button's
     callback: every session's Model list follows on its next run)."""
     try:
-        rooms.set_sharing(name, shared, st.session_state.get(rooms.OWNED_KEY, []))
+        rooms.set_sharing(name, shared, owned_models())
     except (ValueError, OSError) as e:
         st.session_state["tr_share_error"] = public(str(e))
 
@@ -110,15 +112,16 @@ st.markdown("**Watch induction heads form.** A 2-layer, attention-only model rea
             "then a previous-token head forms in layer 0, the layer-1 heads turn into induction heads and the loss on "
             "the second copy drops — the phase change of Olsson et al. (2022, *In-context learning and induction "
             "heads*, sec. 3). The charts below plot each head's induction score as it trains.")
-full = tj.saved_limit_error(owned)  # a new run's model could not be saved: refused before it starts
+full = tj.saved_limit_error(owned_models())  # a new run's model could not be saved: refused before it starts
 if full:
     st.error(md(full))
 if st.button(f"Train the induction preset ({tj.preset_estimate()})", key="tr_induction",
              disabled=running or bool(full), help="2 layers, d_model 64, 4 heads, no FFN, rotary positions, 2,000 "
                                                   "steps of 32 sequences of 2 × 16 syllables"):
     try:
-        preset = tj.Job(tj.induction_preset(), tj.suggest_name("induction"), label="induction preset")
-        jobs.append(preset.start(owned=owned))
+        preset = tj.Job(tj.induction_preset(), tj.suggest_name("induction"), label="induction preset",
+                        owner=owner)
+        jobs.append(preset.start(owned=owned_models()))
         owned.append(preset.name)
     except (tj.JobLimitError, ValueError) as e:
         st.error(md(e))
@@ -198,7 +201,7 @@ if not errors:
 if st.button("Start training", type="primary", disabled=bool(errors) or running or not upload_ok or bool(full),
              help="One run per session at a time." if running else None):
     try:
-        jobs.append(tj.Job(cfg, name).start(owned=owned))
+        jobs.append(tj.Job(cfg, name, owner=owner).start(owned=owned_models()))
         owned.append(name)
         st.session_state["tr_suggested"] = name  # the name is now taken: the next run offers a fresh one
     except (tj.JobLimitError, ValueError) as e:
@@ -239,15 +242,15 @@ elif done:
 # ----------------------------------------------------------------- the session's saved models
 st.subheader("Your saved models")
 st.caption(f"This server keeps at most {tj.MAX_SAVED_MODELS} saved models ({len(tj.saved_models())} now), "
-           f"{tj.MAX_SAVED_PER_SESSION} per browser session. A model you train here is private: it is in the Model "
-           "list of this browser session only, and opens elsewhere by its link. Share it with everyone on this server "
-           "(a teacher's run for the class) or delete it here; nobody else's. Reloading the page starts a new "
-           "session: keep a model's link to open it again.")
+           f"{tj.MAX_SAVED_PER_SESSION} per browser. A model you train here is private: it is in the Model list of "
+           "this browser only (it stays yours after a reload: a cookie holds this browser's key), and opens elsewhere "
+           "by its link. Share it with everyone on this server (a teacher's run for the class) or delete it here; "
+           "nobody else's.")
 for error_key in ("tr_delete_error", "tr_share_error"):
     if st.session_state.get(error_key):
         st.error(md(st.session_state.pop(error_key)))
 on_disk = set(tj.saved_models())
-mine = [n for n in owned if n in on_disk]
+mine = [n for n in owned_models() if n in on_disk]
 if not mine:
     st.caption("None yet.")
 for saved_name in mine:

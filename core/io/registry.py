@@ -74,10 +74,15 @@ def reserved(name: str) -> bool:
     return key in {n.lower() for n in BUILTIN} or key in shipped
 
 
+def built_in() -> list[str]:
+    """The bundled models and the pretrained ones installed on this machine: everyone's, on every server."""
+    from . import pretrained
+    return bundled() + [n for n in PRETRAINED if pretrained.installed(n)]
+
+
 def available() -> list[str]:
     """Every short name that :func:`load` accepts: bundled, pretrained (if installed), user-trained."""
-    from . import pretrained
-    names = bundled() + [n for n in PRETRAINED if pretrained.installed(n)]
+    names = built_in()
     return names + [n for n in user_models() if n not in names]
 
 
@@ -97,5 +102,8 @@ def resolve(name: str, allow_path: bool = True) -> Path:
                 return folder / name
     if allow_path and name and Path(name).is_dir():
         return Path(name)
-    known = ", ".join(available()) or "none"
-    raise ValueError(f"unknown model {name!r}; known models: {known}")
+    # the built-in names only: a model saved on the Training page may be private to the browser that trained it
+    known = ", ".join(built_in()) or "none"
+    saved = len(user_models())
+    raise ValueError(f"unknown model {name!r}; built-in models: {known}"
+                     + (f"; {saved} saved on this server (open one by its exact name)" if saved else ""))

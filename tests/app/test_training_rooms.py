@@ -128,3 +128,48 @@ def test_the_sidebar_lists_another_sessions_private_run_only_by_its_link(data):
     by_link.run()
     assert not by_link.warning, [w.value for w in by_link.warning]  # not "Ignored URL parameter model"
     assert by_link.sidebar.selectbox(key="model").value == theirs
+
+
+def test_a_run_stays_its_browsers_after_a_reload_by_its_owner_token(data):
+    """A reload is a new Streamlit session: the run stays its browser's by the owner token the browser keeps in a
+    cookie (the browser round trip: tests/e2e/test_training_browser.py). The folder holds the token's hash only."""
+    from app import shell
+    token, other = rooms.new_token(), rooms.new_token()
+    name = user_model(None)
+    rooms.write_sharing(registry.user_dir() / name, shared=False, owner=rooms.owner_key(token))
+    raw = (registry.user_dir() / name / rooms.SHARING_FILE).read_text()
+    assert token not in raw and rooms.owner_key(token) in raw
+    assert rooms.owned_by(token) == [name] and rooms.owned_by(other) == []
+    for bad in (None, "", token[:-1], token + "a", token[:-1] + ";", 42):
+        assert not rooms.valid_token(bad) and rooms.owned_by(bad) == []
+    rooms.set_sharing(name, True, owned={name})
+    assert rooms.sharing(name) == rooms.SHARED and rooms.owner_of(name) == rooms.owner_key(token)  # owner kept
+    rooms.set_sharing(name, False, owned={name})
+
+    def training_page(tok):
+        at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=60)
+        at.session_state[shell.OWNER_KEY] = tok  # what the browser's cookie sent
+        at.run()
+        at.switch_page("../pages/training.py")
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    at = training_page(token)
+    assert name in at.sidebar.selectbox(key="model").options
+    at.button(key=f"tr_share_{name}").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert rooms.sharing(name) == rooms.SHARED
+    theirs = training_page(other)
+    keys = {b.key for b in theirs.button}
+    assert f"tr_share_{name}" not in keys and f"tr_delete_{name}" not in keys
+    at.button(key=f"tr_delete_{name}").click().run()
+    assert not (registry.user_dir() / name).exists()
+
+
+def test_an_unknown_model_error_names_no_saved_model(data):
+    """A private run's name is not listed to whoever mistypes a model name (registry.resolve's error)."""
+    name = user_model(rooms.PRIVATE)
+    with pytest.raises(ValueError, match="unknown model") as e:
+        registry.resolve("no-such-model")
+    assert name not in str(e.value) and "copy" in str(e.value) and "1 saved on this server" in str(e.value)

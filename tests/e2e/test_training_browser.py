@@ -69,6 +69,16 @@ def test_train_watch_and_open_the_model(visit, server_log):
     visit.settle()
     page.get_by_role("button", name=f"Open {name} in the sidebar").click()
     visit.settle()
+    # the run stays this browser's after a reload (issue 34 item 5): its owner token is in a cookie, the run's
+    # sharing.json holds the token's hash; a reload is a new Streamlit session that knows nothing else of the first
+    token = {c["name"]: c["value"] for c in visit.context.cookies()}.get("attention_lab_owner")
+    assert token and re.fullmatch(r"[A-Za-z0-9_-]{32}", token), visit.context.cookies()
+    page.reload()
+    visit.settle()
+    page.get_by_role("button", name="Start training").wait_for(timeout=60_000)
+    assert page.get_by_role("button", name="Share with everyone on this server").count() >= 1, \
+        page.locator("[data-testid=stMain]").inner_text()[-1500:]
+    assert page.locator("[data-testid=stMarkdown]", has_text=f"{name} —").count() == 1
 
     page = visit.open(f"/attention?model={name}&text=3%201%204%201%205")
     page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot .xtick text')]"
