@@ -11,7 +11,7 @@ from app import figures
 from app.cache import bounded
 from app.shell import load_model
 from app.text import md
-from core.probes import coref, patch
+from core.probes import coref, patch, patch_board
 from core.probes.attribution import decision_attributions
 
 TOP = 3  # heads named and drawn side by side
@@ -49,14 +49,14 @@ def probe_pairs(model_name: str) -> list:
 @bounded(spinner="Patching every head of every probe pair…")
 def _board(model_name: str) -> dict:
     ck = load_model(model_name)
-    return patch.saved_scoreboard(ck) or patch.scoreboard(ck, patch.probe_set(ck))
+    return patch_board.saved_scoreboard(ck) or patch.scoreboard(ck, patch.probe_set(ck))
 
 
 @bounded
 def saved_board(model_name: str) -> dict | None:
     """The scoreboard shipped beside the weights (``python -m core.probes.patch --probe-set --save``), if any
     (cached: checking it hashes the weights file)."""
-    return patch.saved_scoreboard(load_model(model_name))
+    return patch_board.saved_scoreboard(load_model(model_name))
 
 
 def probe_board(model_name: str) -> dict:
@@ -184,7 +184,7 @@ def draw_board(view, container=st) -> dict | None:
                                    present=view.present, dark=view.dark, height=150 + 30 * len(board["rows"])),
                     key="patch_board_flips")
     container.markdown(spread_text(board) + " " + carry_text(board, board=True))
-    made = (f" Read from {md(view.name)}/{patch.SAVED}, made with `python -m core.probes.patch --model {md(view.name)} "
+    made = (f" Read from {md(view.name)}/{patch_board.SAVED}, made with `python -m core.probes.patch --model {md(view.name)} "
             "--probe-set --save` on these weights." if saved_board(view.name) is not None else
             " Computed on this server; cached afterwards.")
     container.caption(f"Probe pairs used: {board['n']} (test split); decided wrongly by the model: {board['wrong']}; "

@@ -33,7 +33,7 @@ FORMAT = "attention-lab/1"
 TRANSFORMER = "transformer"  # config.json's "architecture" when it has none
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.md"
 WORDS = "words.json"
-PATCHING = "patching.json"  # core.probes.patch's scoreboard, kept beside the weights
+PATCHING = "patching.json"  # core.probes.patch_board's scoreboard, kept beside the weights
 STATE_WEIGHTS, STATE_JSON = "train_state.safetensors", "train_state.json"  # core.training.trainer's resume state
 # Who sees a user model: {"sharing": "private" | "shared"}, written beside a run trained in the app (app/rooms.py);
 # a folder without it (the CLI's, older runs) is shared.

@@ -92,7 +92,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("core.evaluate", "score a translator on a split or your TSV: BLEU, chrF, pronouns"),
     "inspect": ("core.inspect", "one sentence's tokens, attention weights and output as JSON"),
     "heads": ("core.find_heads", "previous-token, duplicate-token and induction score of every head"),
-    "patch": ("core.probes.patch", "activation patching: which heads carry the il/elle decision"),
+    "patch": ("core.probes.patch_board", "activation patching: which heads carry the il/elle decision"),
     "stability": ("core.training.stability", "post-LN vs pre-LN, with and without warmup"),
     "recurrence": ("core.variants.recurrence", "an LSTM seq2seq without attention vs a Transformer"),
     "xl": ("core.variants.xl", "train the small Transformer-XL language model"),

@@ -7,7 +7,9 @@
 * :mod:`~core.probes.attribution` - per-head attributions of the pronoun decision;
 * :mod:`~core.probes.coref` - which heads link a pronoun to its antecedent (scoreboards, ablation);
 * :mod:`~core.probes.heads` - head importance and pruning, key/value-head savings;
-* :mod:`~core.probes.patch` - activation patching between minimal pairs (``python -m core.probes.patch``);
+* :mod:`~core.probes.patch` - activation patching between minimal pairs;
+* :mod:`~core.probes.patch_board` - its probe-set scoreboard kept beside the weights, and its command line
+  (``python -m core.probes.patch_board``, or ``python -m core.probes.patch`` as before);
 * :mod:`~core.probes.lesson` - the guided lesson's arithmetic, redone step by step from a Trace.
 
 May import: the model core, :mod:`core.io`, :mod:`core.inference`, :mod:`core.training` (tasks, for batches and

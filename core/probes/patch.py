@@ -21,18 +21,16 @@ head), through the model's hook points (:mod:`core.hooks`). :func:`stream_effect
 stream (embedding and after each layer) one (layer, position) at a time, :func:`scoreboard` runs the
 head sweep over a probe set.
 
-CLI: ``python -m core.probes.patch --model en-fr --a "…too tired." --b "…too wide."`` (strict JSON last).
+Keeping a probe-set scoreboard beside the weights, and the command line (``python -m core.probes.patch --model en-fr
+--a "…too tired." --b "…too wide."``, strict JSON last): :mod:`core.probes.patch_board`.
 """
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import dataclass
 
 import torch
 
 from ..hooks import all_heads
-from ..io import cli, jsonio
 from ..io.budget import max_positions
 from ..io.checkpoint import Checkpoint
 from ..io.tokenizer import BOS, EOS
@@ -489,91 +487,6 @@ def probe_set(ck: Checkpoint) -> list[tuple[Sentence, Sentence]]:
     return [(from_pair(x), from_pair(y)) for x, y in corpus.probe_pairs(lang)]
 
 
-# ------------------------------------------------------------------ a probe-set scoreboard kept beside the weights
-SAVED = "patching.json"
-_TENSORS = ("mean_effect", "flip_share", "carry")
-
-
-def fingerprint(ck: Checkpoint) -> str | None:
-    """SHA-256 of the checkpoint's weights file (None when it has no folder, e.g. a packaged model)."""
-    import hashlib
-    path = getattr(ck, "path", None)
-    if path is None or not (path / "model.safetensors").exists():
-        return None
-    return hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
-
-
-def save_scoreboard(ck: Checkpoint, board: dict) -> str:
-    """Write ``board`` to ``patching.json`` in the checkpoint's folder, tied to its weights by :func:`fingerprint`."""
-    fp = fingerprint(ck)
-    if fp is None:
-        raise ValueError("this model has no checkpoint folder to keep the scoreboard in")
-    path = ck.path / SAVED
-    body = {k: v for k, v in board.items() if k != "skipped"} | {"skipped": [list(s) for s in board["skipped"]]}
-    path.write_text(json.dumps({"weights_sha256": fp, "board": jsonio.finite(body, digits=6)}, ensure_ascii=False,
-                               indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    return str(path)
-
-
-def saved_scoreboard(ck: Checkpoint) -> dict | None:
-    """The scoreboard kept by :func:`save_scoreboard`, if it was computed on exactly these weights."""
-    path = getattr(ck, "path", None)
-    if path is None or not (path / SAVED).exists():
-        return None
-    try:
-        raw = json.loads((path / SAVED).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if raw.get("weights_sha256") != fingerprint(ck):
-        return None
-    board = raw["board"]
-    for key in _TENSORS:
-        if board.get(key) is not None:
-            board[key] = torch.tensor([[float("nan") if v is None else v for v in row] for row in board[key]]
-                                      if isinstance(board[key][0], list) else
-                                      [float("nan") if v is None else v for v in board[key]])
-    return board
-
-
-# ------------------------------------------------------------------ CLI
-def main(argv=None) -> int:
-    """The ``python -m core.probes.patch`` command line: head effects for one pair (``--a``, ``--b``) or the
-    probe set's scoreboard, printed as JSON; returns the exit code."""
-    ap = cli.Parser(prog="python -m core.probes.patch", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="a translation model (en-fr, en-de, …)")
-    ap.add_argument("--a", help="sentence A")
-    ap.add_argument("--b", help="sentence B (its “it” needs the other pronoun)")
-    ap.add_argument("--probe-set", action="store_true", help="score every head over the model's probe set instead")
-    ap.add_argument("--save", action="store_true",
-                    help="with --probe-set: keep the scoreboard in the model's folder (patching.json) for the app")
-    ap.add_argument("--top", type=int, default=5, help="heads to list")
-    args = ap.parse_args(argv)
-    from ..io import registry
-    try:
-        ck = registry.load(args.model)
-        if args.probe_set:
-            board = scoreboard(ck, probe_set(ck))
-            for r in board["ranked"][: args.top]:
-                print(f"{r['label']:>14}  mean effect {r['effect']:+.3f}  flips alone {r['flip_share']:.0%}")
-            print(f"pairs used {board['n']}, wrong {board['wrong']}, skipped {len(board['skipped'])}; "
-                  f"smallest set carrying {board['share']:.0%}: {board['k']} heads", file=sys.stderr)
-            if args.save:
-                print(f"saved {save_scoreboard(ck, board)}", file=sys.stderr)
-            result = {k: v for k, v in board.items() if k != "skipped"} | {"skipped": len(board["skipped"])}
-        else:
-            if not args.a or not args.b:
-                ap.error("give --a and --b, or --probe-set")
-            a, b = sentence_for(ck, args.a), sentence_for(ck, args.b)
-            result = head_effects(ck, a, b)
-            for r in result["ranked"][: args.top]:
-                print(f"{r['label']:>14}  effect {r['effect']:+.3f}  flips alone in {r['flips']} of 2 directions")
-            result["references"] = (a.tgt, b.tgt)
-    except ValueError as e:
-        return cli.refuse(e)
-    result = {"model": args.model, **result}
-    print(json.dumps(jsonio.finite(result, digits=6), ensure_ascii=False, allow_nan=False))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command lives in patch_board; this form keeps working
+    from .patch_board import main
+    raise SystemExit(main(prog="python -m core.probes.patch"))

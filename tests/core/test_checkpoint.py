@@ -598,8 +598,8 @@ def test_save_refuses_a_file_that_is_not_a_checkpoint_file(tmp_path, tok):
 
 
 def test_patch_scoreboard_is_one_of_our_files():
-    from core.probes import patch
-    assert patch.SAVED in checkpoint.OWN_FILES
+    from core.probes import patch_board
+    assert patch_board.SAVED in checkpoint.OWN_FILES
 
 
 # ------------------------------------------------------------------ describe: a load's checks without the weights

@@ -13,8 +13,8 @@ import pytest
 from core.io import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["core.train", "core.find_heads", "core.evaluate", "core.inspect", "core.probes.patch", "core.variants.xl",
-            "core.training.stability", "core.variants.recurrence"]
+COMMANDS = ["core.train", "core.find_heads", "core.evaluate", "core.inspect", "core.probes.patch_board",
+            "core.probes.patch", "core.variants.xl", "core.training.stability", "core.variants.recurrence"]
 
 
 @pytest.mark.parametrize("module", COMMANDS)

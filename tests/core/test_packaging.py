@@ -85,10 +85,16 @@ def main_modules() -> set[str]:
     return out
 
 
+# an older ``python -m`` form of a command, kept working: old module -> the command's module now
+OLD_FORMS = {"core.probes.patch": "core.probes.patch_board"}
+
+
 def test_every_command_line_of_core_and_app_is_a_command():
     mains = main_modules()
-    assert {"core.train", "app.serve", "core.probes.patch"} <= mains
-    assert mains - {"core.io.cli"} == {module for module, _ in cli.COMMANDS.values()}
+    commands = {module for module, _ in cli.COMMANDS.values()}
+    assert {"core.train", "app.serve", "core.probes.patch_board"} <= mains
+    assert mains - {"core.io.cli"} - set(OLD_FORMS) == commands
+    assert set(OLD_FORMS) <= mains and set(OLD_FORMS.values()) <= commands
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from core.hooks import all_heads
-from core.probes import coref, patch
+from core.probes import coref, patch, patch_board
 from core.io import registry
 from core.probes.attribution import gradient_x_input, value_norms, value_weighted
 
@@ -179,7 +179,7 @@ def test_scoreboard_and_cli(ck, capsys):
     one = [patch.head_effects(ck, *p)["effect"] for p in pairs]
     torch.testing.assert_close(board["mean_effect"], torch.stack(one).mean(0), rtol=0, atol=1e-5)
     a, b = pairs[0]
-    assert patch.main(["--model", translator(coref.language(ck)), "--a", a.src, "--b", b.src]) == 0
+    assert patch_board.main(["--model", translator(coref.language(ck)), "--a", a.src, "--b", b.src]) == 0
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert last["model"] == translator(coref.language(ck)) and len(last["ranked"]) == one[0].numel()
 
@@ -198,14 +198,14 @@ def test_saved_scoreboard_is_tied_to_the_weights(ck, tmp_path):
     shutil.copytree(ck.path, folder)
     copy = registry.load(str(folder))
     board = patch.scoreboard(copy, patch.probe_set(copy)[:2])
-    patch.save_scoreboard(copy, board)
-    back = patch.saved_scoreboard(copy)
+    patch_board.save_scoreboard(copy, board)
+    back = patch_board.saved_scoreboard(copy)
     torch.testing.assert_close(back["mean_effect"], board["mean_effect"], rtol=0, atol=1e-6)
     torch.testing.assert_close(back["carry"], board["carry"], rtol=0, atol=1e-6)
     assert back["k"] == board["k"] and back["ranked"][0]["label"] == board["ranked"][0]["label"]
     with open(folder / "model.safetensors", "ab") as f:  # other weights: the saved board no longer applies
         f.write(b"\0")
-    assert patch.saved_scoreboard(copy) is None
+    assert patch_board.saved_scoreboard(copy) is None
 
 
 def test_decision_attributions_name_the_heads(ck, pair):
