@@ -49,10 +49,10 @@ def test_growth_reads_the_last_fifth_against_the_middle():
 
 
 def test_the_soak_uploads_the_worst_text_the_page_accepts(tmp_path):
-    from app import training_jobs as tj
+    from app import uploads
     data = soak.worst_upload(tmp_path / "worst.txt").read_bytes()
-    assert 0.99 * tj.MAX_UPLOAD <= len(data) <= tj.MAX_UPLOAD
-    assert max(len(w) for w in data.split()) == tj.MAX_WORD  # the longest word allowed: BPE's worst case
-    tj.release_upload(tj.save_upload(data, "worst.txt"))  # accepted (a refusal raises ValueError)
+    assert 0.99 * uploads.MAX_UPLOAD <= len(data) <= uploads.MAX_UPLOAD
+    assert max(len(w) for w in data.split()) == uploads.MAX_WORD  # the longest word allowed: BPE's worst case
+    uploads.release_upload(uploads.save_upload(data, "worst.txt"))  # accepted (a refusal raises ValueError)
     with pytest.raises(ValueError, match="word"):
-        tj.save_upload(data.replace(b" ", b"x", 1), "worse.txt")  # one word longer: refused
+        uploads.save_upload(data.replace(b" ", b"x", 1), "worse.txt")  # one word longer: refused
