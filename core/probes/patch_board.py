@@ -19,12 +19,12 @@ import sys
 
 import torch
 
-from ..io import cli, jsonio
+from ..io import checkpoint, cli, jsonio
 from ..io.checkpoint import Checkpoint
 from . import patch
 
 # ------------------------------------------------------------------ a probe-set scoreboard kept beside the weights
-SAVED = "patching.json"
+SAVED = checkpoint.PATCHING
 _TENSORS = ("mean_effect", "flip_share", "carry")
 
 
@@ -32,9 +32,9 @@ def fingerprint(ck: Checkpoint) -> str | None:
     """SHA-256 of the checkpoint's weights file (None when it has no folder, e.g. a packaged model)."""
     import hashlib
     path = getattr(ck, "path", None)
-    if path is None or not (path / "model.safetensors").exists():
+    if path is None or not (path / checkpoint.WEIGHTS).exists():
         return None
-    return hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+    return hashlib.sha256((path / checkpoint.WEIGHTS).read_bytes()).hexdigest()
 
 
 def save_scoreboard(ck: Checkpoint, board: dict) -> str:
