@@ -1,4 +1,4 @@
-"""A training room per browser session: who sees the models trained on the Training page (issue 34 item 5).
+"""A training room per browser session: who sees the models trained on the Training page.
 
 A run trained in the app is saved private: only the browser session that started it lists it in its Model list,
 plus any session that opens it by its exact name (a link with ``?model=NAME``). Its session can share it with

@@ -377,7 +377,7 @@ def html_frame(document: str, height: int) -> None:
     ``st.iframe`` first asks ``urllib.parse.urlparse`` whether its argument is a URL, and Python's ``urlsplit``
     remembers its last 128 distinct arguments and results (``functools.lru_cache``): every bertviz document (8-16 MB
     for a 2,000-character sentence) stayed alive two to three times over, ≈ 45 MB per new sentence, up to 128
-    sentences (≈ 5 GB), whatever the run cache's budget (issue 35 item 6, measured with tracemalloc). The cache is
+    sentences (≈ 5 GB), whatever the run cache's budget (measured with tracemalloc). The cache is
     emptied right after; it only spares re-parsing URLs."""
     import urllib.parse
     st.iframe(document, height=height)

@@ -64,7 +64,7 @@ N_HEAD_SCORES = 40  # the induction task: head scores measured this many times o
 PROBE_SYNTHETIC = "3 1 4 1 5 9"
 PROBE_INDUCTION = "ba ke mo tu ri va lo ne ba ke mo tu ri va lo ne"
 PROBE_SENTENCE = "The animal didn't cross the street because it was too tired."
-# words.json too: without it a model trained here named none of a sentence's unknown words (issue 33)
+# words.json too: without it a model trained here named none of a sentence's unknown words
 MODEL_FILES = (checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.TOKENIZER, checkpoint.CARD, checkpoint.WORDS)
 FINISHED = ("done", "stopped", "error")
 
@@ -81,7 +81,7 @@ def _main_left_out(get_preparation_data):
 
     A spawned child first re-runs its parent's ``__main__``; while Streamlit runs a page, that is the app's script
     (Streamlit sets ``sys.modules["__main__"]`` to it), so every job's child ran app/main.py without a server: 114-128
-    "missing ScriptRunContext" warnings in the server's log per run (issue 34). A job's child needs nothing from
+    "missing ScriptRunContext" warnings in the server's log per run. A job's child needs nothing from
     ``__main__``: its target, :func:`_child`, is imported from this module by name. Other processes are untouched."""
     def prepare(name):
         data = get_preparation_data(name)
