@@ -5,12 +5,14 @@ settings cannot reach the server's, a crash in it ends only the job, and the ser
 for the pages (a job in a thread of the server slowed every page of that server). The child sends every step
 (loss, held-out metrics, attention snapshots, head scores) down a pipe; a reader thread in the server writes them
 into the :class:`Job` under a lock, and the page only reads copies (:meth:`Job.snapshot`). Stop and pause are
-events both processes share. A module-level registry limits how many jobs the whole server runs at once,
-and :func:`check_settings` caps the model and run size so one learner cannot monopolise the machine.
+events both processes share. A module-level registry limits how many jobs the whole server runs at once; a job's
+settings are checked by :func:`app.training_settings.check_settings` before it is created.
 
 A finished run is copied from its temporary folder into ``registry.user_dir()/<name>``, saved private
 (app/rooms.py): the sidebar's model picker of the browser session that trained it lists it on every page, and other
-sessions only once that session shares it or when they open it by its name (a ``?model=`` link).
+sessions only once that session shares it or when they open it by its name (a ``?model=`` link). Its name and the caps
+on saved models are :mod:`app.saved_models`'s; this module tells it which names running jobs will save
+(:func:`names_in_progress`).
 
 A text a learner uploads to train on is kept by :mod:`app.uploads`; this module tells it which texts running jobs
 still need (:func:`texts_in_use`) and releases a job's text when the job ends.
@@ -27,32 +29,19 @@ import shutil
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import torch
 
-from app import rooms, uploads
+from app import rooms, saved_models, training_settings, uploads
 from app.training_series import is_count
 from core.inference.runner import forward_ids
 from core.io import checkpoint, registry
-from core.training.tasks import SYNTHETIC, TASKS, TRANSLATION, model_kind
+from core.training.tasks import SYNTHETIC, TRANSLATION
 from core.io.tokenizer import BOS, EOS
-from core.training.trainer import TrainConfig, model_config, pick_device, train
+from core.training.trainer import TrainConfig, pick_device, train
 
 MAX_JOBS = 2  # concurrent training jobs on the whole server: every replica sharing ATTENTION_LAB_DATA together
-# Saved models: each takes disk (up to 38.6 MB at the largest settings below), private to the session that trained it
-# until it shares it (app/rooms.py). At most MAX_SAVED_MODELS on the server (≈ 2.3 GB of disk at the largest settings) and MAX_SAVED_PER_SESSION
-# saved by one browser session; a run that would pass either is refused before it starts. A session may delete the
-# models it saved (delete_model); nothing is deleted for it.
-MAX_SAVED_MODELS = int(os.environ.get("ATTENTION_LAB_MAX_SAVED_MODELS", 60))
-MAX_SAVED_PER_SESSION = int(os.environ.get("ATTENTION_LAB_MAX_SAVED_PER_SESSION", 5))
-MAX_STEPS = 5000
-MAX_D_MODEL = 256
-MAX_LAYERS = 4
-MAX_HEADS = 16
-MAX_D_FF = 1024
-MAX_BATCH = 256
 # A job that has not finished preparing (data, tokenizer, model) this long after it started is ended: the slot it holds
 # is the whole server's. Preparation takes 0-10 s here (lm 10 s, en-fr-tiny 8 s, a 2 MB upload of 1,000-character
 # words ~5 s); this leaves room for a loaded machine.
@@ -101,40 +90,6 @@ _active: set["Job"] = set()
 _ids = itertools.count(1)
 
 
-# The induction preset (Olsson et al. 2022, sec. 2-3): a 2-layer attention-only model on a random sequence repeated
-# twice. With rotary positions a previous-token head forms in layer 0, then every layer-1 head becomes an induction
-# head (score 0.93-0.98) and the loss on the second copy falls from ~4.3 to ~0.1 nats, at steps ~1000-1500 (seed 0,
-# measured with `python -m core.train --task induction --attention-only ...`, the command the card of a saved run
-# quotes). Learned absolute positions reach the same loss drop far more slowly and grow no induction head in 4,000
-# steps. How long it takes depends on the server and its load (0.5 min for the CLI alone on this 2-core machine, 3.7
-# min inside the test suite), so the page quotes what finished preset runs took on this server (preset_estimate).
-INDUCTION_PRESET = dict(task="induction", attention_only=True, layers=2, d_model=64, heads=4, pos_encoding="rope",
-                        norm="pre", dropout=0.0, label_smoothing=0.0, schedule="constant", lr=1e-3, warmup=50,
-                        batch_size=32, seq_len=16, steps=2000, seed=0)
-_preset_timings: list[tuple[float, int]] = []  # (wall seconds from start to saved, steps) of finished preset-shaped runs
-
-
-def is_preset(cfg: TrainConfig) -> bool:
-    """Whether ``cfg`` is the induction preset, whatever its step count."""
-    return all(getattr(cfg, k) == v for k, v in INDUCTION_PRESET.items() if k != "steps")
-
-
-def preset_estimate() -> str:
-    """How long the induction preset takes here, as the button says it: scaled from the last preset-shaped run that
-    finished on this server (start to saved, per step × the preset's steps), or that no run has measured it yet."""
-    if not _preset_timings:
-        return "a few minutes; timed on this server by its first run"
-    seconds, steps = _preset_timings[-1]
-    total = seconds * INDUCTION_PRESET["steps"] / max(steps, 1)
-    return f"about {max(1, round(total / 60))} min here, measured by the last run" if total >= 90 else \
-        f"about {max(1, round(total))} s here, measured by the last run"
-
-
-def induction_preset(**changes) -> TrainConfig:
-    """The induction preset's :class:`TrainConfig` (``changes`` override fields, e.g. ``steps``)."""
-    return TrainConfig(**{**INDUCTION_PRESET, **changes})
-
-
 def _slot_files() -> list[Path]:
     folder = registry.data_dir() / "training-slots"
     folder.mkdir(parents=True, exist_ok=True)
@@ -175,124 +130,12 @@ class JobLimitError(RuntimeError):
 
 
 class SavedModelLimitError(JobLimitError):
-    """A new run would pass :data:`MAX_SAVED_MODELS` (the server) or :data:`MAX_SAVED_PER_SESSION` (a session)."""
-
-
-HOW_TO_DELETE = ("delete one of the models you saved in this browser session (“Your saved models” on the Training "
-                 "page), or ask whoever runs the server to delete model folders in its data/models folder")
-
-
-def saved_models() -> list[str]:
-    """Every model folder in the user models folder, listed or not (a broken one takes disk too)."""
-    folder = registry.user_dir()
-    if not folder.is_dir():
-        return []
-    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
-
-
-def saved_limit_error(owned=()) -> str | None:
-    """Why a new run may not start now (its model could not be saved), or None: the server's saved models and
-    running jobs (each will save one) at :data:`MAX_SAVED_MODELS`, or those of this browser session (``owned``: the
-    names it trained) at :data:`MAX_SAVED_PER_SESSION`."""
-    with _lock:
-        return _saved_limit(owned, {j.name for j in _active})
-
-
-def _saved_limit(owned, pending: set[str]) -> str | None:
-    on_disk = set(saved_models())
-    total = len(on_disk | pending)
-    if total >= MAX_SAVED_MODELS:
-        return (f"This server already holds {total} saved models (the limit is {MAX_SAVED_MODELS}), so a new run "
-                f"could not be saved: {HOW_TO_DELETE}.")
-    mine = set(owned) & (on_disk | pending)
-    if len(mine) >= MAX_SAVED_PER_SESSION:
-        return (f"This browser session has already saved {len(mine)} models (the limit is {MAX_SAVED_PER_SESSION} per "
-                "session): delete one of them under “Your saved models” on the Training page, then start again.")
-    return None
-
-
-def delete_model(name: str) -> None:
-    """Delete the user model ``name`` (a checkpoint folder of ours in the user models folder); ValueError otherwise.
-    The page offers it only for the models its session saved."""
-    if not registry.valid_name(name) or registry.reserved(name):
-        raise ValueError(f"{name!r} is not a model you can delete.")
-    folder = registry.user_dir() / name
-    if not folder.is_dir() or folder.is_symlink():
-        raise ValueError(f"There is no saved model called {name!r}.")
-    with _lock:
-        if any(j.name == name for j in _active):
-            raise ValueError(f"A run is still saving {name!r}; stop it or wait until it has finished.")
-    checkpoint.check_replaceable(folder)  # only a checkpoint folder of ours, nothing anyone else put there
-    aside = folder.with_name(f".{name}.deleted-{uuid.uuid4().hex}")
-    os.replace(folder, aside)  # gone from every list at once, then removed
-    shutil.rmtree(aside, ignore_errors=True)
-
-
-# --------------------------------------------------------------------------- settings
-
-def check_settings(cfg: TrainConfig, name: str) -> list[str]:
-    """Every problem with a run's settings, as sentences for the learner (empty list = fine)."""
-    errors = []
-    if cfg.task not in TASKS:
-        errors.append(f"Unknown task {cfg.task!r}; choose one of {', '.join(TASKS)}.")
-    if not 1 <= cfg.steps <= MAX_STEPS:
-        errors.append(f"Steps must be between 1 and {MAX_STEPS:,} (got {cfg.steps}).")
-    if not 1 <= cfg.batch_size <= MAX_BATCH:
-        errors.append(f"Batch size must be between 1 and {MAX_BATCH} (got {cfg.batch_size}).")
-    if not 1 <= cfg.layers <= MAX_LAYERS:
-        errors.append(f"Layers must be between 1 and {MAX_LAYERS} (got {cfg.layers}).")
-    if not 1 <= cfg.d_model <= MAX_D_MODEL:
-        errors.append(f"d_model must be between 1 and {MAX_D_MODEL} on this server (got {cfg.d_model}).")
-    if not 1 <= cfg.heads <= MAX_HEADS:
-        errors.append(f"Heads must be between 1 and {MAX_HEADS} (got {cfg.heads}).")
-    if not 1 <= cfg.d_ff <= MAX_D_FF:
-        errors.append(f"d_ff must be between 1 and {MAX_D_FF} (got {cfg.d_ff}).")
-    if cfg.kv_heads is not None and cfg.kv_heads < 1:
-        errors.append(f"Key/value heads must be at least 1 (got {cfg.kv_heads}).")
-    if cfg.warmup < 0:
-        errors.append("Warm-up steps cannot be negative.")
-    if not cfg.lr > 0:
-        errors.append("The learning-rate factor must be positive.")
-    if not errors:  # the model's own rules: divisibility, RoPE needs an even head size, ...
-        kind = model_kind(cfg.task)
-        try:
-            model_config(cfg, kind=kind).validate()
-            cfg.validate()
-        except ValueError as e:
-            errors.append(_sentence(str(e)))
-    if not registry.valid_name(name):
-        errors.append("The model name must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or "
-                      "digit (it becomes a folder name).")
-    elif registry.reserved(name):
-        errors.append(f"{name!r} is the name of a built-in model; choose another name.")
-    elif name_taken(name):
-        errors.append(f"A model called {name!r} already exists; choose another name.")
-    return errors
-
-
-def _sentence(msg: str) -> str:
-    return msg[:1].upper() + msg[1:] + ("" if msg.endswith(".") else ".")
-
-
-def name_taken(name: str) -> bool:
-    """True when ``name`` is a built-in name (bundled or pretrained, in any letter case), a saved model, or the
-    target of a job that is still running."""
-    if registry.reserved(name) or (registry.user_dir() / name).exists():
-        return True
-    with _lock:
-        return any(j.name == name for j in _active)
-
-
-def suggest_name(task: str) -> str:
-    """The first free ``<task>-<n>``."""
-    for n in itertools.count(1):
-        name = f"{task}-{n}"
-        if not name_taken(name):
-            return name
-    raise AssertionError("unreachable")
+    """A new run would pass :data:`app.saved_models.MAX_SAVED_MODELS` (the server) or
+    :data:`app.saved_models.MAX_SAVED_PER_SESSION` (a session)."""
 
 
 def device_name() -> str:
+    """The kind of torch device a job trains on here ("cpu", "cuda", ...)."""
     return pick_device("auto").type
 
 
@@ -311,6 +154,16 @@ def texts_in_use() -> set[str]:
 uploads.register_in_use(__name__, texts_in_use)
 
 
+def names_in_progress() -> set[str]:
+    """The names of the models the running jobs of this server process will save: taken, counted towards the caps
+    and not deletable (registered with :func:`app.saved_models.register_pending`)."""
+    with _lock:
+        return {j.name for j in _active}
+
+
+saved_models.register_pending(__name__, names_in_progress)
+
+
 # --------------------------------------------------------------------------- the job
 
 class Job:
@@ -320,7 +173,7 @@ class Job:
         """``owner``: the owner key (app.rooms.owner_key) of the browser that starts it, recorded with the saved
         model so that the browser keeps its rights after a reload."""
         cfg = dataclasses.replace(cfg, history=[])
-        errors = check_settings(cfg, name)
+        errors = training_settings.check_settings(cfg, name)
         if errors:
             raise ValueError(" ".join(errors))
         self.id = next(_ids)
@@ -345,7 +198,7 @@ class Job:
     # ---- control (page side)
     def start(self, owned=()) -> "Job":
         """Start training in a child process. ``owned``: the names of the models this browser session trained (for
-        :data:`MAX_SAVED_PER_SESSION`). Raises :class:`JobLimitError` (server busy, or the saved-model limits) or
+        :data:`app.saved_models.MAX_SAVED_PER_SESSION`). Raises :class:`JobLimitError` (server busy, or the saved-model limits) or
         ValueError."""
         if self.cfg.text:  # server side, whatever path the text came by: a text the tokenizer could not train on soon
             from core.data.lm import load_text
@@ -353,7 +206,7 @@ class Job:
         with _lock:
             if any(j.name == self.name for j in _active):
                 raise ValueError(f"Another run is already saving a model called {self.name!r}; choose another name.")
-            refused = _saved_limit(owned, {j.name for j in _active})
+            refused = saved_models.saved_limit_error(owned, running={j.name for j in _active})
             if refused:
                 raise SavedModelLimitError(refused)
             self._slot = take_slot()
@@ -448,9 +301,10 @@ class Job:
                 return
             src = tmp / "ckpt"
             dest = registry.user_dir() / self.name
-            if len(saved_models()) >= MAX_SAVED_MODELS:  # filled meanwhile (another server process on the folder)
-                raise SavedModelLimitError(f"Not saved: the server now holds {MAX_SAVED_MODELS} saved models, its "
-                                           f"limit; {HOW_TO_DELETE}.")
+            limit = saved_models.MAX_SAVED_MODELS
+            if len(saved_models.names()) >= limit:  # filled meanwhile (another server process on the folder)
+                raise SavedModelLimitError(f"Not saved: the server now holds {limit} saved models, its "
+                                           f"limit; {saved_models.HOW_TO_DELETE}.")
 
             def fill(folder: Path):
                 for f in MODEL_FILES:
@@ -463,9 +317,8 @@ class Job:
 
             checkpoint.write_dir_atomically(dest, fill)
             self._set(saved=self.name, status="done")
-            if is_preset(self.cfg):
-                with _lock:
-                    _preset_timings.append((time.monotonic() - self._started, self.cfg.steps))
+            if training_settings.is_preset(self.cfg):
+                training_settings.record_preset_run(time.monotonic() - self._started, self.cfg.steps)
         except Exception as e:  # shown to the learner; the thread must not die silently
             self._set(status="error", error=str(e) if isinstance(e, (ValueError, JobLimitError)) else f"{type(e).__name__}: {e}")
         finally:

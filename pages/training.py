@@ -4,8 +4,9 @@ from urllib.parse import quote, urlsplit
 
 import streamlit as st
 
-from app import figures, rooms, uploads
+from app import figures, rooms, saved_models, uploads
 from app import training_jobs as tj
+from app import training_settings as settings
 from app import training_series as ts
 from app import training_view as tv
 from app.guard import guarded, public
@@ -40,7 +41,7 @@ remember_browser()
 def delete_saved(name: str) -> None:
     """Delete a model this session saved (a button's callback: the sidebar's list is right on the next run)."""
     try:
-        tj.delete_model(name)
+        saved_models.delete_model(name)
     except (ValueError, OSError) as e:
         st.session_state["tr_delete_error"] = public(str(e))
         return
@@ -90,8 +91,8 @@ st.caption("The sentence is not used while training (a model learns from a whole
 current = jobs[-1] if jobs else None
 running = current is not None and not current.finished
 st.caption(f"Device: **{tj.device_name()}** · training jobs on this server: {tj.active_jobs()} of {tj.MAX_JOBS} · "
-           f"each job in a process of its own on one CPU thread · limits: {tj.MAX_STEPS:,} steps, "
-           f"d_model ≤ {tj.MAX_D_MODEL}, ≤ {tj.MAX_LAYERS} layers")
+           f"each job in a process of its own on one CPU thread · limits: {settings.MAX_STEPS:,} steps, "
+           f"d_model ≤ {settings.MAX_D_MODEL}, ≤ {settings.MAX_LAYERS} layers")
 
 # ----------------------------------------------------------------- settings
 
@@ -99,11 +100,11 @@ st.caption(f"Device: **{tj.device_name()}** · training jobs on this server: {tj
 def suggest():
     """Offer a free ``<task>-<n>`` name unless the learner typed their own."""
     st.session_state["tr_name"] = st.session_state["tr_suggested"] = \
-        tj.suggest_name(st.session_state.get("tr_task", "reverse"))
+        saved_models.suggest_name(st.session_state.get("tr_task", "reverse"))
 
 
 if "tr_name" not in st.session_state or (st.session_state["tr_name"] == st.session_state.get("tr_suggested")
-                                         and tj.name_taken(st.session_state["tr_name"])):
+                                         and saved_models.name_taken(st.session_state["tr_name"])):
     suggest()
 
 st.markdown("**Watch induction heads form.** A 2-layer, attention-only model reads random syllables, then the same "
@@ -112,14 +113,14 @@ st.markdown("**Watch induction heads form.** A 2-layer, attention-only model rea
             "then a previous-token head forms in layer 0, the layer-1 heads turn into induction heads and the loss on "
             "the second copy drops — the phase change of Olsson et al. (2022, *In-context learning and induction "
             "heads*, sec. 3). The charts below plot each head's induction score as it trains.")
-full = tj.saved_limit_error(owned_models())  # a new run's model could not be saved: refused before it starts
+full = saved_models.saved_limit_error(owned_models())  # a new run's model could not be saved: refused before it starts
 if full:
     st.error(md(full))
-if st.button(f"Train the induction preset ({tj.preset_estimate()})", key="tr_induction",
+if st.button(f"Train the induction preset ({settings.preset_estimate()})", key="tr_induction",
              disabled=running or bool(full), help="2 layers, d_model 64, 4 heads, no FFN, rotary positions, 2,000 "
                                                   "steps of 32 sequences of 2 × 16 syllables"):
     try:
-        preset = tj.Job(tj.induction_preset(), tj.suggest_name("induction"), label="induction preset",
+        preset = tj.Job(settings.induction_preset(), saved_models.suggest_name("induction"), label="induction preset",
                         owner=owner)
         jobs.append(preset.start(owned=owned_models()))
         owned.append(preset.name)
@@ -187,7 +188,7 @@ cfg = TrainConfig(task=task, steps=int(steps), batch_size=int(batch), warmup=int
                   d_ff=int(d_ff), pos_encoding=pos, norm=norm, activation=act, text=text_path,
                   attention_only=bool(attention_only),
                   dropout=0.0 if task in SYNTHETIC else 0.1)
-errors = tj.check_settings(cfg, name)
+errors = settings.check_settings(cfg, name)
 for msg in errors:
     st.error(md(msg))
 
@@ -241,15 +242,15 @@ elif done:
 
 # ----------------------------------------------------------------- the session's saved models
 st.subheader("Your saved models")
-st.caption(f"This server keeps at most {tj.MAX_SAVED_MODELS} saved models ({len(tj.saved_models())} now), "
-           f"{tj.MAX_SAVED_PER_SESSION} per browser. A model you train here is private: it is in the Model list of "
+st.caption(f"This server keeps at most {saved_models.MAX_SAVED_MODELS} saved models ({len(saved_models.names())} now), "
+           f"{saved_models.MAX_SAVED_PER_SESSION} per browser. A model you train here is private: it is in the Model list of "
            "this browser only (it stays yours after a reload: a cookie holds this browser's key), and opens elsewhere "
            "by its link. Share it with everyone on this server (a teacher's run for the class) or delete it here; "
            "nobody else's.")
 for error_key in ("tr_delete_error", "tr_share_error"):
     if st.session_state.get(error_key):
         st.error(md(st.session_state.pop(error_key)))
-on_disk = set(tj.saved_models())
+on_disk = set(saved_models.names())
 mine = [n for n in owned_models() if n in on_disk]
 if not mine:
     st.caption("None yet.")

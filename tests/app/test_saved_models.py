@@ -13,7 +13,7 @@ import weakref
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import shell
+from app import saved_models, shell
 from app import training_jobs as tj
 from core.io import checkpoint, registry
 from core.training.trainer import TrainConfig
@@ -41,9 +41,9 @@ def user_copies(base: str, n: int) -> list[str]:
 # --------------------------------------------------------------------------- caps on saved models
 
 def test_the_server_refuses_a_run_whose_model_would_pass_its_cap(data, monkeypatch):
-    monkeypatch.setattr(tj, "MAX_SAVED_MODELS", 2)
+    monkeypatch.setattr(saved_models, "MAX_SAVED_MODELS", 2)
     user_copies("copy", 2)
-    message = tj.saved_limit_error()
+    message = saved_models.saved_limit_error()
     assert message and "2 saved models (the limit is 2)" in message and "delete" in message, message
     with pytest.raises(tj.SavedModelLimitError, match=r"the limit is 2\).*delete"):
         tj.Job(TrainConfig(steps=3, **TINY), "one-more").start()
@@ -51,15 +51,15 @@ def test_the_server_refuses_a_run_whose_model_would_pass_its_cap(data, monkeypat
 
 
 def test_a_browser_session_may_save_only_so_many_models_and_delete_its_own(data, monkeypatch):
-    monkeypatch.setattr(tj, "MAX_SAVED_PER_SESSION", 2)
+    monkeypatch.setattr(saved_models, "MAX_SAVED_PER_SESSION", 2)
     mine = user_copies("copy", 2)
     others = user_copies("copy", 1)
-    assert tj.saved_limit_error(owned=others) is None  # another session's model is not this one's
+    assert saved_models.saved_limit_error(owned=others) is None  # another session's model is not this one's
     with pytest.raises(tj.SavedModelLimitError, match=r"2 models \(the limit is 2 per session\).*delete"):
         tj.Job(TrainConfig(steps=3, **TINY), "third").start(owned=mine)
-    tj.delete_model(mine[0])
-    assert mine[0] not in tj.saved_models() and mine[0] not in registry.available()
-    assert tj.saved_limit_error(owned=mine) is None
+    saved_models.delete_model(mine[0])
+    assert mine[0] not in saved_models.names() and mine[0] not in registry.available()
+    assert saved_models.saved_limit_error(owned=mine) is None
     assert sorted(p.name for p in (data / "models").iterdir()) == sorted([mine[1], *others])
 
 
@@ -70,14 +70,14 @@ def test_delete_model_deletes_nothing_but_a_user_checkpoint_of_ours(data, case):
         name = user_copies("copy", 1)[0]
         (registry.user_dir() / name / "thesis.txt").write_text("mine")
     with pytest.raises(ValueError):
-        tj.delete_model(name)
+        saved_models.delete_model(name)
     if case == "foreign-file":
         assert (registry.user_dir() / name / "thesis.txt").read_text() == "mine"
     assert (registry.BUNDLED / "en-fr" / checkpoint.WEIGHTS).exists()
 
 
 def test_the_training_page_names_the_cap_and_deletes_the_sessions_own_model(data, monkeypatch):
-    monkeypatch.setattr(tj, "MAX_SAVED_PER_SESSION", 1)
+    monkeypatch.setattr(saved_models, "MAX_SAVED_PER_SESSION", 1)
     mine = user_copies("copy", 1)[0]
     at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=60)
     at.run()

@@ -1,5 +1,5 @@
-"""app/training_jobs.py and app/uploads.py without a browser: uploads, settings, the job's life cycle, limits and
-torch threads."""
+"""app/training_jobs.py, app/training_settings.py, app/saved_models.py and app/uploads.py without a browser: uploads,
+settings, names, the job's life cycle, limits and torch threads."""
 from __future__ import annotations
 
 import os
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from app import rooms, uploads
+from app import rooms, saved_models, uploads
 from app import training_jobs as tj
+from app import training_settings as settings
 from app import training_series as ts
 from core.io import registry
 from core.training.trainer import TrainConfig
@@ -68,7 +69,7 @@ def test_a_job_trains_in_its_own_process_and_leaves_the_servers_threads_alone(da
 
 
 def test_a_training_process_that_dies_ends_its_job_with_a_message_and_frees_its_slot(data):
-    job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **TINY), "killed-1").start()
+    job = tj.Job(TrainConfig(steps=settings.MAX_STEPS, **TINY), "killed-1").start()
     wait_for(lambda: job.snapshot()["step"] >= 2, what="the first steps")
     os.kill(job._proc.pid, signal.SIGKILL)  # what a crash in torch would do to the child
     assert job.join(60)
@@ -134,7 +135,7 @@ def test_stop_ends_a_job_that_is_still_preparing(data):
     """Issue 35 item 2: Stop was read only between training steps, so a job still preparing its data (an upload's
     tokenizer) ignored it ("stopping" 60 s later, both server slots held). Stopped before its first step, the job's
     process is ended by the server at once (SIGKILL), not after it has finished preparing; nothing is saved."""
-    job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **TINY), "prep-stop-1").start()
+    job = tj.Job(TrainConfig(steps=settings.MAX_STEPS, **TINY), "prep-stop-1").start()
     job.stop()  # the child is still starting (importing torch, building the task): no step has come yet
     assert job.join(60), job.snapshot()
     snap = job.snapshot()
@@ -156,7 +157,7 @@ def test_a_job_preparing_longer_than_the_limit_is_ended_with_a_message(data, mon
 # --------------------------------------------------------------------------- settings
 
 def test_check_settings_accepts_a_tiny_run(data):
-    assert tj.check_settings(TrainConfig(steps=20, **TINY), "fine-1") == []
+    assert settings.check_settings(TrainConfig(steps=20, **TINY), "fine-1") == []
 
 
 @pytest.mark.parametrize("changes, words", [
@@ -175,7 +176,7 @@ def test_check_settings_accepts_a_tiny_run(data):
     (dict(task="chess"), "Unknown task"),
 ])
 def test_check_settings_rejects_bad_settings_readably(data, changes, words):
-    errors = tj.check_settings(TrainConfig(**{**TINY, "steps": 20, **changes}), "fine-1")
+    errors = settings.check_settings(TrainConfig(**{**TINY, "steps": 20, **changes}), "fine-1")
     assert errors and any(words in e for e in errors), errors
     for e in errors:
         assert (e[:1].isupper() or e.startswith(("d_model", "d_ff"))) and e.endswith("."), e
@@ -186,14 +187,14 @@ def test_check_settings_rejects_bad_settings_readably(data, changes, words):
 
 @pytest.mark.parametrize("name", ["../evil", "", "a/b", ".hidden", "x" * 65])
 def test_check_settings_rejects_bad_names(data, name):
-    errors = tj.check_settings(TrainConfig(steps=20, **TINY), name)
+    errors = settings.check_settings(TrainConfig(steps=20, **TINY), name)
     assert any("model name" in e for e in errors), errors
 
 
 def test_check_settings_rejects_a_taken_name(data):
     (registry.user_dir() / "mine").mkdir(parents=True)
-    assert any("already exists" in e for e in tj.check_settings(TrainConfig(steps=20, **TINY), "mine"))
-    assert tj.suggest_name("copy") not in registry.available()
+    assert any("already exists" in e for e in settings.check_settings(TrainConfig(steps=20, **TINY), "mine"))
+    assert saved_models.suggest_name("copy") not in registry.available()
 
 
 # --------------------------------------------------------------------------- jobs
@@ -215,12 +216,12 @@ def test_tiny_job_finishes_and_registers_its_model(data):
     assert (data / "models" / "tiny-copy" / "words.json").exists() and saved.known_words  # coverage can name words
     assert tj.active_jobs() == 0
     assert not any((data / "tmp").iterdir())  # the temporary run folder is gone
-    assert tj.name_taken("tiny-copy")
+    assert saved_models.name_taken("tiny-copy")
 
 
 def test_tiny_masked_lm_job_trains_an_encoder_and_snapshots_its_self_attention(data):
     cfg = TrainConfig(steps=12, **{**TINY, "task": "mlm", "dropout": 0.1})
-    assert tj.check_settings(cfg, "tiny-mlm") == []
+    assert settings.check_settings(cfg, "tiny-mlm") == []
     job = tj.Job(cfg, "tiny-mlm").start()
     assert job.join(120)
     snap = job.snapshot()
@@ -239,8 +240,8 @@ def test_tiny_masked_lm_job_trains_an_encoder_and_snapshots_its_self_attention(d
 def test_the_induction_preset_measures_every_head_along_the_run(data):
     """The preset's settings pass the page's checks; a shortened run measures each head's induction and
     previous-token score tj.N_HEAD_SCORES times, as layers x heads in [0, 1], and saves an attention-only model."""
-    cfg = tj.induction_preset(steps=200)
-    assert tj.check_settings(cfg, "ind") == [] and tj.check_settings(tj.induction_preset(), "ind") == []
+    cfg = settings.induction_preset(steps=200)
+    assert settings.check_settings(cfg, "ind") == [] and settings.check_settings(settings.induction_preset(), "ind") == []
     job = tj.Job(cfg, "ind").start()
     assert job.join(120)
     snap = job.snapshot()
@@ -256,24 +257,24 @@ def test_the_induction_preset_measures_every_head_along_the_run(data):
     assert set(snap["evals"][-1]) >= {"first_copy_loss", "second_copy_loss", "copy_gain"}
     ck = registry.load("ind", allow_path=False)
     assert ck.model.cfg.attention_only and ck.model.cfg.pos_encoding == "rope" and ck.meta["task"] == "induction"
-    assert tj.preset_estimate().endswith("here, measured by the last run")  # the finished run timed the preset
+    assert settings.preset_estimate().endswith("here, measured by the last run")  # the finished run timed the preset
 
 
 def test_the_preset_estimate_is_measured_not_a_constant(monkeypatch):
     """The button quotes the last finished preset-shaped run on this server, scaled to the preset's steps; before
     any, it says no run has timed it. Only runs of the preset's settings count."""
-    monkeypatch.setattr(tj, "_preset_timings", [])
-    assert tj.preset_estimate() == "a few minutes; timed on this server by its first run"
-    monkeypatch.setattr(tj, "_preset_timings", [(30.0, 200)])  # 200 of 2,000 steps in 30 s: 300 s for the preset
-    assert tj.preset_estimate() == "about 5 min here, measured by the last run"
-    monkeypatch.setattr(tj, "_preset_timings", [(30.0, 200), (3.0, 200)])  # the last run counts
-    assert tj.preset_estimate() == "about 30 s here, measured by the last run"
-    assert tj.is_preset(tj.induction_preset(steps=5)) and not tj.is_preset(TrainConfig(**TINY))
-    assert not tj.is_preset(tj.induction_preset(pos_encoding="learned"))
+    monkeypatch.setattr(settings, "_preset_timings", [])
+    assert settings.preset_estimate() == "a few minutes; timed on this server by its first run"
+    monkeypatch.setattr(settings, "_preset_timings", [(30.0, 200)])  # 200 of 2,000 steps in 30 s: 300 s for the preset
+    assert settings.preset_estimate() == "about 5 min here, measured by the last run"
+    monkeypatch.setattr(settings, "_preset_timings", [(30.0, 200), (3.0, 200)])  # the last run counts
+    assert settings.preset_estimate() == "about 30 s here, measured by the last run"
+    assert settings.is_preset(settings.induction_preset(steps=5)) and not settings.is_preset(TrainConfig(**TINY))
+    assert not settings.is_preset(settings.induction_preset(pos_encoding="learned"))
 
 
 def test_job_pauses_resumes_and_stops_without_saving(data):
-    job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **TINY), "stopped-1").start()
+    job = tj.Job(TrainConfig(steps=settings.MAX_STEPS, **TINY), "stopped-1").start()
     job.pause()
     wait_for(lambda: job.snapshot()["step"] >= 1, what="the first step")
     assert job.paused and job.snapshot()["status"] == "paused"
@@ -289,7 +290,7 @@ def test_job_pauses_resumes_and_stops_without_saving(data):
     assert job.join(60)
     snap = job.snapshot()
     assert snap["status"] == "stopped" and snap["saved"] is None and snap["error"] is None
-    assert 1 <= snap["step"] < tj.MAX_STEPS
+    assert 1 <= snap["step"] < settings.MAX_STEPS
     assert not (data / "models" / "stopped-1").exists() and "stopped-1" not in registry.available()
     assert tj.active_jobs() == 0
 
@@ -298,7 +299,7 @@ def test_concurrent_job_limit(data):
     jobs = []
     try:
         for i in range(tj.MAX_JOBS):
-            job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **TINY), f"limit-{i}")
+            job = tj.Job(TrainConfig(steps=settings.MAX_STEPS, **TINY), f"limit-{i}")
             job.pause()  # paused before it starts: it holds a slot but uses no CPU after its first step
             jobs.append(job.start())
         assert tj.active_jobs() == tj.MAX_JOBS
@@ -360,11 +361,11 @@ def test_check_settings_rejects_every_built_in_name(data, monkeypatch, name):
     any built-in name, installed or not, in any letter case."""
     from core.io import pretrained
     monkeypatch.setattr(pretrained, "installed", lambda n: False)  # reserved even where the package is missing
-    errors = tj.check_settings(TrainConfig(steps=20, **TINY), name)
+    errors = settings.check_settings(TrainConfig(steps=20, **TINY), name)
     assert any("name of a built-in model" in e for e in errors), errors
     with pytest.raises(ValueError, match="built-in model"):
         tj.Job(TrainConfig(steps=20, **TINY), name)
-    assert tj.suggest_name("copy") != name
+    assert saved_models.suggest_name("copy") != name
 
 
 def test_a_user_model_folder_with_a_built_in_name_is_never_listed_or_opened_as_the_user_model(data):
@@ -387,7 +388,7 @@ LM_TEXT = ("The dog was hungry. The cat slept on the mat. A bird sang in the tre
 @pytest.mark.parametrize("how", ["finished", "stopped"])
 def test_an_upload_is_deleted_when_the_job_that_used_it_ends(data, how):
     path = uploads.save_upload(LM_TEXT, "story.txt")
-    steps = 3 if how == "finished" else tj.MAX_STEPS
+    steps = 3 if how == "finished" else settings.MAX_STEPS
     job = tj.Job(TrainConfig(steps=steps, **{**TINY, "task": "lm", "text": str(path)}), f"story-{how}").start()
     if how == "stopped":
         wait_for(lambda: job.snapshot()["step"] >= 1, what="a first step")
@@ -414,7 +415,7 @@ def test_the_uploads_folder_is_capped_and_old_unused_files_go_first(data, monkey
 def test_an_upload_a_running_job_needs_is_never_pruned(data, monkeypatch):
     monkeypatch.setattr(uploads, "MAX_UPLOADS_BYTES", len(LM_TEXT))
     path = uploads.save_upload(LM_TEXT, "story.txt")
-    job = tj.Job(TrainConfig(steps=tj.MAX_STEPS, **{**TINY, "task": "lm", "text": str(path)}), "story-busy").start()
+    job = tj.Job(TrainConfig(steps=settings.MAX_STEPS, **{**TINY, "task": "lm", "text": str(path)}), "story-busy").start()
     try:
         wait_for(lambda: job.snapshot()["step"] >= 1, what="a first step")
         with pytest.raises(ValueError, match="does not fit"):

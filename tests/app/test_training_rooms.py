@@ -9,8 +9,7 @@ import uuid
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import rooms
-from app import training_jobs as tj
+from app import rooms, saved_models
 from core.io import checkpoint, registry
 
 from apptest import ROOT
@@ -81,7 +80,7 @@ def test_a_flag_that_is_not_ours_reads_private(data, content):
 def test_links_to_nothing_add_nothing_and_a_flagged_model_can_still_be_deleted(data):
     name = user_model(rooms.PRIVATE)
     assert rooms.visible_models(opened={"no-such-model", "../models"}) == rooms.visible_models()
-    tj.delete_model(name)  # sharing.json is one of a checkpoint folder's own files, not someone else's
+    saved_models.delete_model(name)  # sharing.json is one of a checkpoint folder's own files, not someone else's
     assert not (registry.user_dir() / name).exists() and name not in rooms.visible_models(owned={name})
 
 

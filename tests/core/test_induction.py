@@ -97,9 +97,9 @@ def test_induction_evaluation_reads_the_two_copies_apart():
 
 @pytest.mark.slow
 def test_a_reduced_preset_run_grows_a_previous_token_head_then_induction_heads(tmp_path):
-    """The Training page's preset (app.training_jobs.INDUCTION_PRESET), 1,500 steps on one thread: layer 0 grows a
+    """The Training page's preset (app.training_settings.INDUCTION_PRESET), 1,500 steps on one thread: layer 0 grows a
     previous-token head, layer 1 induction heads, and the second copy's loss falls far below the first's."""
-    from app.training_jobs import INDUCTION_PRESET
+    from app.training_settings import INDUCTION_PRESET
     flags = []
     for k, v in {**INDUCTION_PRESET, "steps": 1500}.items():
         flags += [f"--{k.replace('_', '-')}"] + ([] if v is True else [str(v)])

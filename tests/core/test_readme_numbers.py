@@ -209,8 +209,8 @@ def lm_perplexity():
 
 
 def induction_layers():
-    """app/training_jobs.py's INDUCTION_PRESET: its number of layers, and that it is attention-only."""
-    preset = constants("app/training_jobs.py")["INDUCTION_PRESET"]
+    """app/training_settings.py's INDUCTION_PRESET: its number of layers, and that it is attention-only."""
+    preset = constants("app/training_settings.py")["INDUCTION_PRESET"]
     settings = {k.arg: ast.literal_eval(k.value) for k in preset.keywords}
     return (str(settings["layers"]) if settings.get("attention_only") else "not attention-only",)
 
@@ -323,7 +323,7 @@ CLAIMS = [
     Claim("lm-perplexity", r"test perplexity (\d+\.\d) against (\d+\.\d) for a bigram model on the same tokens "
           r"\((\d\.\d\d)×\)", "assets/models/lm/config.json meta.heldout", lm_perplexity),
     Claim("induction-preset", r"the induction preset: a (\d+)-layer attention-only model",
-          "app/training_jobs.py INDUCTION_PRESET layers, attention_only", induction_layers),
+          "app/training_settings.py INDUCTION_PRESET layers, attention_only", induction_layers),
     Claim("scoreboard", r"a scoreboard over (\d+) (?:probe )?sentences",
           "assets/models/en-fr/summaries.json coref.n_items", scoreboard_items),
     Claim("lesson-steps", r"the whole transformer in (\w+) steps", "app/lesson.py STEPS", lesson_steps),
