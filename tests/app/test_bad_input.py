@@ -1,7 +1,7 @@
 """Reliability table: every kind of bad text, on every page, gets a clear message and the app keeps working.
 
 The same table drives the CLIs (core.inspect, core.evaluate, core.train); the script cases also run in
-real Chromium (tests/e2e/test_app_browser.py::test_script_in_the_sentence_never_runs).
+real Chromium (the plain sweep of tests/e2e/test_presentation_browser.py: every page, a script in the sentence).
 """
 import json
 import re

@@ -114,7 +114,10 @@ REDUCED = ["--steps", "300", "--seed", "0", "--layers", "2", "--d-model", "64", 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", ["en-fr-tiny", "en-de-tiny"])  # the broad corpus: tests/core/test_bundled.py
+# en-fr-tiny only: en-de-tiny's run (the same trainer on the German grammar, 72-84 s of the suite's time) was cut to
+# keep CI under 30 minutes; the German grammar stays checked by en-de-tiny's card, re-measured in test_bundled, and
+# the broad corpus by the broad translators' cards there
+@pytest.mark.parametrize("task", ["en-fr-tiny"])
 def test_reduced_translation_run_learns_the_pronouns(task, tmp_path):
     r = run_cli("--task", task, "--out", tmp_path / "run", *REDUCED)
     assert r.returncode == 0, r.stderr[-3000:]

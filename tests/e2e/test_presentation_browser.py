@@ -15,11 +15,12 @@ import concurrent.futures
 import json
 import queue
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from app import nav, theme
-from browser import launch, probe, settle as settle_page
+from browser import launch, probe, pwned_anywhere, screenshot, settle as settle_page, updating_screenshots
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +32,16 @@ SMALL = ["", "lesson", "attention", "coreference", "masking"]  # also at 1024×7
 MIN = {"title": 40, "body": 22, "chart_title": 24, "axis_title": 18, "tick": 18, "legend": 18, "annotation": 18,
        "cell": 18}
 TIMEOUT = 600_000  # a cold page on a busy 2-core machine
+# Without presentation mode every page is loaded with a script in its sentence: it must never run, nothing may leave
+# the machine, no dialog open (this was a test of its own, tests/e2e/test_lesson_and_pages_browser.py, loading 12
+# pages again: folded in here to keep CI's suite under its 30 minutes)
+XSS = '</script><img src=x onerror="window.__pwned=1">'
+HOSTILE = quote("The animal did not cross the street because it was too wide. " + XSS)
+# the README's pictures: (page, picture) taken in the plain sweep at 1280×800: into test-artifacts/ as tested, and,
+# when the README's pictures are refreshed (ATTENTION_LAB_UPDATE_SCREENSHOTS=1), into docs/screenshots/ from the page
+# loaded again with its own default sentence
+PICTURES = {"": "home", "lesson": "lesson", "qk": "qk", "positional": "positional", "masking": "masking",
+            "layers": "layers", "training": "training", "mlm": "mlm", "coreference": "coreference"}
 
 
 def settle(page):
@@ -145,14 +156,22 @@ def sweep(browser, server, mode: str, present: bool, sizes, paths) -> tuple[dict
 
     context.route("**/*", route)
     page = context.new_page()
-    measured, found = {}, []
+    measured, found, dialogs = {}, [], []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     try:
         for path in paths:
-            page.goto(f"{server}/{path}?model=en-fr{'&present=1' if present else ''}&theme={mode}"
-                      f"&embed_options={mode}_theme")
+            view = f"{server}/{path}?model=en-fr{'&present=1' if present else ''}&theme={mode}&embed_options={mode}_theme"
+            page.goto(view if present else f"{view}&text={HOSTILE}")
             settle(page)
             if page.locator("[data-testid=stException]").count():
                 found.append(f"/{path}: exception {page.locator('[data-testid=stException]').first.inner_text()[:200]}")
+            if not present:
+                if path == "bertviz":  # the tokens are drawn in bertviz's own document: wait until they are
+                    page.frame_locator("iframe").first.locator("svg").first.wait_for(timeout=TIMEOUT)
+                    page.wait_for_timeout(500)
+                found += [f"/{path}: the script in the sentence ran in {u}" for u in pwned_anywhere(page)]
+                found += [f"/{path}: a dialog opened: {d}" for d in dialogs]
+                dialogs.clear()
             for i, (width, height, only) in enumerate(sizes):
                 if only is not None and path not in only:
                     continue
@@ -166,6 +185,8 @@ def sweep(browser, server, mode: str, present: bool, sizes, paths) -> tuple[dict
                     scroll_to_top(page)
             if len(sizes) > 1:
                 page.set_viewport_size({"width": first[0], "height": first[1]})
+            if not present and mode == "light" and path in PICTURES:
+                picture(page, view, PICTURES[path])
         found += [f"request left the machine: {u}" for u in external]
     finally:
         context.close()
@@ -256,10 +277,19 @@ def result(swept, mode: str, present: bool, width: int) -> tuple[dict, list]:
     return swept[mode, present, width]
 
 
+def picture(page, view: str, name: str):
+    """A README picture of the page: as tested (test-artifacts/), or, when the README's pictures are refreshed, from
+    ``view`` loaded again with the page's own default sentence (docs/screenshots/ too)."""
+    if updating_screenshots():
+        page.goto(view)
+        settle(page)
+    scroll_to_top(page)
+    screenshot(page, name, also_docs=True)
+
+
 def shoot(page, name: str):
     """A README screenshot of the page's first chart, taken the way every e2e screenshot is (conftest.Visit.shot:
     test-artifacts/, and docs/screenshots/ for the README)."""
-    from browser import screenshot
     page.wait_for_selector("[data-testid=stPlotlyChart]", timeout=TIMEOUT)
     page.eval_on_selector("[data-testid=stPlotlyChart]", "e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(500)
