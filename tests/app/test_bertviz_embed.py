@@ -3,20 +3,17 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-import bertviz  # noqa: E402
+import bertviz
 
-from app import bertviz_embed as be  # noqa: E402
-from app.bertviz_embed import (  # noqa: E402
+from app import bertviz_embed as be
+from app.bertviz_embed import (
     BertvizTemplateError,
     escape_script_json,
     head_view_html,
@@ -256,7 +253,7 @@ def test_unexpected_bertviz_output_raises(monkeypatch, view, name, edit):
 
 # ---- real browser ----------------------------------------------------------------------
 
-from browser import csp_violations, launch, offline_page  # noqa: E402
+from browser import csp_violations, launch, offline_page
 
 _RENDERED = """(n) => {
   const svgs = document.querySelectorAll('.attnlab-section svg');

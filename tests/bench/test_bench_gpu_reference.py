@@ -1,15 +1,12 @@
 """The GPU benchmark's plain reference (bench/bench_gpu.py ``PlainLM``) computes what our decoder-only model
 computes: with our weights copied in it gives the same logits, so a speed ratio between the two compares two
 implementations of one function, not two models."""
-import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import bench_gpu  # noqa: E402
+import bench_gpu
 
-from core.model import Transformer  # noqa: E402
+from core.model import Transformer
 
 
 def _copy_ours_into_plain(ours: Transformer, plain: bench_gpu.PlainLM) -> None:

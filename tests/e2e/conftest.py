@@ -1,7 +1,6 @@
 """A real Attention Lab server on a free loopback port, and pages that may talk only to it."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -9,8 +8,7 @@ import pytest
 from browser import launch, screenshot, settle
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import load_test  # noqa: E402  (the server is started exactly as the load benchmark starts it)
+import load_test  # bench/load_test.py: the server is started exactly as the load benchmark starts it
 
 
 

@@ -4,7 +4,6 @@ sentences: 28 actions) while a 5th session trains a tiny model on the Training p
 nginx with sticky sessions (docs/nginx-attention-lab.conf). The code is bench/load_test.py's (the full run of a class
 of 30: ``python bench/load_test.py --sessions 4 --scripted 26 --renders 300 --walk classroom --replicas 2``,
 docs/RELIABILITY.md); no wall-clock assertions here."""
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,7 @@ import pytest
 from browser import require_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import load_test  # noqa: E402
+import load_test
 
 pytestmark = pytest.mark.e2e
 SESSIONS, SCRIPTED, RENDERS = 2, 2, 28

@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import load_test  # noqa: E402
+import load_test
 
-from app import nav  # noqa: E402
-from app.visitor import Client  # noqa: E402
+from app import nav
+from app.visitor import Client
 
 pytestmark = pytest.mark.e2e
 

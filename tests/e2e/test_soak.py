@@ -2,13 +2,10 @@
 before, while the Training page trains with its defaults (the full run: ``python bench/soak.py``, 20 sessions for 8
 minutes). Every page finishes without an exception, the training run starts, and the server's memory does not keep
 growing once its caches are full."""
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import soak  # noqa: E402
+import soak
 
 pytestmark = pytest.mark.e2e
 

@@ -1,15 +1,13 @@
 """A fresh server's first visit: app/warmup.py gets the browser fetching Plotly's front-end code while the
 server still imports torch, then takes its invisible chart away; later visits send none. Ordering only,
 no wall-clock thresholds (bench/bench_startup.py measures the time)."""
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import load_test  # noqa: E402
+import load_test
 
 pytestmark = pytest.mark.e2e
 NOT_RUNNING = "[data-testid=stApp][data-test-script-state=notRunning]"
