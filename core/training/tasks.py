@@ -330,11 +330,12 @@ class TranslationTask(Task):
                                                              rank, world))
         return cached[1][b]
 
-    def evaluate(self, model, n=300, split="valid"):
-        """Greedy translations of ``n`` pairs of ``split`` scored against the references. Training reads the
-        valid split only; the test and held-out-noun splits are read once, for the card (:func:`heldout_metrics`).
-        A model that reads human translations is also scored (chrF, BLEU) on the first ``n`` valid real pairs."""
-        pairs = self.data.generate(self.lang, split, n=n, seed=7)
+    def evaluate(self, model, n=300, split="valid", every: int = 1):
+        """Greedy translations of ``n`` pairs of ``split`` (every ``every``-th of them) scored against the references.
+        Training reads the valid split only; the test and held-out-noun splits are read once, for the card
+        (:func:`heldout_metrics`). A model that reads human translations is also scored (chrF, BLEU) on the first
+        ``n`` valid real pairs."""
+        pairs = self.data.generate(self.lang, split, n=n, seed=7)[::every]
         out = translation_metrics(pairs, self.translate(model, [p.src for p in pairs]), self.lang, self.data)
         if getattr(self, "real_share", 0.0) and split == "valid":
             from ..data import parallel_for
@@ -756,8 +757,8 @@ def card_mismatches(measured: dict, card: dict) -> list[str]:
 def heldout_metrics(ck, every: int = 1) -> dict:
     """The metrics a bundled model's card reports, on data training never saw.
 
-    Translation: the whole held-out test split (combinations never seen in training); a broad translator with
-    ``every`` > 1, every ``every``-th sentence of it (:func:`broad_heldout_metrics`; the card's ``heldout_sample``).
+    Translation: the whole held-out test split (combinations never seen in training); with ``every`` > 1, every
+    ``every``-th sentence of it (a broad translator: :func:`broad_heldout_metrics`; the card's ``heldout_sample``).
     Synthetic: 1000 sequences from a generator seed training never uses. LM: validation loss.
     MLM: 300 held-out lines with one fixed corruption.
     """
@@ -765,7 +766,7 @@ def heldout_metrics(ck, every: int = 1) -> dict:
     if task_name in TRANSLATION:
         task = TranslationTask(task_name, tokenizer=ck.tokenizer, train=False)
         if task_name.endswith("-tiny"):
-            return task.evaluate(ck.model, n=None, split="test")
+            return task.evaluate(ck.model, n=None, split="test", every=every)
         task.decode_len = REAL_MAX_TOKENS + 8 if "--real-share" in ck.meta.get("command", "") else task.decode_len
         return broad_heldout_metrics(task, ck.model, getattr(ck, "known_words", None),
                                      real="--real-share" in ck.meta.get("command", ""), every=every)
