@@ -605,6 +605,7 @@ def _wait(barrier: threading.Barrier, timeout: float = 300) -> None:
 class TrainLog(SessionLog):
     runs: list = field(default_factory=list)  # {"name", "status", "seconds"}
     settings_seen: dict = field(default_factory=dict)  # the page's inputs just before Start training
+    capped: bool = False  # stopped at the saved-model limit of one browser (app/saved_models.py), not by an error
 
 
 def set_number(page, label: str, value) -> None:
@@ -652,6 +653,9 @@ def train_session(base: str, shared: Shared, start: threading.Barrier, log: Trai
                     if status != "done" or not repeat or shared.done.is_set():
                         break
                     settle(page)
+                    if page.locator("[data-testid=stAlertContentError]", has_text="the limit is").count():
+                        log.capped = True  # this browser has saved as many models as one may: the page says so
+                        break
                     page.get_by_role("button", name="Start training").wait_for(timeout=60_000)
                     page.wait_for_function(  # enabled again, with a fresh name suggested
                         "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Start training')"
