@@ -65,18 +65,13 @@ def check_settings(cfg: TrainConfig, name: str) -> list[str]:
     errors = []
     if cfg.task not in TASKS:
         errors.append(f"Unknown task {cfg.task!r}; choose one of {', '.join(TASKS)}.")
-    if not 1 <= cfg.steps <= MAX_STEPS:
-        errors.append(f"Steps must be between 1 and {MAX_STEPS:,} (got {cfg.steps}).")
-    if not 1 <= cfg.batch_size <= MAX_BATCH:
-        errors.append(f"Batch size must be between 1 and {MAX_BATCH} (got {cfg.batch_size}).")
-    if not 1 <= cfg.layers <= MAX_LAYERS:
-        errors.append(f"Layers must be between 1 and {MAX_LAYERS} (got {cfg.layers}).")
-    if not 1 <= cfg.d_model <= MAX_D_MODEL:
-        errors.append(f"d_model must be between 1 and {MAX_D_MODEL} on this server (got {cfg.d_model}).")
-    if not 1 <= cfg.heads <= MAX_HEADS:
-        errors.append(f"Heads must be between 1 and {MAX_HEADS} (got {cfg.heads}).")
-    if not 1 <= cfg.d_ff <= MAX_D_FF:
-        errors.append(f"d_ff must be between 1 and {MAX_D_FF} (got {cfg.d_ff}).")
+    for what, value, most, where in (("Steps", cfg.steps, MAX_STEPS, ""),
+                                     ("Batch size", cfg.batch_size, MAX_BATCH, ""),
+                                     ("Layers", cfg.layers, MAX_LAYERS, ""),
+                                     ("d_model", cfg.d_model, MAX_D_MODEL, " on this server"),
+                                     ("Heads", cfg.heads, MAX_HEADS, ""), ("d_ff", cfg.d_ff, MAX_D_FF, "")):
+        if not 1 <= value <= most:
+            errors.append(f"{what} must be between 1 and {most:,}{where} (got {value}).")
     if cfg.kv_heads is not None and cfg.kv_heads < 1:
         errors.append(f"Key/value heads must be at least 1 (got {cfg.kv_heads}).")
     if cfg.warmup < 0:
