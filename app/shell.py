@@ -297,7 +297,9 @@ def browser_token() -> str:
 
 def remember_browser() -> None:
     """Keep this browser's owner token in a cookie (once per session, where it sent none), so that the runs it trains
-    stay its own after a reload or in a new tab (app.rooms)."""
+    stay its own after a reload or in a new tab (app.rooms). Call it last on a page: its element is drawn on the
+    session's first run only, and every element after it would land one place off on the next run (each widget
+    shown twice until that run ends)."""
     token = browser_token()
     if not st.session_state.get("owner_cookie_sent"):
         cookie = (f"{rooms.OWNER_COOKIE}={token}; path=/; max-age={rooms.OWNER_COOKIE_DAYS * 86400}; "

@@ -35,7 +35,6 @@ jobs: list = st.session_state.setdefault("train_jobs", [])
 # the models this browser session trained: it may delete them and share them (app/rooms.py)
 owned: list = st.session_state.setdefault(rooms.OWNED_KEY, [])
 owner = rooms.owner_key(browser_token())  # and the runs this browser saved in earlier sessions (a reload, a tab)
-remember_browser()
 
 
 def delete_saved(name: str) -> None:
@@ -259,9 +258,10 @@ for saved_name in mine:
     saving = any(j.name == saved_name and not j.finished for j in jobs)
     row = st.columns([4, 2, 1])
     row[0].markdown(f"**{md(saved_name)}** — " + ("shared with everyone on this server" if shared else
-                                                 "private: this browser session and whoever has its link"))
+                                                 "private: this browser and whoever has its link"))
     row[0].code(model_link(saved_name), language=None)
     row[1].button("Make private" if shared else "Share with everyone on this server", key=f"tr_share_{saved_name}",
                   on_click=share_saved, args=(saved_name, not shared), disabled=saving)
     row[2].button("Delete", key=f"tr_delete_{saved_name}", on_click=delete_saved, args=(saved_name,),
                   disabled=saving)
+remember_browser()  # last: its element is there on a session's first run only, so nothing after it can shift
