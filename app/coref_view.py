@@ -12,7 +12,7 @@ from app.cache import bounded
 from app.figures import DIVERGING, style, label, symmetric_range
 from app.shell import load_model
 from core.probes import coref, summaries
-from core.data import translation
+from core.data import broad, translation
 from core.inference import coverage
 
 # the language a translation model writes, and the pronouns that can translate "it" into it
@@ -89,13 +89,16 @@ def classroom_items(model_name: str | None = None) -> list[tuple[coref.ProbeItem
 @bounded
 def pair_entries(model_name: str | None = None) -> list[tuple[str, tuple[coref.ProbeItem, coref.ProbeItem]]]:
     """``(label, pair)`` for the pair list: the classroom's pairs, then the generated probe set's (the test split's,
-    in its own order, which the shipped patching scoreboard reads), each labelled by its first sentence and the word
-    its second changes. Cached (the page and :func:`typed_pair` both read it on every run; do not mutate it)."""
+    in its own order, which the shipped patching scoreboard reads) less those whose cue word fits both nouns' kinds
+    (:func:`core.data.broad.cue_decides` is False: they need knowledge of the world, or read as nonsense), each
+    labelled by its first sentence and the word its second changes. Cached (the page and :func:`typed_pair` both read
+    it on every run; do not mutate it)."""
     classroom = classroom_items(model_name)
     seen = {it.text for pair in classroom for it in pair}
     return ([(f"{a.text} / …{cue(a.text, b.text)}", (a, b)) for a, b in classroom]
             + [(f"generated: {a.text} / …{cue(a.text, b.text)}", (a, b)) for a, b in probe_items(model_name)
-               if a.text not in seen and b.text not in seen])
+               if a.text not in seen and b.text not in seen and False not in (broad.cue_decides(a.text),
+                                                                               broad.cue_decides(b.text))])
 
 
 @dataclass(frozen=True)

@@ -1363,6 +1363,26 @@ def minimal_pair(sentence: str, lang: str) -> tuple[Pair, Pair] | None:
     return None if twin is None else (make_pair(spec, lang, contracted=True), make_pair(twin, lang, contracted=True))
 
 
+def cue_decides(sentence: str) -> bool | None:
+    """Whether the cue word of a coreference sentence of the grammar settles which noun "it" names by word meaning
+    alone: the adjective describes the kind of the noun "it" stands for and not the other noun's kind, by the
+    lexicon's classes ("too tired": an animal, not a street), so no knowledge of the world beyond the words is needed
+    ("The spider couldn't catch the swordfish because it was too lazy" names either animal). None: not a
+    coreference sentence of the grammar, or its cue is a verb."""
+    try:
+        spec = parse(sentence)
+    except (ValueError, KeyError):
+        return None
+    frame = FRAMES[spec.frame]
+    role = _pron_role(frame, spec) if frame.cues and frame.cue_kind == "adj" else None
+    if role is None:
+        return None
+    lex = lexicon()
+    fits = set(lex.adjectives[spec["cue"]].applies)
+    other = next(r for r in frame.cues if r != role)
+    return bool(fits & set(lex.nouns[spec[role]].classes)) and not fits & set(lex.nouns[spec[other]].classes)
+
+
 _FR_PRONOUNS = {"il", "elle", "ils", "elles"}
 _DE_PRONOUNS = {"er", "sie", "es", "ihn"}
 

@@ -221,3 +221,12 @@ def test_every_target_word_is_accepted_by_hunspell(lang, train):
     fine |= {w for n in lex.nouns.values() for form in (n.fr, n.fr_pl, n.de, n.de_pl) for w in form.split()}
     bad = collections.Counter(w for w in out if w.strip(".,?!") not in fine)
     assert not bad, bad.most_common(20)
+
+
+def test_a_cue_decides_only_when_it_fits_one_nouns_kind():
+    """The pair list's filter (app.coref_view.pair_entries): a cue that describes the kind of the noun "it" names and
+    not the other's decides by word meaning; one that fits both kinds leaves it to knowledge of the world."""
+    assert broad.cue_decides("The animal didn't cross the street because it was too tired.") is True
+    assert broad.cue_decides("The animal didn't cross the street because it was too wide.") is True
+    assert broad.cue_decides("The spider couldn't catch the swordfish because it was too lazy.") is False
+    assert broad.cue_decides("The weather is nice today.") is None  # not a coreference sentence of the grammar
