@@ -20,12 +20,12 @@ import sys
 
 import torch
 
-from .data import corpus_for, lang_of, parallel_for
+from .data import corpus_for, lang_of, parallel_for, reference_scores
 from .inference.decoding import greedy_many
 from .io import checkpoint, cli, jsonio, registry
 from .io.tokenizer import EOS
 from .probes.coref import ProbeItem, scoreboards
-from .training.tasks import TRANSLATION, real_scores
+from .training.tasks import TRANSLATION
 
 MAX_BYTES = 10_000_000  # a pairs file larger than this is refused before it is read
 
@@ -76,7 +76,7 @@ def evaluate(ck, pairs: list[tuple[str, str]], task: str | None = None) -> tuple
     task = task or ck.meta.get("task", "")
     data, lang = corpus_for(task), lang_of(task)
     hyps = translate_all(ck, [s for s, _ in pairs])
-    metrics = real_scores([r for _, r in pairs], hyps)
+    metrics = reference_scores([r for _, r in pairs], hyps)
     by: dict[str, list[int]] = {}
     items = []
     for (src, ref), hyp in zip(pairs, hyps):

@@ -104,3 +104,13 @@ def split_digest(task: str, split: str) -> str:
 def lang_of(task: str) -> str:
     """``en-fr`` / ``en-de-tiny`` → ``fr`` / ``de``."""
     return task.removesuffix(TINY_SUFFIX).split("-")[-1]
+
+
+def reference_scores(refs: list[str], hyps: list[str]) -> dict:
+    """Corpus BLEU and chrF (sacrebleu with its defaults: 13a tokenisation) and the exact-match share of ``hyps``
+    against human references, BLEU and chrF rounded to 4 places: the one place the cards, ``core.evaluate`` and the
+    ordinary-sentence scores compute them."""
+    import sacrebleu
+    return {"bleu": round(sacrebleu.corpus_bleu(list(hyps), [list(refs)]).score, 4),
+            "chrf": round(sacrebleu.corpus_chrf(list(hyps), [list(refs)]).score, 4),
+            "exact_match": sum(h == r for h, r in zip(hyps, refs)) / max(1, len(refs)), "n": len(refs)}

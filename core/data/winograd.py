@@ -93,11 +93,11 @@ def load_ordinary(path: str | Path) -> list[Ordinary]:
 def score_ordinary(rows: list[Ordinary], lang: str, hyps: list[str], data) -> dict:
     """chrF and BLEU (sacrebleu) and exact match of ``hyps`` against the references, and pronoun accuracy on the
     rows with a note (the pronoun read back by the corpus's ``pronoun_of``)."""
-    import sacrebleu
+    from . import reference_scores
     refs = [getattr(r, lang) for r in rows]
     noted = [(r.pronouns[lang], h) for r, h in zip(rows, hyps) if lang in r.pronouns]
-    return {"ordinary_chrf": round(sacrebleu.corpus_chrf(list(hyps), [refs]).score, 4),
-            "ordinary_bleu": round(sacrebleu.corpus_bleu(list(hyps), [refs]).score, 4),
-            "ordinary_exact_match": sum(h == ref for h, ref in zip(hyps, refs)) / len(rows), "ordinary_n": len(rows),
+    scores = reference_scores(refs, hyps)
+    return {"ordinary_chrf": scores["chrf"], "ordinary_bleu": scores["bleu"],
+            "ordinary_exact_match": scores["exact_match"], "ordinary_n": len(rows),
             "ordinary_pronoun_accuracy": sum(data.pronoun_of(h, lang) == p for p, h in noted) / max(1, len(noted)),
             "ordinary_n_pronoun": len(noted)}

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DistributedSampler
 
+from ..data import reference_scores
 from ..io.tokenizer import BOS, EOS, MASK, PAD, SPECIALS, Tokenizer
 from .batching import epoch_size, token_batches
 
@@ -341,7 +342,7 @@ class TranslationTask(Task):
             from ..data import parallel_for
             real = parallel_for(self.name).pairs("valid")
             real = real[::max(1, len(real) // n)][:n]
-            out.update({f"real_{k}": v for k, v in real_scores([b for _, b in real],
+            out.update({f"real_{k}": v for k, v in reference_scores([b for _, b in real],
                                                                self.translate(model, [a for a, _ in real])).items()})
         return out
 
@@ -363,14 +364,6 @@ class TranslationTask(Task):
         return words_of(p[0] if isinstance(p, (tuple, list)) else p.src for p in pairs)
 
 
-def real_scores(refs: list[str], hyps: list[str]) -> dict:
-    """Corpus BLEU and chrF (sacrebleu, default settings) and exact match of translations of real text."""
-    import sacrebleu
-    return {"bleu": round(sacrebleu.corpus_bleu(list(hyps), [list(refs)]).score, 4),
-            "chrf": round(sacrebleu.corpus_chrf(list(hyps), [list(refs)]).score, 4),
-            "exact_match": sum(h == r for h, r in zip(hyps, refs)) / max(1, len(refs)), "n": len(refs)}
-
-
 def translation_metrics(pairs, hyps, lang, data, bleu: bool = False) -> dict:
     """Exact match, pronoun accuracy (the pronoun that stands for "it" / "they", found by ``data.pronoun_of``) and,
     with ``bleu``, corpus BLEU (sacrebleu, its default 13a tokenisation) against the references."""
@@ -379,7 +372,7 @@ def translation_metrics(pairs, hyps, lang, data, bleu: bool = False) -> dict:
     pron = sum(data.pronoun_of(h, lang) == p.tgt_pronoun for h, p in with_pron) / max(1, len(with_pron))
     out = {"exact_match": exact, "pronoun_accuracy": pron, "n": len(pairs), "n_pronoun": len(with_pron)}
     if bleu:  # the one BLEU (core.evaluate and the cards read the same function)
-        out["bleu"] = real_scores([p.tgt for p in pairs], hyps)["bleu"]
+        out["bleu"] = reference_scores([p.tgt for p in pairs], hyps)["bleu"]
     return out
 
 
@@ -409,7 +402,7 @@ def broad_heldout_metrics(task: "TranslationTask", model, known_words=None, real
         from ..data.winograd import load_ordinary, score_ordinary
         test = parallel_for(task.name).pairs("test")
         test = test[::max(1, len(test) // REAL_TEST_N)][:REAL_TEST_N][::every]
-        out.update({f"real_test_{k}": v for k, v in real_scores([b for _, b in test],
+        out.update({f"real_test_{k}": v for k, v in reference_scores([b for _, b in test],
                                                                 task.translate(model, [a for a, _ in test])).items()})
         rows = load_ordinary(data_dir / "ordinary.tsv")
         out.update(score_ordinary(rows, task.lang, task.translate(model, [r.en for r in rows]), task.data))
