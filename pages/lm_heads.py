@@ -16,23 +16,27 @@ st.markdown("Language models trained on text grow the same few kinds of attentio
             "predict the first copy; a model with induction heads predicts the second.")
 view = page_view()
 if hv.usable(view.ck.model.cfg):
-    name = view.name
+    name, settings = view.name, st.columns(3)
 else:
     names = usable_models(lambda m: hv.usable(m.cfg))
     note_broken()
     if not names:
         st.info("No GPT-style (decoder-only) or BERT-style (encoder-only) model can be loaded here.")
         st.stop()
-    st.info(f"{md(view.name)} is a translator (encoder and decoder); this page reads one self-attention stack, "
-            "so it uses a language model. Pick one here or in the sidebar.")
-    name = st.selectbox("Model for this page", names, index=names.index("lm") if "lm" in names else 0,
-                        key="lm_heads_model")
+    # one row with the settings, so the scores start on a projector's first screen; the label says why
+    settings = st.columns(4)
+    name = settings[0].selectbox(f"A language model ({md(view.name)} is a translator)", names,
+                                 index=names.index("lm") if "lm" in names else 0, key="lm_heads_model",
+                                 help=f"{md(view.name)} has an encoder and a decoder; this page reads one "
+                                      "self-attention stack, so it uses a language model. Pick one here or in the "
+                                      "sidebar.")
+    settings = settings[1:]
 ck = shown_model(name)
 decoder = ck.model.cfg.kind == "decoder-only"
 kind = "decoder" if decoder else "encoder"
 present, dark = view.present, view.dark
 
-c1, c2, c3 = st.columns(3)
+c1, c2, c3 = settings
 longest = hv.longest_copy(name)
 seq_len = c1.slider("Random tokens per copy", min(4, longest), min(64, longest), min(24, longest),
                     key="lm_heads_len", help="L: the sequence is [BOS] r₀ … r_L−1 r₀ … r_L−1 (BERT: [CLS] … [SEP])")

@@ -216,7 +216,6 @@ NO_CHART_ON_FIRST_SCREEN = {
     "coreference": "the page compares two sentences: the pair is chosen and both sentences shown before the charts",
     "training": "a form: the run's settings come first; its one chart (the learning-rate schedule) shows one of them",
     "mlm": "the masked sentence and the model's fills, as text, are the page; its charts follow",
-    "lm-heads": "the model and the repeated sequence are chosen first",
 }
 
 
