@@ -24,10 +24,12 @@ labels = ([f"Your sentence: {typed.pair[0].text} / …{cv.cue(typed.pair[0].text
 pairs = ([typed.pair] if yours else []) + [pair for _, pair in entries]
 choice = st.selectbox("Minimal pair", range(len(pairs)),
                       index=0 if yours else next(i for i, p in enumerate(pairs) if p == typed.pair),
-                      format_func=labels.__getitem__)
+                      format_func=labels.__getitem__, label_visibility="collapsed" if view.present else "visible")
 first, second = pairs[choice]
-a = text_box("Sentence A", first.text, key=f"coref_a_{choice}_{first.text}")
-b = text_box("Sentence B", second.text, key=f"coref_b_{choice}_{first.text}")
+# on a projector the two editable sentences fold away (the pair above names them), so the first chart is on screen
+with st.expander("Edit sentence A and B") if view.present else st.container():
+    a = text_box("Sentence A", first.text, key=f"coref_a_{choice}_{first.text}")
+    b = text_box("Sentence B", second.text, key=f"coref_b_{choice}_{first.text}")
 if not yours:
     st.info(md(typed.note))  # the typed sentence is not what these panels show: said, with the reason
 elif choice == 0:
@@ -42,10 +44,14 @@ if unknown:
     st.stop()
 if pv.language_ok(view):
     st.subheader("Which heads carry the decision? Activation patching")
-    st.markdown("Run sentence A, but take **one head's output from sentence B**, and watch how far the choice "
-                "between the two pronouns moves (Vig et al. 2020). A head whose patch moves it is a head that "
-                "carries the decision — causal evidence, not a correlation.")
+    how = ("Run sentence A, but take **one head's output from sentence B**, and watch how far the choice between the "
+           "two pronouns moves (Vig et al. 2020). A head whose patch moves it is a head that carries the decision — "
+           "causal evidence, not a correlation.")
+    if not view.present:
+        st.markdown(how)
     pv.draw_pair(view, a, b)
+    if view.present:  # after the chart on a projector: the first screen shows the chart
+        st.markdown(how)
 items = [cv.item_for(a, view.name), cv.item_for(b, view.name)]
 if None in items or items[0].candidates != items[1].candidates:
     st.warning("These sentences are outside the built-in grammar, so the antecedent cannot be read off automatically. "

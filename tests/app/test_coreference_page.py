@@ -144,3 +144,15 @@ def test_why_a_sentence_has_no_partner(text, why):
     typed = cv.typed_pair(text, "en-fr")
     assert typed.how == "nearest" and why in typed.note, typed.note
     assert typed.pair in [p for _, p in cv.pair_entries("en-fr")]
+
+
+def test_on_a_projector_the_two_sentences_fold_away_and_stay_editable():
+    """Presentation mode: Sentence A / B sit in a closed expander (the first chart then fits the first screen,
+    tests/e2e/test_presentation_browser.py measures it); editing B there still changes the pair the page reads."""
+    at = open_page("coreference.py", "en-fr-tiny", timeout=180, present="1")
+    assert [e.label for e in at.expander if e.label == "Edit sentence A and B"] == ["Edit sentence A and B"]
+    b = next(t for t in at.text_input if t.label == "Sentence B")
+    b.set_value("The animal didn't cross the street because it was too long.").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert next(t for t in at.text_input if t.label == "Sentence B").value.endswith("too long.")
+    assert any("too long" in c.value for c in at.caption), [c.value for c in at.caption]  # the panels read it

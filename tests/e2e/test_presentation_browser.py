@@ -213,7 +213,6 @@ FIRST_SCREEN_SHOWN = 100
 NO_CHART_ON_FIRST_SCREEN = {
     "": "the Start page is a list of links, no chart",
     "bertviz": "bertviz's views are an HTML page of their own (an iframe), not a plotly chart",
-    "coreference": "the page compares two sentences: the pair is chosen and both sentences shown before the charts",
     "training": "a form: the run's settings come first; its one chart (the learning-rate schedule) shows one of them",
     "mlm": "the masked sentence and the model's fills, as text, are the page; its charts follow",
 }
