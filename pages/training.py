@@ -112,7 +112,8 @@ st.markdown("**Watch induction heads form.** A 2-layer, attention-only model rea
             "then a previous-token head forms in layer 0, the layer-1 heads turn into induction heads and the loss on "
             "the second copy drops — the phase change of Olsson et al. (2022, *In-context learning and induction "
             "heads*, sec. 3). The charts below plot each head's induction score as it trains.")
-full = saved_models.saved_limit_error(owned_models())  # a new run's model could not be saved: refused before it starts
+yours = owned_models()  # read once a run: the page reruns every second while a job is live
+full = saved_models.saved_limit_error(yours)  # a new run's model could not be saved: refused before it starts
 if full:
     st.error(md(full))
 if st.button(f"Train the induction preset ({settings.preset_estimate()})", key="tr_induction",
@@ -121,7 +122,7 @@ if st.button(f"Train the induction preset ({settings.preset_estimate()})", key="
     try:
         preset = tj.Job(settings.induction_preset(), saved_models.suggest_name("induction"), label="induction preset",
                         owner=owner)
-        jobs.append(preset.start(owned=owned_models()))
+        jobs.append(preset.start(owned=yours))
         owned.append(preset.name)
     except (tj.JobLimitError, ValueError) as e:
         st.error(md(e))
@@ -201,7 +202,7 @@ if not errors:
 if st.button("Start training", type="primary", disabled=bool(errors) or running or not upload_ok or bool(full),
              help="One run per session at a time." if running else None):
     try:
-        jobs.append(tj.Job(cfg, name, owner=owner).start(owned=owned_models()))
+        jobs.append(tj.Job(cfg, name, owner=owner).start(owned=yours))
         owned.append(name)
         st.session_state["tr_suggested"] = name  # the name is now taken: the next run offers a fresh one
     except (tj.JobLimitError, ValueError) as e:
@@ -250,7 +251,7 @@ for error_key in ("tr_delete_error", "tr_share_error"):
     if st.session_state.get(error_key):
         st.error(md(st.session_state.pop(error_key)))
 on_disk = set(saved_models.names())
-mine = [n for n in owned_models() if n in on_disk]
+mine = [n for n in yours if n in on_disk]
 if not mine:
     st.caption("None yet.")
 for saved_name in mine:
