@@ -1,5 +1,6 @@
 """Finish a trained checkpoint for shipping: drop the resume state, measure held-out metrics, write them
-into config.json (``meta.heldout``; a broad translator also ``meta.heldout_sample``, every 10th held-out sentence,
+into config.json (``meta.heldout``; a translator or an lm of english-large also ``meta.heldout_sample``, every 10th
+held-out sentence or window,
 which tests/core/test_bundled.py re-measures; a translator ``meta.corpus_digest``, the digests of the splits its card
 reads) and the model card.
 
@@ -14,15 +15,15 @@ import time
 from pathlib import Path
 
 from core.io import checkpoint, jsonio
-from core.training.tasks import CARD_SAMPLE_EVERY, card_mismatches, heldout_metrics
+from core.training.tasks import CARD_SAMPLE_EVERY, REAL_LM, card_mismatches, heldout_metrics
 from core.training.trainer import STATE_JSON, STATE_WEIGHTS
 
 
 def limits(ck) -> str:
     """What a broad translator does not know, in the card's words (computed from its own training vocabulary)."""
     task = ck.meta.get("task", "")
-    if task == "lm":
-        return lm_limits()
+    if task in REAL_LM:
+        return lm_limits(task)
     if task not in ("en-fr", "en-de"):
         return ""
     if "--real-share" in ck.meta.get("command", ""):
@@ -69,23 +70,30 @@ def real_limits(ck) -> str:
             "correct translation\".")
 
 
-def lm_limits() -> str:
-    """The English lm's corpus, its sources and licences, and what it has not read."""
-    from core.data import english
-    d = english.describe()
+LM_READ = {"lm": "It has read technical documentation only: software, operating systems, programming. Stories, "
+                 "conversation, news and most everyday words are rare or absent in its training text, so on such "
+                 "prompts it drifts back to documentation prose.",
+           "lm-large": "It has read mostly technical documentation (software, operating systems, programming), with "
+                       "the King James Bible and a fantasy game's dialogue and story as its only narrative text. "
+                       "Conversation, news and many everyday words are rare in its training text."}
+
+
+def lm_limits(task: str) -> str:
+    """A real-English lm's corpus, its sources and licences, and what it has not read."""
+    from core.data import prose_for
+    corpus = prose_for(task)
+    d = corpus.describe()
     size = sum(x["chars"] for x in d["splits"].values())
     rows = "\n".join(f"| {s} | {x['paragraphs']:,} | {x['words']:,} | {x['chars']:,} |" for s, x in d["splits"].items())
     srcs = "\n".join(f"- {v}" for v in d["sources"].values())
     versions = ", ".join(f"{p} {v}" for p, v in d["packages"].items())
-    return (f"\n\n## Corpus\n\n{size / 1e6:.1f} MB of English prose after cleaning, frozen in `assets/corpora/english/` "
-            f"({d['compressed_bytes'] / 1e6:.1f} MB xz; extracted from {versions}, so a Debian point release cannot "
-            "change it; `python -m core.data.english` re-extracts from the installed packages and reports what "
+    return (f"\n\n## Corpus\n\n{size / 1e6:.1f} MB of English prose after cleaning, frozen in "
+            f"`assets/corpora/{corpus.NAME}/` ({d['compressed_bytes'] / 1e6:.1f} MB xz; extracted from {versions}, so "
+            f"a Debian point release cannot change it; `python -m {corpus.__name__}` re-extracts and reports what "
             f"changed):\n\n{srcs}\n\nOnly running text is "
             "kept (code, tables, directives and headings are dropped); each source document goes whole to one split."
             "\n\n| split | paragraphs | words | characters |\n|---|---|---|---|\n" + rows +
-            "\n\n## What it does not know\n\nIt has read technical documentation only: software, operating "
-            "systems, programming. Stories, conversation, news and most everyday words are rare or absent in its "
-            "training text, so on such prompts it drifts back to documentation prose. Its byte-level tokenizer never "
+            f"\n\n## What it does not know\n\n{LM_READ[task]} Its byte-level tokenizer never "
             "maps a word to [UNK], but words it never read are cut into many small pieces; every page names the "
             "words of your text that its training text does not contain (`words.json`).")
 
@@ -93,8 +101,8 @@ def lm_limits() -> str:
 def sampled(ck) -> bool:
     """Whether the suite re-measures a sample of ``ck``'s card rather than all of it: a translator's (a broad one's
     card decodes about 12,000 sentences: 100 s alone, 200 s beside the rest of the suite; a tiny one's 4,545, 40 s
-    beside the rest)."""
-    return ck.meta.get("task") in ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")
+    beside the rest; an lm of english-large's test split, 2.5 MB of text)."""
+    return ck.meta.get("task") in ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny", "lm-large")
 
 
 def card_splits(ck) -> dict:
@@ -133,9 +141,9 @@ def main(folder: str) -> None:
         config["meta"]["heldout_sample"] = sample
     if card_splits(ck):  # tests/core/test_bundled.py says at once when the generator has changed them
         config["meta"]["corpus_digest"] = card_splits(ck)
-    if ck.meta.get("task") == "lm":  # the frozen corpus it was measured on (test_bundled compares the card with it)
-        from core.data import english
-        config["meta"]["corpus"] = english.fingerprint()
+    if ck.meta.get("task") in REAL_LM:  # the frozen corpus it was measured on (test_bundled compares the card with it)
+        from core.data import prose_for
+        config["meta"]["corpus"] = prose_for(ck.meta["task"]).fingerprint()
     tmp = path / "config.json.tmp"
     tmp.write_text(jsonio.dumps(config, indent=2))
     tmp.replace(path / "config.json")
@@ -145,7 +153,7 @@ def main(folder: str) -> None:
     card = card.rstrip("\n") + limits(ck)
     card += ("\n\n## Held-out evaluation\n\nMeasured with `python scripts/bundle.py " + folder + f"` ({secs:.0f} s); "
              + ("tests/core/test_bundled.py re-measures it on every CI run." if not sample else
-                f"tests/core/test_bundled.py re-measures every {CARD_SAMPLE_EVERY}th held-out sentence of it "
+                f"tests/core/test_bundled.py re-measures every {CARD_SAMPLE_EVERY}th held-out sentence (or window) of it "
                 "(`meta.heldout_sample` in config.json) on every CI run; `python scripts/bundle.py --check "
                 + folder + "` re-measures all of it.") + "\n\n```json\n"
              + jsonio.dumps(metrics, indent=2) + "\n```\n")

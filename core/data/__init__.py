@@ -17,6 +17,8 @@ A translation task's text comes through two functions, one per kind of text:
   (:mod:`core.data.parallel`, ``pairs(split)``, ``describe()``, ``fingerprint()``): only the broad tasks have them;
   a ``*-tiny`` task is refused with a ValueError.
 
+A real-English language-model task's prose comes through :func:`prose_for` ``(task)``.
+
 They are two protocols, not one, because the two kinds of text answer different questions: a grammar can parse its
 own sentences (a pronoun, an antecedent), human translations cannot; they only have pairs. Every caller outside this
 package goes through these two functions (``tests/core/test_corpus_interface.py`` checks that each corpus takes what
@@ -88,6 +90,19 @@ def parallel_for(task: str) -> ParallelText:
     if task not in broad:
         raise ValueError(f"{task!r} has no human translations; only {', '.join(broad)} do")
     return parallel.HumanTranslations(lang_of(task))
+
+
+PROSE = {"lm": "english", "lm-large": "english_large"}  # a real-English lm task → the module of its frozen prose
+
+
+def prose_for(task: str):
+    """The frozen English prose a language-model task reads: ``lm`` → :mod:`core.data.english`, ``lm-large`` →
+    :mod:`core.data.english_large` (both :class:`core.data.english.ProseCorpus` modules: ``lines(split)``,
+    ``describe()``, ``fingerprint()``, ``card_mismatch(...)``, ``SOURCES``). ValueError for any other task."""
+    if task not in PROSE:
+        raise ValueError(f"{task!r} reads no frozen English prose; only {', '.join(PROSE)} do")
+    import importlib
+    return importlib.import_module(f".{PROSE[task]}", __package__)
 
 
 def split_digest(task: str, split: str) -> str:

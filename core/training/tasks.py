@@ -14,6 +14,7 @@ uninterrupted one would have seen.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DistributedSampler
 
-from ..data import reference_scores
+from ..data import PROSE, prose_for, reference_scores
 from ..io.tokenizer import BOS, EOS, MASK, PAD, SPECIALS, Tokenizer
 from .batching import epoch_size, token_batches
 
@@ -30,7 +31,7 @@ SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"
 SYNTHETIC = ("copy", "reverse", "sort")
 TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")  # broad corpus; the 97-word grammar
 LM_TASKS = ("lm", "lm-large", "lm-tiny")  # real English prose (core.data.english, …english_large); generated stories
-REAL_LM = {"lm": "english", "lm-large": "english_large"}  # task → the frozen prose corpus it reads (core.data.*)
+REAL_LM = PROSE  # task → the frozen prose corpus it reads (core.data.prose_for)
 TASKS = SYNTHETIC + TRANSLATION + LM_TASKS + ("mlm", "induction")
 # the induction task's tokens: 70 syllables (ba, be, … zu), so a repeated random sequence reads aloud
 SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
@@ -424,18 +425,12 @@ class LMTask(Task):
                  vocab_size: int | None = None, name: str = "lm-tiny"):
         self.name = name if text is None else "lm"
         self.seq_len = seq_len
-        if text is None and name in REAL_LM:
-            corpus = self.corpus()
-            lines, valid = corpus.lines("train"), corpus.lines("valid")
-            self.tokenizer = tokenizer or Tokenizer.train(lines, "bytebpe", vocab_size or self.ENGLISH_VOCAB,
-                                                          min_frequency=2)
-            source = (f"real English prose (core.data.{REAL_LM[name]}: "
-                      + ("the Python 3.11 documentation and the Debian Administrator's Handbook" if name == "lm" else
-                         f"{len(corpus.SOURCES)} sources of Debian documentation and stories") + ", split by document)")
-            self.train_lines = lines
-            self.train_stream = self._stream(lines)
-            self.valid_stream = self._stream(valid)
-            n_tokens = len(self.train_stream) + len(self.valid_stream)
+        real = text is None and name in REAL_LM
+        if real:
+            # The streams are tokenized when first read (train_stream, valid_stream below): a bundled lm's card
+            # sample or its evaluation windows need neither the 46 MB of english-large's training text.
+            self.tokenizer = tokenizer or Tokenizer.train(self.train_lines, "bytebpe",
+                                                          vocab_size or self.ENGLISH_VOCAB, min_frequency=2)
         else:
             from ..data import lm
             source = "a user text file" if text is not None else "the generated English corpus (core.data.lm, 4000 sentences)"
@@ -459,8 +454,33 @@ class LMTask(Task):
                 raise ValueError(f"the training text is too short: {len(stream)} tokens; need at least "
                                  f"{int(2 * (seq_len + 2) / 0.05)} for windows of {seq_len}")
         self.max_len = max(seq_len, 128)
-        self.description = (f"{source}: "
-                            f"{n_tokens} tokens, BPE vocabulary of {self.tokenizer.vocab_size}, windows of {seq_len}")
+        if not real:
+            self.description = (f"{source}: {n_tokens} tokens, BPE vocabulary of {self.tokenizer.vocab_size}, "
+                                f"windows of {seq_len}")
+
+    @functools.cached_property
+    def train_lines(self) -> list[str]:
+        """A real-English task's training paragraphs (the other tasks set them when built)."""
+        return self.corpus().lines("train")
+
+    @functools.cached_property
+    def train_stream(self) -> torch.Tensor:
+        return self._stream(self.train_lines)
+
+    @functools.cached_property
+    def valid_stream(self) -> torch.Tensor:
+        return self._stream(self.corpus().lines("valid"))
+
+    @functools.cached_property
+    def description(self) -> str:
+        """What a real-English task reads, for the card (the other tasks set it when built)."""
+        corpus = self.corpus()
+        source = (f"real English prose (core.data.{REAL_LM[self.name]}: "
+                  + ("the Python 3.11 documentation and the Debian Administrator's Handbook" if self.name == "lm" else
+                     f"{len(corpus.SOURCES)} sources of Debian documentation and stories") + ", split by document)")
+        n_tokens = len(self.train_stream) + len(self.valid_stream)
+        return (f"{source}: {n_tokens} tokens, BPE vocabulary of {self.tokenizer.vocab_size}, windows of "
+                f"{self.seq_len}")
 
     def _stream(self, lines: list[str]) -> torch.Tensor:
         """``BOS line EOS`` for every line, concatenated."""
@@ -471,8 +491,7 @@ class LMTask(Task):
 
     def corpus(self):
         """The frozen prose corpus module a real-English task reads (core.data.english or core.data.english_large)."""
-        import importlib
-        return importlib.import_module(f"..data.{REAL_LM[self.name]}", __package__)
+        return prose_for(self.name)
 
     def test_stream(self) -> torch.Tensor:
         """The English corpus's test split as a stream (read once, for the card)."""
@@ -494,23 +513,41 @@ class LMTask(Task):
         starts = torch.randint(0, len(self.train_stream) - self.seq_len - 1, (batch_size,), generator=gen).tolist()
         return self.windows(self.train_stream, starts)
 
+    def token_bytes(self) -> torch.Tensor | None:
+        """The bytes of text each token id stands for, with a byte-level tokenizer (``None`` otherwise): a token's
+        string holds one character per byte (GPT-2's byte ↔ character map); specials stand for none. A line of
+        ``n`` bytes then counts ``n + 1``: the space the tokenizer puts in front of each line stands for the line
+        break. Dividing a loss by these makes models with different tokenizers of the same text comparable (bits per
+        byte)."""
+        if not self.tokenizer.byte_level:
+            return None
+        vocab = self.tokenizer.vocab_size
+        return torch.tensor([0 if i < len(SPECIALS) else len(self.tokenizer.id_to_token(i)) for i in range(vocab)])
+
     @torch.no_grad()
-    def evaluate(self, model, n=64, stream: torch.Tensor | None = None, batch: int = 32):
+    def evaluate(self, model, n=64, stream: torch.Tensor | None = None, batch: int = 32, every: int = 1):
         """Mean next-token loss and perplexity over ``n`` non-overlapping windows of the valid stream (``n=None``:
-        all of them; ``stream``: another stream, e.g. :meth:`test_stream`)."""
+        all of them; ``stream``: another stream, e.g. :meth:`test_stream`; ``every`` > 1: every ``every``-th of those
+        windows, a card's sample); with a byte-level tokenizer also
+        ``bits_per_byte``: the summed loss in bits over the bytes of text the predicted tokens stand for."""
         model.eval()
         device = model.device
         stream = self.valid_stream if stream is None else stream
-        starts = list(range(0, len(stream) - self.seq_len - 1, self.seq_len))[:n]
-        total, count = 0.0, 0
+        starts = list(range(0, len(stream) - self.seq_len - 1, self.seq_len))[::every][:n]
+        sizes = self.token_bytes()
+        total, count, n_bytes = 0.0, 0, 0
         for i in range(0, len(starts), batch):
             b = self.windows(stream, starts[i:i + batch]).to(device)
             logits = model(b.tgt_in).logits
             total += float(torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), b.tgt_out.flatten(),
                                                              reduction="sum"))
             count += b.tgt_out.numel()
+            n_bytes += 0 if sizes is None else int(sizes[b.tgt_out.cpu()].sum())
         loss = total / count
-        return {"valid_loss": loss, "perplexity": math.exp(min(loss, 50.0))}
+        out = {"valid_loss": loss, "perplexity": math.exp(min(loss, 50.0))}
+        if sizes is not None:
+            out["bits_per_byte"] = total / math.log(2) / n_bytes
+        return out
 
 
 def ngram_perplexities(train: torch.Tensor, valid: torch.Tensor, test: torch.Tensor, vocab_size: int) -> dict:
@@ -752,7 +789,9 @@ def heldout_metrics(ck, every: int = 1) -> dict:
 
     Translation: the whole held-out test split (combinations never seen in training); with ``every`` > 1, every
     ``every``-th sentence of it (a broad translator: :func:`broad_heldout_metrics`; the card's ``heldout_sample``).
-    Synthetic: 1000 sequences from a generator seed training never uses. LM: validation loss.
+    Synthetic: 1000 sequences from a generator seed training never uses. LM on generated stories: validation
+    loss. LM on real English: the test split's loss, perplexity and bits per byte, with the n-gram baselines (with
+    ``every`` > 1: every ``every``-th window, without the baselines).
     MLM: 300 held-out lines with one fixed corruption.
     """
     task_name = ck.meta.get("task", "")
@@ -771,10 +810,12 @@ def heldout_metrics(ck, every: int = 1) -> dict:
     if task_name in REAL_LM:
         task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name=task_name)
         test = task.test_stream()
-        out = task.evaluate(ck.model, n=None, stream=test)
-        out = {"test_loss": out["valid_loss"], "perplexity": out["perplexity"], "test_tokens": len(test)}
-        out.update(ngram_perplexities(task.train_stream, task.valid_stream, test, ck.tokenizer.vocab_size))
-        out["perplexity_vs_bigram"] = out["perplexity"] / out["bigram_perplexity"]
+        out = task.evaluate(ck.model, n=None, stream=test, every=every)
+        out = {"test_loss": out["valid_loss"], "perplexity": out["perplexity"], "test_tokens": len(test),
+               "bits_per_byte": out["bits_per_byte"]}
+        if every == 1:  # the n-gram baselines read the whole training stream: the card's, not its sample's
+            out.update(ngram_perplexities(task.train_stream, task.valid_stream, test, ck.tokenizer.vocab_size))
+            out["perplexity_vs_bigram"] = out["perplexity"] / out["bigram_perplexity"]
         return out
     if task_name == "mlm":
         return MLMTask(tokenizer=ck.tokenizer).evaluate(ck.model)

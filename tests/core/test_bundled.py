@@ -67,15 +67,17 @@ def test_bundled_model_reproduces_its_card(name):
     card = ck.meta["heldout"]
     assert "python -m core.train" in ck.meta["command"]
     assert (ck.path / "card.md").read_text().count("Held-out evaluation") == 1
-    if "corpus" in ck.meta:  # the lm: its text is the frozen extraction in assets/corpora/english
-        from core.data import english
-        mismatch = english.card_mismatch(name, ck.meta["corpus"])
+    if "corpus" in ck.meta:  # a real-English lm: its text is the frozen extraction in assets/corpora/
+        from core.data import prose_for
+        mismatch = prose_for(ck.meta["task"]).card_mismatch(name, ck.meta["corpus"])
         assert mismatch is None, mismatch
-    if ck.meta.get("task") in ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny"):
+    if ck.meta.get("task") in ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny", "lm-large"):
         card = dict(ck.meta["heldout_sample"])
         assert card.pop("every") == CARD_SAMPLE_EVERY
-        # the sample is the card's own sentences: its counts are a tenth of the card's
-        assert card["n"] == -(-ck.meta["heldout"]["n"] // CARD_SAMPLE_EVERY)
+        if "n" in card:  # a translator's sample is the card's own sentences: its counts are a tenth of the card's
+            assert card["n"] == -(-ck.meta["heldout"]["n"] // CARD_SAMPLE_EVERY)
+        else:  # an lm's: the same test stream, every 10th window
+            assert card["test_tokens"] == ck.meta["heldout"]["test_tokens"]
         measured = heldout_metrics(ck, every=CARD_SAMPLE_EVERY)
     else:
         measured = heldout_metrics(ck)

@@ -64,6 +64,20 @@ def test_a_task_without_human_translations_is_refused(task, why):
         parallel_for(task)
 
 
+def test_prose_for_gives_each_lm_task_its_frozen_prose_and_refuses_the_rest():
+    from core.data import english, english_large, prose_for
+    from core.training.tasks import LMTask
+    assert prose_for("lm") is english and prose_for("lm-large") is english_large
+    for task in ("lm-tiny", "en-fr", "mlm"):
+        with pytest.raises(ValueError, match="reads no frozen English prose"):
+            prose_for(task)
+    # the task reads through it, and tokenizes its 46 MB of training text only when asked
+    from core.io import registry
+    task = LMTask(tokenizer=registry.load("lm").tokenizer, name="lm-large")
+    assert task.corpus() is english_large and "train_stream" not in vars(task) and "valid_stream" not in vars(task)
+    assert len(task.test_stream()) > 100_000 and "train_stream" not in vars(task)
+
+
 def parallel_imports(source: str, module: str) -> list[str]:
     """Every import of :mod:`core.data.parallel` (absolute, relative or as a name of core.data) in ``source``, the
     file being the dotted ``module``."""

@@ -186,3 +186,34 @@ def test_ngram_baselines_match_hand_computed_values():
     probs = [lam * 2 / 3 + (1 - lam) * p[6], lam * 2 / 2 + (1 - lam) * p[5], lam * 1 / 3 + (1 - lam) * p[7]]
     assert out["bigram_perplexity"] == pytest.approx(math.exp(-sum(math.log(x) for x in probs) / 3))
     assert out["bigram_perplexity"] < out["unigram_perplexity"]
+
+
+def test_bits_per_byte_counts_every_byte_of_the_text_once():
+    """Bits per byte (how the lms of different tokenizers are compared): the bytes of a stream of whole lines are
+    the lines' UTF-8 bytes plus one line break each, whatever the tokenizer cut; and the figure is the summed
+    cross-entropy in bits over the bytes the predicted tokens stand for, computed here without the task."""
+    from core.config import ModelConfig
+    from core.model import Transformer
+    from core.training.tasks import LMTask
+    lines = ["The café serves crème brûlée on Sundays.", "Naïve models read every byte — even these.",
+             "A third line, with numbers 12345 and symbols %$#."] * 20
+    tok = Tokenizer.train(lines, "bytebpe", 300)
+    task = LMTask(text="\n".join(lines), tokenizer=tok, seq_len=16)
+    sizes = task.token_bytes()
+    whole = task._stream(lines)
+    assert int(sizes[whole].sum()) == sum(len(ln.encode()) + 1 for ln in lines)
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(kind="decoder-only", vocab_size=tok.vocab_size, d_model=16, n_heads=2,
+                                    n_decoder_layers=1, d_ff=32, max_len=16, dropout=0.0))
+    # Windows cut characters apart, so the check counts its bytes by decoding the ASCII lines only.
+    ascii_lines = ["A third line, with numbers 12345 and symbols %$#.", "Models read every byte, even these."] * 20
+    whole = task._stream(ascii_lines)
+    got = task.evaluate(model, n=None, stream=whole, batch=3)
+    nats, n_bytes = 0.0, 0
+    with torch.no_grad():
+        for s in range(0, len(whole) - 17, 16):
+            x, y = whole[s:s + 16], whole[s + 1:s + 17]
+            nats += float(torch.nn.functional.cross_entropy(model(x[None]).logits[0], y, reduction="sum"))
+            n_bytes += len(tok.hf.decode(y.tolist()).encode())
+    assert got["bits_per_byte"] == pytest.approx(nats / math.log(2) / n_bytes, rel=1e-5)
+    assert "bits_per_byte" not in LMTask(text="\n".join(lines), seq_len=16).evaluate(model, n=2)  # not byte-level
