@@ -120,6 +120,7 @@ else:  # the shared sentence is one to translate, which a language model would s
                     PRESETS[name][1] if name in PRESETS else PRESETS["lm"][1], key="spec_prompt")
 spec = V.speculative(name, text, int(k), int(max_new))
 if not spec["ids"]:
+    coverage_view.output("Prompt", text)  # the prompt read, whole, as text, whatever the model made of it
     st.info(f"Nothing was generated: {md(spec['why_empty'])}. Change the sentence; acceptance and "
             "speed-up mean nothing for zero tokens.")
     st.button("Time greedy vs speculative", key="spec_time", disabled=True, help="Nothing to time: no token generated.")
