@@ -311,6 +311,33 @@ def report(ck, *, seq_len: int = 24, seed: int = 0, batch: int = 16, text: str |
 
 
 # ------------------------------------------------------------------ command line
+CARD = {"seq_len": 100, "batch": 32, "seed": 0, "threshold": 0.4, "windows": 256}  # what an lm card measures
+
+
+def card_heads(ck, stream: torch.Tensor | None = None) -> dict:
+    """What a language model's card says about its heads (Olsson et al. 2022's measures, ``CARD``'s settings): the
+    best induction and previous-token heads (layer, head, score), the loss on the first and second copy of repeated
+    random tokens, the second copy's loss with the induction heads (score ≥ the threshold, else the single best one)
+    switched off, and, given a held-out ``stream``, the in-context score (loss at token 500 − at token 50, or the
+    latest token the model's context allows)."""
+    rep = report(ck, seq_len=CARD["seq_len"], batch=CARD["batch"], seed=CARD["seed"], k=1, threshold=CARD["threshold"])
+    best = {kind: rep["top_heads"][kind][0] for kind in ("induction", "previous_token")}
+    heads, off = rep["ablation"]["induction_heads"], rep["ablation"]["induction_heads_off"]
+    if not heads:  # none reaches the threshold: the best one alone
+        heads = [[best["induction"]["layer"], best["induction"]["head"]]]
+        off = ablate_heads_loss(ck.model, heads, seq_len=CARD["seq_len"], batch=CARD["batch"], seed=CARD["seed"],
+                                **framing(ck))
+    out = {"settings": dict(CARD), "best_induction": best["induction"], "best_previous_token": best["previous_token"],
+           "first_copy_loss": rep["induction_loss"]["first_copy"], "second_copy_loss": rep["induction_loss"]["second_copy"],
+           "heads_off": [list(h) for h in heads], "second_copy_loss_heads_off": off["second_copy"],
+           "chance_loss": math.log(ck.model.cfg.vocab_size - framing(ck)["vocab_low"])}
+    if stream is not None:
+        late = min(500, ck.model.cfg.max_len - 2)
+        out["in_context"] = in_context_score(ck.model, stream, early=min(50, late // 2), late=late,
+                                             windows=CARD["windows"])
+    return out
+
+
 MAX_BATCH = 1024
 MAX_BYTES = 1 << 30  # what one measurement's traced batch may hold (core.io.budget's per-sequence estimate × batch)
 

@@ -105,6 +105,36 @@ def sampled(ck) -> bool:
     return ck.meta.get("task") in ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny", "lm-large")
 
 
+def lm_heads(ck) -> dict | None:
+    """An lm of english-large: what its heads do, for the card and the Heads page's claims
+    (:func:`core.find_heads.card_heads`, the in-context score on the valid split); None for other models."""
+    if ck.meta.get("task") != "lm-large":
+        return None
+    from core import find_heads
+    from core.training.tasks import LMTask
+    task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name="lm-large")
+    return find_heads.card_heads(ck, task.valid_stream)
+
+
+def heads_section(h: dict | None) -> str:
+    """The card's "Heads" section from :func:`lm_heads`."""
+    if not h:
+        return ""
+    ind, prev, ic = h["best_induction"], h["best_previous_token"], h["in_context"]
+    return ("\n\n## Heads\n\nMeasured on the weights with `core.find_heads.card_heads` (tests/core/test_bundled.py "
+            "re-measures it on every CI run): repeated random tokens, "
+            f"{h['settings']['batch']} sequences of {h['settings']['seq_len']} tokens, each twice.\n\n"
+            "| measure | value |\n|---|---|\n"
+            f"| best induction score (layer, head) | {ind['score']:.3f} ({ind['layer']}, {ind['head']}) |\n"
+            f"| best previous-token score (layer, head) | {prev['score']:.3f} ({prev['layer']}, {prev['head']}) |\n"
+            f"| loss on the first copy / the second copy (chance {h['chance_loss']:.2f}) | {h['first_copy_loss']:.2f} / "
+            f"{h['second_copy_loss']:.2f} ({h['second_copy_loss'] / h['first_copy_loss']:.2f}×) |\n"
+            f"| second copy with heads {h['heads_off']} off | {h['second_copy_loss_heads_off']:.2f} "
+            f"({h['second_copy_loss_heads_off'] - h['second_copy_loss']:+.2f} nats) |\n"
+            f"| in-context score on valid text: loss at token {ic['late']} − at token {ic['early']} "
+            f"({ic['windows']} windows) | {ic['score']:+.3f} |")
+
+
 def card_splits(ck) -> dict:
     """The digests of the corpus splits a translator's card is measured on (``meta.corpus_digest``), else {}."""
     from core.data import split_digest
@@ -144,13 +174,16 @@ def main(folder: str) -> None:
     if ck.meta.get("task") in REAL_LM:  # the frozen corpus it was measured on (test_bundled compares the card with it)
         from core.data import prose_for
         config["meta"]["corpus"] = prose_for(ck.meta["task"]).fingerprint()
+    heads = lm_heads(ck)
+    if heads:
+        config["meta"]["heads"] = heads
     tmp = path / "config.json.tmp"
     tmp.write_text(jsonio.dumps(config, indent=2))
     tmp.replace(path / "config.json")
     card = (path / "card.md").read_text()
-    for section in ("\n## Corpus", "\n## What it does not know", "\n## Held-out evaluation"):  # written below
+    for section in ("\n## Corpus", "\n## What it does not know", "\n## Heads", "\n## Held-out evaluation"):  # below
         card = card.split(section)[0]
-    card = card.rstrip("\n") + limits(ck)
+    card = card.rstrip("\n") + limits(ck) + heads_section(heads)
     card += ("\n\n## Held-out evaluation\n\nMeasured with `python scripts/bundle.py " + folder + f"` ({secs:.0f} s); "
              + ("tests/core/test_bundled.py re-measures it on every CI run." if not sample else
                 f"tests/core/test_bundled.py re-measures every {CARD_SAMPLE_EVERY}th held-out sentence (or window) of it "
