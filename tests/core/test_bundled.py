@@ -84,6 +84,25 @@ def test_bundled_model_reproduces_its_card(name):
     assert not card_mismatches(measured, card), card_mismatches(measured, card)
 
 
+def test_the_lm_card_says_what_its_heads_do_as_the_weights_do():
+    """The shipped lm's Heads section (``meta.heads``: the best induction and previous-token heads, the copy losses,
+    the induction heads switched off, the in-context score on valid text), re-measured from the weights: what the
+    Heads page shows of it is what the card says."""
+    from core import find_heads
+    from core.training.tasks import LMTask
+    ck = registry.load("lm")
+    card = ck.meta["heads"]
+    task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name=ck.meta["task"])
+    got = find_heads.card_heads(ck, task.valid_stream)
+    assert got.keys() == card.keys() and got["heads_off"] == card["heads_off"]
+    for key in ("best_induction", "best_previous_token", "in_context"):
+        assert got[key] == pytest.approx(card[key], rel=1e-4, abs=1e-5), key
+    for key in ("first_copy_loss", "second_copy_loss", "second_copy_loss_heads_off", "chance_loss"):
+        assert got[key] == pytest.approx(card[key], rel=1e-5), key
+    text = (ck.path / "card.md").read_text()
+    assert f"| best induction score (layer, head) | {card['best_induction']['score']:.3f} " in text
+
+
 @pytest.mark.parametrize("name", ["en-fr", "en-de", "en-fr-tiny", "en-de-tiny"])
 def test_the_splits_a_translator_card_read_are_still_generated_the_same(name):
     """A few seconds, where a changed generator otherwise shows as a card mismatch minutes later (issue 33)."""
