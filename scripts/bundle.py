@@ -85,7 +85,8 @@ def lm_limits(task: str) -> str:
     d = corpus.describe()
     size = sum(x["chars"] for x in d["splits"].values())
     rows = "\n".join(f"| {s} | {x['paragraphs']:,} | {x['words']:,} | {x['chars']:,} |" for s, x in d["splits"].items())
-    srcs = "\n".join(f"- {v}" for v in d["sources"].values())
+    srcs = "\n".join(f"- {v}" if isinstance(v, str) else  # english: one line each; english-large: its fields
+                     f"- {v['description']} ({', '.join(v['packages'])}), {v['licence']}" for v in d["sources"].values())
     versions = ", ".join(f"{p} {v}" for p, v in d["packages"].items())
     return (f"\n\n## Corpus\n\n{size / 1e6:.1f} MB of English prose after cleaning, frozen in "
             f"`assets/corpora/{corpus.NAME}/` ({d['compressed_bytes'] / 1e6:.1f} MB xz; extracted from {versions}, so "

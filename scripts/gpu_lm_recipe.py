@@ -138,7 +138,8 @@ def main() -> int:
     ap.add_argument("--probe", help=argparse.SUPPRESS)
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    device = "cpu" if args.smoke else "cuda"
+    import torch
+    device = "cuda" if torch.cuda.is_available() and not args.smoke else "cpu"  # --measure also serves CPU runs
     batch, seq_len = (2, 64) if args.smoke else (args.batch, args.seq_len)
     if args.probe:
         dims = parse_run("probe=" + args.probe)[1]

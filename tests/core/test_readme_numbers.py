@@ -208,6 +208,19 @@ def lm_perplexity():
     return d1(h["perplexity"]), d1(h["bigram_perplexity"]), f"{h['perplexity_vs_bigram']:.2f}"
 
 
+def lm_sources():
+    """The lm card's data line: "(core.data.english_large: N sources of …"."""
+    return (re.search(r"core\.data\.english_large: (\d+) sources", card("lm")).group(1),)
+
+
+def lm_heads():
+    """The lm card's heads (meta.heads): previous-token and induction scores with their layers, the ablation's cost."""
+    h = meta("lm")["heads"]
+    prev, ind = h["best_previous_token"], h["best_induction"]
+    return (f"{prev['score']:.2f}", str(prev["layer"]), f"{ind['score']:.2f}", str(ind["layer"]),
+            d1(h["second_copy_loss_heads_off"] - h["second_copy_loss"]))
+
+
 def induction_layers():
     """app/training_settings.py's INDUCTION_PRESET: its number of layers, and that it is attention-only."""
     preset = constants("app/training_settings.py")["INDUCTION_PRESET"]
@@ -322,6 +335,11 @@ CLAIMS = [
           "assets/models/lm/card.md split table, characters summed", lm_corpus_mb),
     Claim("lm-perplexity", r"test perplexity (\d+\.\d) against (\d+\.\d) for a bigram model on the same tokens "
           r"\((\d\.\d\d)×\)", "assets/models/lm/config.json meta.heldout", lm_perplexity),
+    Claim("lm-sources", r"English prose from (\d+) sources in Debian packages",
+          "assets/models/lm/card.md data line", lm_sources),
+    Claim("lm-heads", r"a previous-token head \(score (\d\.\d\d), layer (\d+)\) and, after it, an induction head "
+          r"\(score (\d\.\d\d), layer (\d+)\) whose removal costs the second copy of repeated random tokens "
+          r"(\d+\.\d) nats", "assets/models/lm/config.json meta.heads", lm_heads),
     Claim("induction-preset", r"the induction preset: a (\d+)-layer attention-only model",
           "app/training_settings.py INDUCTION_PRESET layers, attention_only", induction_layers),
     Claim("scoreboard", r"a scoreboard over (\d+) (?:probe )?sentences",
