@@ -35,7 +35,7 @@ from gpu_recipe import finish, sh
 
 from core.io import jsonio
 
-RUNS = ["lm-gpu-384=384:6:6:1536", "lm-gpu-384u=384:6:6:1536:u", "lm-gpu-384x4u=384:4:6:1536:u"]
+RUNS = ["lm-gpu-384ur=384:6:6:1536:ur", "lm-gpu-384x4ur=384:4:6:1536:ur", "lm-gpu-384u=384:6:6:1536:u"]
 FLAGS = ["--task", "lm-large", "--pos-encoding", "learned", "--norm", "pre", "--activation", "gelu", "--dropout", "0.1",
          "--schedule", "cosine", "--lr", "0.001", "--warmup", "300", "--label-smoothing", "0.0", "--clip", "1.0",
          "--weight-decay", "0.1", "--seed", "0"]
@@ -44,20 +44,28 @@ VOCAB = 8192
 
 
 def parse_run(spec: str) -> tuple[str, tuple]:
-    """``NAME=D_MODEL:LAYERS:HEADS:D_FF[:u]`` → (name, dims); a trailing ``u`` trains with ``--unscaled-embeddings``
-    (GPT's convention; docs/measurements/issue32-gpu.md says why it is worth a comparison)."""
+    """``NAME=D_MODEL:LAYERS:HEADS:D_FF[:LETTERS]`` → (name, dims); the letters: ``u`` trains with
+    ``--unscaled-embeddings`` (GPT's convention), ``r`` with rotary positions instead of learned ones — the two
+    changes that grew the shipped lm's induction head on CPU (docs/measurements/issue32-cpu.md)."""
     name, dims = spec.split("=")
     d_model, layers, heads, d_ff, *flag = dims.split(":")
-    if flag not in ([], ["u"]):
-        raise ValueError(f"{spec}: the fifth field may only be u (unscaled embeddings)")
+    if len(flag) > 1 or (flag and (not flag[0] or set(flag[0]) - set("ur"))):
+        raise ValueError(f"{spec}: the fifth field may only hold u (unscaled embeddings) and r (rotary positions)")
     return name, (int(d_model), int(layers), int(heads), int(d_ff), *flag)
 
 
+def conventions(dims: tuple) -> tuple[bool, str]:
+    """(unscaled embeddings, position encoding) of a candidate's dims."""
+    letters = dims[4] if len(dims) > 4 else ""
+    return "u" in letters, "rope" if "r" in letters else "learned"
+
+
 def shape(dims: tuple) -> list[str]:
-    """The ``core.train`` flags of a candidate's shape (and embedding convention)."""
-    d_model, layers, heads, d_ff, *flag = dims
-    return (["--d-model", str(d_model), "--layers", str(layers), "--heads", str(heads), "--d-ff", str(d_ff)]
-            + (["--unscaled-embeddings"] if flag else []))
+    """The ``core.train`` flags of a candidate's shape and conventions (after FLAGS: the last --pos-encoding wins)."""
+    d_model, layers, heads, d_ff = dims[:4]
+    unscaled, pos = conventions(dims)
+    return (["--d-model", str(d_model), "--layers", str(layers), "--heads", str(heads), "--d-ff", str(d_ff),
+             "--pos-encoding", pos] + (["--unscaled-embeddings"] if unscaled else []))
 
 
 def probe(dims, batch: int, seq_len: int, device: str, steps: int, compile_: bool) -> dict:
@@ -66,9 +74,10 @@ def probe(dims, batch: int, seq_len: int, device: str, steps: int, compile_: boo
     from core.model import Transformer
     from core.training.tasks import Batch
     from core.training.trainer import TrainConfig, loss_fn, model_config
-    d_model, layers, heads, d_ff, *flag = dims
-    cfg = TrainConfig(layers=layers, d_model=d_model, heads=heads, d_ff=d_ff, pos_encoding="learned", norm="pre",
-                      activation="gelu", dropout=0.1, unscaled_embeddings=bool(flag))
+    d_model, layers, heads, d_ff = dims[:4]
+    unscaled, pos = conventions(dims)
+    cfg = TrainConfig(layers=layers, d_model=d_model, heads=heads, d_ff=d_ff, pos_encoding=pos, norm="pre",
+                      activation="gelu", dropout=0.1, unscaled_embeddings=unscaled)
     mcfg = model_config(cfg, kind="decoder-only", vocab_size=VOCAB)
     mcfg = type(mcfg)(**{**mcfg.__dict__, "max_len": max(seq_len, 128)})
     model = Transformer(mcfg).to(device).train()
@@ -128,7 +137,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--budget", type=float, default=560.0, help="seconds of wall time for everything")
-    ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=D_MODEL:LAYERS:HEADS:D_FF[:u] (u: --unscaled-embeddings)")
+    ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=D_MODEL:LAYERS:HEADS:D_FF[:LETTERS] (u: --unscaled-embeddings, r: rotary positions)")
     ap.add_argument("--batch", type=int, default=64, help="windows per step")
     ap.add_argument("--seq-len", type=int, default=512)
     ap.add_argument("--fill", type=float, default=0.6, help="share of the probe's step count to ask for")
