@@ -162,7 +162,7 @@ def main() -> int:
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
-    runs = [parse_run(spec) for spec in (["lm-smoke=32:2:2:64"] if args.smoke else args.runs)]
+    runs = [parse_run(spec) for spec in (["lm-smoke=32:2:2:64:ur"] if args.smoke else args.runs)]
     summary: dict = {"budget_s": args.budget, "batch": batch, "seq_len": seq_len, "runs": {}}
     if not args.smoke:
         summary["gpu"] = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
