@@ -328,3 +328,25 @@ def test_one_json_cleaner_for_every_writer():
     got = jsonio.finite({1: torch.tensor([0.1234567, math.nan]), "x": (math.inf, 2, "s")}, digits=6)
     assert got == {"1": [0.123457, None], "x": [None, 2, "s"]}
     assert jsonio.finite(torch.tensor(2.5)) == 2.5
+
+
+@pytest.mark.parametrize("cpu_bf16", [False, True])
+def test_cpu_bf16_runs_the_training_forward_in_bfloat16_and_says_so_in_the_command(cpu_bf16):
+    """``--cpu-bf16``: the output layer's logits of a training step come out in bfloat16 on CPU (float32 without it),
+    the loss still falls, and the card's reproducing command carries the flag (it changes the result)."""
+    from core.training.trainer import command_line, train_model
+
+    cfg = TrainConfig(task="copy", steps=40, seed=0, layers=1, d_model=32, heads=2, d_ff=64, dropout=0.0,
+                      label_smoothing=0.0, schedule="constant", lr=3e-3, warmup=0, seq_len=8, batch_size=32,
+                      eval_every=40, ckpt_every=40, threads=1, device="cpu", cpu_bf16=cpu_bf16, quiet=True)
+    dtypes = []
+
+    def on_step(info):
+        if info["step"] == 1:
+            info["model"].lm_head.register_forward_hook(lambda m, i, o: dtypes.append(o.dtype))
+
+    done = train_model(cfg, on_step=on_step)
+    assert dtypes and set(dtypes[:39]) == {torch.bfloat16 if cpu_bf16 else torch.float32}
+    losses = [loss for _, loss in done.summary["history"]]
+    assert len(losses) == 40 and losses[-1] < 0.8 * losses[0], losses[::10]
+    assert ("--cpu-bf16" in command_line(cfg)) is cpu_bf16
