@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from .data import corpus_for, lang_of, parallel_for, reference_scores
+from .data import corpus_for, lang_of, parallel_of, reference_scores
 from .inference.decoding import greedy_many
 from .io import checkpoint, cli, jsonio, registry
 from .io.tokenizer import EOS
@@ -104,14 +104,15 @@ def evaluate(ck, pairs: list[tuple[str, str]], task: str | None = None) -> tuple
     return rows, metrics
 
 
-def corpus_pairs(task: str, split: str, corpus: str, n: int | None) -> list[tuple[str, str]]:
-    """``(source, reference)`` pairs of a model's own corpus: the generated ``split`` (``n`` pairs, seed 7) or the
-    human translations' ``split`` (every pair, or an even sample of ``n``)."""
+def corpus_pairs(meta: dict, split: str, corpus: str, n: int | None) -> list[tuple[str, str]]:
+    """``(source, reference)`` pairs of a model's own corpus (``meta``: its checkpoint's): the generated ``split``
+    (``n`` pairs, seed 7) or the split of the human translations it read (every pair, or an even sample of ``n``)."""
+    task = meta["task"]
     lang = lang_of(task)
     if corpus == "generated":
         return [(p.src, p.tgt) for p in corpus_for(task).generate(lang, split, n=n or 300, seed=7)]
     try:
-        text = parallel_for(task)
+        text = parallel_of(meta)
     except ValueError as e:
         raise ValueError(f"{e}; use --corpus generated") from None
     real = text.pairs(split)
@@ -139,7 +140,7 @@ def main(argv=None) -> int:
         if ck.model.cfg.kind != "encoder-decoder" or task not in TRANSLATION:
             raise ValueError(f"{args.model} is a {ck.model.cfg.kind} model of task {task!r}; evaluation needs a "
                              f"translation model ({', '.join(TRANSLATION)})")
-        pairs = read_pairs(args.pairs) if args.pairs else corpus_pairs(task, args.split, args.corpus, args.n)
+        pairs = read_pairs(args.pairs) if args.pairs else corpus_pairs(ck.meta, args.split, args.corpus, args.n)
         rows, metrics = evaluate(ck, pairs, task)
     except (ValueError, OSError, checkpoint.CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)

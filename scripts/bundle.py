@@ -46,9 +46,9 @@ def limits(ck) -> str:
 def real_limits(ck) -> str:
     """A translator that read human translations: its corpus per source (licences, filters, splits), and its
     limits."""
-    from core.data import broad, parallel_for
+    from core.data import broad, parallel_of
     lang = ck.meta["task"][-2:]
-    d = parallel_for(ck.meta["task"]).describe()
+    d = parallel_of(ck.meta).describe()
     names = d["filter_order"]
     head = "| source | licence | paragraphs | sentence pairs | " + " | ".join(f"after {n}" for n in names) + " |"
     rows = "\n".join(f"| {src} | {d['sources'][src]['licence']} | {row['paragraphs']:,} | {row['sentence pairs']:,} | "
@@ -59,7 +59,8 @@ def real_limits(ck) -> str:
     return (f"\n\n## Corpus\n\nTwo kinds of text, mixed as `--real-share` says: the generated sentences of "
             f"`core.data.broad` ({len(broad.frame_names(lang))} frames over {len(lex.nouns)} dictionary nouns, the "
             "coreference cases) and **human translations** from Debian packages (`core.data.parallel`), frozen in "
-            f"`assets/corpora/parallel-{lang}/` ({d['compressed_bytes'] / 1e6:.1f} MB xz; from {versions}). "
+            + " and ".join(f"`assets/corpora/{name}/`" for name in d["corpora"])
+            + f" ({d['compressed_bytes'] / 1e6:.1f} MB xz; from {versions}). "
             "Pairs per source before and after each filter, in order:\n\n" + head + "\n|" + "---|" * (len(names) + 4)
             + "\n" + rows + f"\n\nSplits by document (a help page, a handbook chapter, a campaign, a stamp): {splits}. "
             "No normalised English sentence of valid or test occurs in train.\n\n## What it does not know\n\n"

@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from core.data import corpus_for, lang_of, parallel_for
+from core.data import corpus_for, lang_of, parallel_of
 from core.data.winograd import load
 from core.evaluate import translate_ids
 from core.inference import quality
@@ -28,10 +28,12 @@ RIGHT_CHRF = 60.0
 DEV_SETS = tuple(sorted((ROOT / "tests" / "data").glob("winograd_dev*.tsv")))
 
 
-def dev_pairs(task: str) -> list[tuple[str, str, str]]:
-    """(source, reference, which dev set) for every dev sentence of the task's language."""
+def dev_pairs(meta: dict) -> list[tuple[str, str, str]]:
+    """(source, reference, which dev set) for every dev sentence of the language of a model (``meta``: its
+    checkpoint's; the valid split of the human translations it read)."""
+    task = meta["task"]
     lang = lang_of(task)
-    real = parallel_for(task).pairs("valid")
+    real = parallel_of(meta).pairs("valid")
     out = [(a, b, "real-valid") for a, b in real[::max(1, len(real) // 600)][:600]]
     out += [(p.src, p.tgt, "generated-valid") for p in corpus_for(task).generate(lang, "valid", n=300, seed=7)]
     for dev in DEV_SETS:
@@ -42,7 +44,7 @@ def dev_pairs(task: str) -> list[tuple[str, str, str]]:
 def calibrate(folder: str) -> dict:
     import sacrebleu
     ck = checkpoint.load(folder)
-    rows = dev_pairs(ck.meta["task"])
+    rows = dev_pairs(ck.meta)
     outs = translate_ids(ck, [s for s, _, _ in rows])
     hyps = [ck.tokenizer.decode(o) for o in outs]
     scores = quality.confidence(ck.model, ck.tokenizer, [s for s, _, _ in rows], outs)

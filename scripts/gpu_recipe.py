@@ -42,11 +42,14 @@ def shape(d_model: int, layers: int, d_ff: int) -> list[str]:
             "--pos-encoding", "sinusoidal", "--norm", "post", "--activation", "relu", "--dropout", "0.1"]
 
 
-def parse_run(spec: str) -> tuple[str, str, str, tuple[int, int, int]]:
-    """``NAME=TASK:SHARE`` or ``NAME=TASK:SHARE:D_MODEL:LAYERS:D_FF`` → (name, task, share, dims)."""
+def parse_run(spec: str) -> tuple[str, str, str, tuple[int, int, int], list[str]]:
+    """``NAME=TASK[@RELEASE]:SHARE[:D_MODEL:LAYERS:D_FF]`` → (name, task, share, dims, extra ``core.train`` flags):
+    ``en-fr@2`` reads release 2 of the human translations (``--parallel-release 2``, four more sources)."""
     name, rest = spec.split("=")
     task, share, *dims = rest.split(":")
-    return name, task, share, tuple(int(d) for d in dims) if dims else DIMS
+    task, _, release = task.partition("@")
+    return (name, task, share, tuple(int(d) for d in dims) if dims else DIMS,
+            ["--parallel-release", release] if release else [])
 
 
 OPTIM = ["--schedule", "cosine", "--lr", "0.001", "--warmup", "400", "--label-smoothing", "0.1", "--clip", "1.0",
@@ -103,12 +106,13 @@ def precision(folder: str, device: str, smoke: bool = False) -> dict:
     from core.training.tasks import REAL_MAX_TOKENS, TranslationTask
     ck = checkpoint.load(folder, device)
     tc = json.loads((Path(folder) / "train_state.json").read_text())["train_config"]
-    task = TranslationTask(tc["task"], tokenizer=ck.tokenizer, train=False, real_share=tc["real_share"])
+    task = TranslationTask(tc["task"], tokenizer=ck.tokenizer, train=False, real_share=tc["real_share"],
+                           parallel_release=tc.get("parallel_release") or 1)
     task.decode_len = REAL_MAX_TOKENS + 8  # as the trainer's own evaluation decodes
     out = {"rule": {}}
     n_eval = 20 if smoke else 300
     for corpus, n in (("real", 20 if smoke else 1000), ("generated", n_eval)):
-        _, metrics = evaluate.evaluate(ck, evaluate.corpus_pairs(tc["task"], "valid", corpus, n))
+        _, metrics = evaluate.evaluate(ck, evaluate.corpus_pairs(ck.meta, "valid", corpus, n))
         out["rule"][f"{corpus}_valid"] = {k: v for k, v in metrics.items() if not k.startswith("coreference")}
     out["rule"]["dev"] = [{k: v for k, v in r.items() if k != "model"} for r in eval_dev(folder, device=device,
                                                                              **({"dev_sets": DEV_SETS[:1]} if smoke else {}))]
@@ -207,7 +211,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--budget", type=float, default=560.0, help="seconds of wall time for everything")
-    ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=TASK:SHARE[:D_MODEL:LAYERS:D_FF]")
+    ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=TASK[@RELEASE]:SHARE[:D_MODEL:LAYERS:D_FF]")
     ap.add_argument("--fill", type=float, default=0.85, help="share of the probe's step count to ask for")
     ap.add_argument("--no-weights", action="store_true", help="bring back figures and logs only")
     ap.add_argument("--build-s", type=float, default=BUILD_S, help="seconds set aside for the data build")
@@ -245,7 +249,7 @@ def main() -> int:
     batch_tokens = 500 if args.smoke else args.batch_tokens
     runs = [parse_run(spec) for spec in args.runs]
     probes = [sh(me + ["--probe", "--batch-tokens", str(batch_tokens), "--dims", ":".join(map(str, dims))])
-              for *_, dims in runs]
+              for _, _, _, dims, _ in runs]
     results = []
     for p in probes:
         text, _ = p.communicate(timeout=max(1.0, end - time.time()))
@@ -263,13 +267,13 @@ def main() -> int:
     (out / "summary.json").write_text(jsonio.dumps(summary, indent=1))  # what comes back if the rest never ends
     print(f"probe {ms:.1f} ms/step with {len(args.runs)} at once; {train_s:.0f} s to train -> {steps} steps", flush=True)
     procs = {}
-    for name, task, share, dims in runs:
+    for name, task, share, dims, release in runs:
         folder = work / name
         cmd = [sys.executable, "-m", "core.train", "--out", str(folder), "--task", task, "--real-share", share,
                "--steps", str(steps), "--batch-tokens", str(batch_tokens),
                "--eval-every", str(steps if args.smoke else max(1, steps // 2)), "--ckpt-every", str(max(1, steps // 8)),
                "--max-seconds", str(round(max(train_s, 30), 1)), "--device", device, "--threads", "4",
-               *shape(*dims), *OPTIM]
+               *shape(*dims), *OPTIM, *release]
         folder.mkdir(parents=True, exist_ok=True)
         procs[name] = sh(cmd, work / f"{name}.log")
         summary["runs"][name] = {"command": " ".join(cmd[1:])}

@@ -79,17 +79,24 @@ class ParallelText(Protocol):
         """One digest per split of the pairs (what a card was measured on)."""
 
 
-def parallel_for(task: str) -> ParallelText:
+def parallel_for(task: str, release: int = 1) -> ParallelText:
     """The human translations of a broad translation task: ``en-fr`` / ``en-de`` → the French / German sentence
-    pairs of :mod:`core.data.parallel`. ValueError for a ``*-tiny`` task (it never read any) or a task with no
-    parallel corpus."""
+    pairs of :mod:`core.data.parallel`, of frozen ``release`` 1 (what the shipped translators read) or 2 (more
+    sources). ValueError for a ``*-tiny`` task (it never read any), a task with no parallel corpus, or an unknown
+    release."""
     if task.endswith(TINY_SUFFIX):
         raise ValueError(f"{task} never read human translations")
     from . import parallel
     broad = [f"en-{lang}" for lang in parallel.LANGS]
     if task not in broad:
         raise ValueError(f"{task!r} has no human translations; only {', '.join(broad)} do")
-    return parallel.HumanTranslations(lang_of(task))
+    return parallel.HumanTranslations(lang_of(task), release)
+
+
+def parallel_of(meta: dict) -> ParallelText:
+    """The human translations a trained translator read, from its checkpoint's ``meta``: its task and
+    ``parallel_release`` (1 where the meta has none: every translator trained before release 2 existed)."""
+    return parallel_for(meta["task"], int(meta.get("parallel_release", 1)))
 
 
 PROSE = {"lm": "english", "lm-large": "english_large"}  # a real-English lm task → the module of its frozen prose

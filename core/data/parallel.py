@@ -19,6 +19,21 @@ source                 what it is and how it aligns                             
                        dict-freedict-eng-deu: an English line and its German
 =====================  ==========================================================  ==========================
 
+**Release 2** (``release=2``, ``core.train --parallel-release 2``) reads these too, frozen apart in
+``assets/corpora/parallel-extra-<lang>/`` so that release 1 — what the shipped translators read — stays as it was:
+
+=====================  ==========================================================  ==========================
+``gnome-help``         GNOME's help (gnome-user-docs, Mallard pages): a page's      CC-BY-SA-3.0
+                       ``<title>``, ``<desc>``, ``<p>`` in order, when both
+                       languages have as many
+``debian-reference``   The Debian Reference: a chapter's ``<p>`` in order, when     GPL-2.0-or-later
+                       both languages have as many
+``freeciv``            Freeciv's nation legends, help and messages: gettext; each   GPL-2.0-or-later
+                       message its own document
+``widelands``          Widelands' scenario stories, tutorials, encyclopedia:        GPL-2.0-or-later
+                       gettext, one document per catalog
+=====================  ==========================================================  ==========================
+
 A paragraph pair is cut into sentence pairs when both sides have the same number of sentences. Every pair then
 passes the filters of :data:`FILTERS` in order (untranslated, markup and placeholders, length, length ratio,
 duplicates); :func:`filter_table` counts the pairs per source before and after each, for the model card.
@@ -70,6 +85,27 @@ SOURCES = {
     "ding": {"description": "Ding example sentences (dict-freedict-eng-deu), German only",
              "licence": "GPL-2.0-or-later", "aligned_by": "dictionary entry"},
 }
+# Release 2 adds these sources (frozen apart, in ``parallel-extra-<lang>``); release 1 is what the shipped translators
+# read, unchanged. Each, like the sources above, measured before it was added (the stop-46 note): English words of
+# its fr pairs ≈ 43 k (GNOME help), 41 k (Debian Reference), 89 k (Freeciv), 63 k (Widelands).
+EXTRA_PACKAGES = {
+    "gnome-help": ["gnome-user-docs"],
+    "debian-reference": ["debian-reference-en", "debian-reference-fr", "debian-reference-de"],
+    "freeciv": ["freeciv-data"],
+    "widelands": ["widelands-data"],
+}
+EXTRA_SOURCES = {
+    "gnome-help": {"description": "GNOME help (gnome-user-docs)", "licence": "CC-BY-SA-3.0",
+                   "aligned_by": "page + element order"},
+    "debian-reference": {"description": "The Debian Reference (debian-reference-en / -fr / -de)",
+                         "licence": "GPL-2.0-or-later", "aligned_by": "chapter + paragraph order"},
+    "freeciv": {"description": "Freeciv 3.0 nation legends, help and messages (freeciv-data)",
+                "licence": "GPL-2.0-or-later", "aligned_by": "gettext msgid"},
+    "widelands": {"description": "Widelands 1.1 scenarios, tutorials and encyclopedia (widelands-data)",
+                  "licence": "GPL-2.0-or-later", "aligned_by": "gettext msgid"},
+}
+FREECIV_DOMAINS = ("freeciv-nations", "freeciv-core")
+RELEASES = {1: ("parallel",), 2: ("parallel", "parallel-extra")}  # the frozen corpora a release reads (+ "-<lang>")
 MAX_WORDS = 40  # a side longer than this is too long for the model (positions and batches)
 MIN_RATIO, MAX_RATIO = 0.5, 2.2  # target / source characters (French runs ≈ 1.15× English, German ≈ 1.2×)
 
@@ -166,23 +202,25 @@ def _tab(en: str, tr: str) -> str:
     return " ".join(en.split()) + "\t" + " ".join(tr.split())
 
 
-class _ParaParser(HTMLParser):
-    """The text of each ``<div class="para">`` of a handbook page, in order."""
+class _BlockParser(HTMLParser):
+    """The text of every block element ``match(tag, attrs)`` accepts, in document order, inline tags flattened (a
+    block nested in a matched one counts as part of it)."""
 
-    def __init__(self):
+    def __init__(self, match):
         super().__init__(convert_charrefs=True)
+        self.match = match
         self.paras: list[str] = []
-        self._depth = 0
+        self._tag, self._depth = "", 0
         self._buf: list[str] = []
 
     def handle_starttag(self, tag, attrs):
         if self._depth:
-            self._depth += tag == "div"
-        elif tag == "div" and dict(attrs).get("class") == "para":
-            self._depth, self._buf = 1, []
+            self._depth += tag == self._tag
+        elif self.match(tag, dict(attrs)):
+            self._tag, self._depth, self._buf = tag, 1, []
 
     def handle_endtag(self, tag):
-        if self._depth and tag == "div":
+        if self._depth and tag == self._tag:
             self._depth -= 1
             if not self._depth:
                 self.paras.append(re.sub(r"\s+", " ", "".join(self._buf)).strip())
@@ -192,11 +230,17 @@ class _ParaParser(HTMLParser):
             self._buf.append(data)
 
 
-def handbook_paragraphs(text: str) -> list[str]:
-    """The text of each ``<div class="para">`` of a Debian Administrator's Handbook page, in order (unfiltered)."""
-    p = _ParaParser()
+def blocks(text: str, match) -> list[str]:
+    """The text of each block element of an HTML or XML page that ``match(tag, attrs)`` accepts, in order
+    (unfiltered, entities decoded)."""
+    p = _BlockParser(match)
     p.feed(text)
     return [html.unescape(x) for x in p.paras]
+
+
+def handbook_paragraphs(text: str) -> list[str]:
+    """The text of each ``<div class="para">`` of a Debian Administrator's Handbook page, in order (unfiltered)."""
+    return blocks(text, lambda tag, attrs: tag == "div" and attrs.get("class") == "para")
 
 
 def _paras(path: Path) -> list[str]:
@@ -255,6 +299,81 @@ def ding_documents(lang: str, dictd: Path = Path("/usr/share/dictd")) -> list[fr
     return docs
 
 
+def _mo(path: Path) -> dict[str, str]:
+    """A gettext catalog's singular messages, msgid → msgstr (a message's context, ``ctx\x04``, dropped)."""
+    with open(path, "rb") as f:
+        catalog = gettext.GNUTranslations(f)._catalog
+    return {k.split("\x04")[-1]: v for k, v in catalog.items() if isinstance(k, str) and k and isinstance(v, str) and v}
+
+
+def gnome_help_documents(root: Path, lang: str) -> list[frozen.Document]:
+    """GNOME's help (Mallard pages): a page's ``<title>``, ``<desc>`` and ``<p>`` elements paired in order when
+    the English and translated page have as many (else the page is skipped: no safe alignment)."""
+    base = root / "usr/share/help"
+    match = lambda tag, attrs: tag in ("p", "title", "desc")  # noqa: E731
+    docs = []
+    for en_path in sorted((base / "C").rglob("*.page")):
+        rel = en_path.relative_to(base / "C")
+        other = base / lang / rel
+        if not other.exists():
+            continue
+        en, tr = (blocks(x.read_text(encoding="utf-8", errors="replace"), match) for x in (en_path, other))
+        if len(en) == len(tr):
+            pairs = tuple(_tab(e, t) for e, t in zip(en, tr) if e and t)
+            if pairs:
+                docs.append(frozen.Document("gnome-help", str(rel), pairs))
+    return docs
+
+
+def debian_reference_documents(root: Path, lang: str) -> list[frozen.Document]:
+    """The Debian Reference: a chapter's ``<p>`` elements paired in order when both languages have as many."""
+    base = root / "usr/share/debian-reference"
+    match = lambda tag, attrs: tag == "p"  # noqa: E731
+    docs = []
+    for en_path in sorted(base.glob("*.en.html")):
+        other = base / en_path.name.replace(".en.html", f".{lang}.html")
+        if not other.exists():
+            continue
+        en, tr = (blocks(x.read_text(encoding="utf-8", errors="replace"), match) for x in (en_path, other))
+        if len(en) == len(tr):
+            pairs = tuple(_tab(e, t) for e, t in zip(en, tr) if e and t)
+            if pairs:
+                docs.append(frozen.Document("debian-reference", en_path.name.replace(".en.html", ""), pairs))
+    return docs
+
+
+def freeciv_documents(root: Path, lang: str) -> list[frozen.Document]:
+    """Freeciv's nation legends and its help and game messages (gettext): each message a document of its own, as
+    the messages are independent texts (a nation's history, one help entry)."""
+    base = root / "usr/share/locale" / lang / "LC_MESSAGES"
+    docs = []
+    for domain in FREECIV_DOMAINS:
+        if not (base / f"{domain}.mo").exists():
+            continue
+        catalog = _mo(base / f"{domain}.mo")
+        docs += [frozen.Document("freeciv", f"{domain}/{hashlib.sha256(k.encode()).hexdigest()[:16]}", (_tab(k, v),))
+                 for k, v in sorted(catalog.items())]
+    return docs
+
+
+def widelands_documents(root: Path, lang: str) -> list[frozen.Document]:
+    """Widelands' catalogs (a scenario's story, a tribe's encyclopedia, the tutorials): one document per catalog."""
+    base = root / "usr/share/games/widelands/data/locale" / lang / "LC_MESSAGES"
+    docs = []
+    for mo in sorted(base.glob("*.mo")):
+        pairs = tuple(_tab(k, v) for k, v in sorted(_mo(mo).items()))
+        if pairs:
+            docs.append(frozen.Document("widelands", mo.stem, pairs))
+    return docs
+
+
+def extract_extra(lang: str, cache: Path = CACHE) -> list[frozen.Document]:
+    """Release 2's added documents (:data:`EXTRA_PACKAGES`), downloaded into ``cache`` when missing."""
+    root = fetch([p for pkgs in EXTRA_PACKAGES.values() for p in pkgs], cache)
+    return (gnome_help_documents(root, lang) + debian_reference_documents(root, lang) + freeciv_documents(root, lang)
+            + widelands_documents(root, lang))
+
+
 def extract(lang: str, cache: Path = CACHE) -> list[frozen.Document]:
     """Every aligned paragraph pair of ``lang`` from the packages (downloaded into ``cache`` when missing)."""
     root = fetch([p for src, pkgs in PACKAGES.items() if src not in ("debian-handbook", "ding") for p in pkgs], cache)
@@ -264,10 +383,11 @@ def extract(lang: str, cache: Path = CACHE) -> list[frozen.Document]:
             + tuxpaint_documents(root, lang) + ding_documents(lang))
 
 
-def rebuild(lang: str, write: bool = False, cache: Path = CACHE, root: Path = frozen.ROOT) -> dict:
-    """Extract again and compare with the frozen copy; ``write`` replaces it."""
-    new = extract(lang, cache)
-    name = f"parallel-{lang}"
+def rebuild(lang: str, write: bool = False, cache: Path = CACHE, root: Path = frozen.ROOT, extra: bool = False) -> dict:
+    """Extract again and compare with the frozen copy; ``write`` replaces it. ``extra``: release 2's added sources
+    (``parallel-extra-<lang>``) instead of release 1's (``parallel-<lang>``)."""
+    new = extract_extra(lang, cache) if extra else extract(lang, cache)
+    name = f"parallel-extra-{lang}" if extra else f"parallel-{lang}"
     try:
         old = frozen.read(name, root)
     except frozen.FrozenCorpusError:
@@ -276,8 +396,10 @@ def rebuild(lang: str, write: bool = False, cache: Path = CACHE, root: Path = fr
     report["documents"] = len(new)
     if write:
         versions = deb_versions(cache)
-        frozen.write(name, new, sources=SOURCES, rebuild=f"python -m core.data.parallel --lang {lang}", root=root,
-                     packages={p: versions.get(p) or frozen.package_version(p) for v in PACKAGES.values() for p in v})
+        packages = EXTRA_PACKAGES if extra else PACKAGES
+        frozen.write(name, new, sources=EXTRA_SOURCES if extra else SOURCES, root=root,
+                     rebuild=f"python -m core.data.parallel --lang {lang}" + (" --extra" if extra else ""),
+                     packages={p: versions.get(p) or frozen.package_version(p) for v in packages.values() for p in v})
         _pairs.cache_clear()
         report["written"] = str(root / name)
     return report
@@ -339,12 +461,19 @@ def split_of(key: str) -> str:
     return "valid" if h < 5 else "test" if h < 10 else "train"
 
 
-@lru_cache(maxsize=4)
-def _pairs(lang: str, root: Path = frozen.ROOT) -> tuple[dict, dict]:
-    """(pairs per split as ``(en, tr, source)``, counts per source before / after each filter)."""
+def _check(lang: str, release: int) -> None:
     if lang not in LANGS:
         raise ValueError(f"no parallel corpus for {lang!r}; choose one of {', '.join(LANGS)}")
-    docs = frozen.read(f"parallel-{lang}", root)
+    if release not in RELEASES:
+        raise ValueError(f"no release {release!r} of the parallel corpus; choose one of {', '.join(map(str, RELEASES))}")
+
+
+@lru_cache(maxsize=4)
+def _pairs(lang: str, root: Path = frozen.ROOT, release: int = 1) -> tuple[dict, dict]:
+    """(pairs per split as ``(en, tr, source)``, counts per source before / after each filter) of one release: the
+    documents of every frozen corpus it reads, through the same filters, splits and duplicate removal."""
+    _check(lang, release)
+    docs = [d for name in RELEASES[release] for d in frozen.read(f"{name}-{lang}", root)]
     table: dict[str, dict[str, int]] = {}
     kept: dict[str, list[tuple[str, str, str]]] = {s: [] for s in SPLITS}
     for doc in docs:
@@ -379,60 +508,62 @@ def _pairs(lang: str, root: Path = frozen.ROOT) -> tuple[dict, dict]:
     return {s: tuple(out[s]) for s in SPLITS}, table
 
 
-def pairs(lang: str, split: str = "train", source: str | None = None) -> list[tuple[str, str]]:
-    """The filtered sentence pairs ``(english, translation)`` of one split (optionally of one source)."""
+def pairs(lang: str, split: str = "train", source: str | None = None, release: int = 1) -> list[tuple[str, str]]:
+    """The filtered sentence pairs ``(english, translation)`` of one split (optionally of one source) of a release."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-    return [(a, b) for a, b, s in _pairs(lang)[0][split] if source is None or s == source]
+    return [(a, b) for a, b, s in _pairs(lang, release=release)[0][split] if source is None or s == source]
 
 
-def filter_table(lang: str) -> dict[str, dict[str, int]]:
+def filter_table(lang: str, release: int = 1) -> dict[str, dict[str, int]]:
     """Per source: paragraphs, sentence pairs, and pairs left after each filter in :data:`FILTERS` and after
     duplicates (``duplicates`` counts what survived it), for the model card."""
-    return _pairs(lang)[1]
+    return _pairs(lang, release=release)[1]
 
 
-def describe(lang: str) -> dict:
+def describe(lang: str, release: int = 1) -> dict:
     """Sizes per split and source, the filter table (``filter_order``: its steps in the order they apply) and the
-    package versions, for a model card."""
-    split_pairs = _pairs(lang)[0]
-    meta = frozen.manifest(f"parallel-{lang}")
-    return {"packages": meta["packages"], "sources": meta["sources"], "compressed_bytes": meta["data_bytes"],
-            "filters": filter_table(lang), "filter_order": [name for name, _ in FILTERS] + ["duplicates"],
+    package versions, for a model card (``corpora``: the frozen folders the release reads)."""
+    split_pairs = _pairs(lang, release=release)[0]
+    metas = [frozen.manifest(f"{name}-{lang}") for name in RELEASES[release]]
+    return {"release": release, "corpora": [m["name"] for m in metas],
+            "packages": {k: v for m in metas for k, v in m["packages"].items()},
+            "sources": {k: v for m in metas for k, v in m["sources"].items()},
+            "compressed_bytes": sum(m["data_bytes"] for m in metas),
+            "filters": filter_table(lang, release), "filter_order": [name for name, _ in FILTERS] + ["duplicates"],
             "splits": {s: {"pairs": len(v), "en_words": sum(len(a.split()) for a, _, _ in v)}
                        for s, v in split_pairs.items()}}
 
 
-def fingerprint(lang: str) -> dict:
+def fingerprint(lang: str, release: int = 1) -> dict:
     """One digest per split of the filtered pairs (what a card was measured on)."""
     return {s: hashlib.sha256("\n".join(f"{a}\t{b}" for a, b, _ in v).encode()).hexdigest()[:16]
-            for s, v in _pairs(lang)[0].items()}
+            for s, v in _pairs(lang, release=release)[0].items()}
 
 
 class HumanTranslations:
     """The human translations of one language as a :class:`core.data.ParallelText`: what
     :func:`core.data.parallel_for` gives a broad translation task (``en-fr`` → ``HumanTranslations("fr")``)."""
 
-    def __init__(self, lang: str):
-        """``lang``: one of :data:`LANGS` (ValueError otherwise)."""
-        if lang not in LANGS:
-            raise ValueError(f"no parallel corpus for {lang!r}; choose one of {', '.join(LANGS)}")
-        self.lang = lang
+    def __init__(self, lang: str, release: int = 1):
+        """``lang``: one of :data:`LANGS`; ``release``: one of :data:`RELEASES` (ValueError otherwise)."""
+        _check(lang, release)
+        self.lang, self.release = lang, release
 
     def __repr__(self) -> str:
-        return f"HumanTranslations({self.lang!r})"
+        return f"HumanTranslations({self.lang!r}" + (f", release={self.release})" if self.release != 1 else ")")
 
     def pairs(self, split: str = "train", source: str | None = None) -> list[tuple[str, str]]:
         """The filtered sentence pairs ``(english, translation)`` of one split (:func:`pairs`)."""
-        return pairs(self.lang, split, source)
+        return pairs(self.lang, split, source, self.release)
 
     def describe(self) -> dict:
         """Sizes, filter table and package versions for a model card (:func:`describe`)."""
-        return describe(self.lang)
+        return describe(self.lang, self.release)
 
     def fingerprint(self) -> dict:
         """One digest per split of the filtered pairs (:func:`fingerprint`)."""
-        return fingerprint(self.lang)
+        return fingerprint(self.lang, self.release)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -443,10 +574,11 @@ def main(argv: list[str] | None = None) -> int:
         "Download the packages, align and compare with the frozen parallel corpus (nothing written without --write)."))
     ap.add_argument("--lang", choices=LANGS, required=True)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--extra", action="store_true", help="release 2's added sources (parallel-extra-<lang>)")
     args = ap.parse_args(argv)
-    report = rebuild(args.lang, write=args.write)
+    report = rebuild(args.lang, write=args.write, extra=args.extra)
     if args.write:
-        report["describe"] = describe(args.lang)
+        report["describe"] = describe(args.lang, 2 if args.extra else 1)
     print(json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False))
     return 0
 

@@ -215,14 +215,14 @@ class TranslationTask(Task):
     batch_tokens: int | None = None  # set (make_task): batches by length of <= this many padded tokens a side
 
     def __init__(self, name: str, tokenizer: Tokenizer | None = None, vocab_size: int | None = None,
-                 train: bool = True, real_share: float = 0.0):
+                 train: bool = True, real_share: float = 0.0, parallel_release: int = 1):
         """``train=False`` (with a tokenizer): only evaluate, without building the training split (broad corpus).
         ``real_share`` > 0 (broad only): that share of the training pairs are human translations
         (:mod:`core.data.parallel`, its train split repeated as often as the share needs), the rest generated; the
-        BPE is then learned on both."""
+        BPE is then learned on both. ``parallel_release``: which frozen release of them (valid and test too)."""
         from ..data import corpus_for, lang_of
         self.name, self.lang, self.data = name, lang_of(name), corpus_for(name)
-        self.real_share = real_share
+        self.real_share, self.parallel_release = real_share, parallel_release
         lang, tiny = self.lang, name.endswith("-tiny")
         if not train and not tiny and tokenizer is not None:
             self.tokenizer, self.max_len, self.decode_len = tokenizer, BROAD_MAX_LEN, BROAD_DECODE_LEN
@@ -232,7 +232,7 @@ class TranslationTask(Task):
         real: list[tuple[str, str]] = []
         if real_share:
             from ..data import parallel_for
-            real = parallel_for(name).pairs("train")
+            real = parallel_for(name, parallel_release).pairs("train")
         self.train_pairs_text = [(p.src, p.tgt) for p in train] + real
         if tokenizer is None:
             # the tokenizer is trained on a fixed sample, so its merges do not depend on the training seed
@@ -341,7 +341,7 @@ class TranslationTask(Task):
         out = translation_metrics(pairs, self.translate(model, [p.src for p in pairs]), self.lang, self.data)
         if getattr(self, "real_share", 0.0) and split == "valid":
             from ..data import parallel_for
-            real = parallel_for(self.name).pairs("valid")
+            real = parallel_for(self.name, self.parallel_release).pairs("valid")
             real = real[::max(1, len(real) // n)][:n]
             out.update({f"real_{k}": v for k, v in reference_scores([b for _, b in real],
                                                                self.translate(model, [a for a, _ in real])).items()})
@@ -401,7 +401,7 @@ def broad_heldout_metrics(task: "TranslationTask", model, known_words=None, real
     if real:  # a model that read human translations: their test split and the ordinary sentences
         from ..data import parallel_for
         from ..data.winograd import load_ordinary, score_ordinary
-        test = parallel_for(task.name).pairs("test")
+        test = parallel_for(task.name, task.parallel_release).pairs("test")
         test = test[::max(1, len(test) // REAL_TEST_N)][:REAL_TEST_N][::every]
         out.update({f"real_test_{k}": v for k, v in reference_scores([b for _, b in test],
                                                                 task.translate(model, [a for a, _ in test])).items()})
@@ -735,14 +735,17 @@ class MLMTask(Task):
 
 def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
               tokenizer: Tokenizer | None = None, batch_tokens: int | None = None, real_share: float | None = None,
-              vocab_size: int | None = None) -> Task:
+              vocab_size: int | None = None, parallel_release: int | None = None) -> Task:
     """``batch_tokens``: a translation task's batches by length, sized in padded tokens (``core.training.batching``);
     ``real_share``: the share of a broad translator's training pairs that are human translations
-    (:mod:`core.data.parallel`); ``vocab_size``: a translation task's BPE size."""
+    (:mod:`core.data.parallel`), ``parallel_release`` the frozen release they come from (default 1);
+    ``vocab_size``: a translation task's BPE size."""
     if batch_tokens is not None and name not in TRANSLATION:
         raise ValueError(f"--batch-tokens needs a translation task ({', '.join(TRANSLATION)}), not {name!r}")
     if real_share and name not in ("en-fr", "en-de"):
         raise ValueError(f"--real-share needs a broad translation task (en-fr, en-de), not {name!r}")
+    if parallel_release is not None and not real_share:
+        raise ValueError("--parallel-release chooses the human translations that --real-share mixes in: give both")
     if vocab_size is not None and name not in TRANSLATION + tuple(REAL_LM):
         raise ValueError(f"--vocab-size needs a translation task ({', '.join(TRANSLATION)}) or "
                          f"{' / '.join(REAL_LM)}, not {name!r}")
@@ -751,7 +754,8 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
     if name in SYNTHETIC:
         return SyntheticTask(name, max_len=seq_len or 12, tokenizer=tokenizer)
     if name in TRANSLATION:
-        task = TranslationTask(name, tokenizer=tokenizer, vocab_size=vocab_size, real_share=real_share or 0.0)
+        task = TranslationTask(name, tokenizer=tokenizer, vocab_size=vocab_size, real_share=real_share or 0.0,
+                               parallel_release=parallel_release or 1)
         task.batch_tokens = batch_tokens
         return task
     if name in LM_TASKS:
@@ -796,7 +800,8 @@ def heldout_metrics(ck, every: int = 1) -> dict:
     """
     task_name = ck.meta.get("task", "")
     if task_name in TRANSLATION:
-        task = TranslationTask(task_name, tokenizer=ck.tokenizer, train=False)
+        task = TranslationTask(task_name, tokenizer=ck.tokenizer, train=False,
+                               parallel_release=int(ck.meta.get("parallel_release", 1)))
         if task_name.endswith("-tiny"):
             return task.evaluate(ck.model, n=None, split="test", every=every)
         task.decode_len = REAL_MAX_TOKENS + 8 if "--real-share" in ck.meta.get("command", "") else task.decode_len

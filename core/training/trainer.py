@@ -69,6 +69,7 @@ class TrainConfig:
     seq_len: int | None = None
     text: str | None = None  # lm: path of a UTF-8 text file
     real_share: float | None = None  # en-fr / en-de: share of training pairs that are human translations (parallel)
+    parallel_release: int | None = None  # with real_share: the frozen release of them (None: 1; 2 adds four sources)
     vocab_size: int | None = None  # translation: the joint BPE's size (default 8,000; 1,200 for -tiny); lm, lm-large: 8,192
     # bookkeeping
     eval_every: int = 200
@@ -127,12 +128,14 @@ class TrainConfig:
 INT_FLAGS = {"steps": (1, 10 ** 9), "seed": (0, 2 ** 63 - 1), "layers": (1, 256), "d_model": (1, 2 ** 14),
              "heads": (1, 1024), "kv_heads": (1, 1024), "d_ff": (1, 2 ** 17), "window": (1, 2 ** 16),
              "batch_size": (1, 2 ** 20), "batch_tokens": (1, 2 ** 30), "warmup": (0, 10 ** 9),
-             "seq_len": (1, 2 ** 16), "vocab_size": (64, 2 ** 17), "eval_every": (1, 10 ** 9), "ckpt_every": (1, 10 ** 9), "threads": (1, 1024)}
+             "seq_len": (1, 2 ** 16), "vocab_size": (64, 2 ** 17), "eval_every": (1, 10 ** 9), "ckpt_every": (1, 10 ** 9), "threads": (1, 1024),
+             "parallel_release": (1, 2)}
 FLOAT_FLAGS = {  # name: (low, high, low excluded, high excluded)
     "max_seconds": (0.0, 1e9, True, False), "lr": (0.0, 1e6, True, False), "label_smoothing": (0.0, 1.0, False, True),
     "clip": (0.0, 1e9, False, False), "weight_decay": (0.0, 1e6, False, False), "dropout": (0.0, 1.0, False, True),
     "real_share": (0.0, 1.0, False, True)}
-OPTIONAL_FLAGS = ("kv_heads", "window", "batch_tokens", "seq_len", "threads", "max_seconds", "real_share", "vocab_size")
+OPTIONAL_FLAGS = ("kv_heads", "window", "batch_tokens", "seq_len", "threads", "max_seconds", "real_share", "vocab_size",
+                  "parallel_release")
 DEVICE = re.compile(r"\A(auto|cpu|mps|cuda(:[0-9]{1,2})?)\Z")
 
 
@@ -413,8 +416,8 @@ class _Run:
             self.resumed = checkpoint.load(out, self.device)
             self.state, self.tensors = read_state(out)
             saved = self.state["train_config"]
-            changed = [k for k in MODEL_KEYS + ("task", "seed", "batch_size", "batch_tokens", "real_share", "vocab_size")
-                       if saved.get(k) != getattr(cfg, k)]
+            kept = MODEL_KEYS + ("task", "seed", "batch_size", "batch_tokens", "real_share", "vocab_size", "parallel_release")
+            changed = [k for k in kept if saved.get(k) != getattr(cfg, k)]
             if changed:
                 raise ValueError(f"cannot resume: {', '.join(changed)} differ from the run in {out}")
 
@@ -428,7 +431,8 @@ class _Run:
             text = load_text(cfg.text)
         self.task = make_task(cfg.task, text=text, seq_len=cfg.seq_len,
                               tokenizer=resumed.tokenizer if resumed else None, batch_tokens=cfg.batch_tokens,
-                              real_share=cfg.real_share, vocab_size=cfg.vocab_size)
+                              real_share=cfg.real_share, vocab_size=cfg.vocab_size,
+                              parallel_release=cfg.parallel_release)
         torch.manual_seed(cfg.seed)
         self.model = resumed.model.train() if resumed else Transformer(model_config(cfg, self.task)).to(device)
         # fused on CPU too: 46.6 -> 1.2 ms per optimizer step for 1 M parameters (docs/BENCHMARKS.md sec. 2)
@@ -551,6 +555,8 @@ class _Run:
         tensors = _opt_tensors(self.opt) | {"rng.torch": torch.get_rng_state()} | rng
         meta = {"task": cfg.task, "command": command_line(cfg), "step": self.step, "metrics": metrics or {},
                 "parameters": self.n_params}
+        if cfg.parallel_release:  # read back by core.data.parallel_of (absent: release 1)
+            meta["parallel_release"] = cfg.parallel_release
         if not self.known_words:
             self.known_words.append(self.task.source_words())
         checkpoint.save(out, model, self.task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),

@@ -97,3 +97,85 @@ def test_one_evaluator_counts_plural_pronouns_and_reads_the_models_own_corpus():
     r = subprocess.run([sys.executable, "-m", "core.evaluate", "--model", "en-fr-tiny", "--split", "valid",
                         "--corpus", "real"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "never read human translations" in r.stderr
+
+
+# ---- release 2: four more sources, frozen apart; release 1 (what the shipped translators read) unchanged ----------
+
+def _write_mo(path, messages: dict[str, str]) -> None:
+    """A gettext catalog (GNU .mo, little-endian, no hash table) holding ``messages``."""
+    import struct
+    keys = sorted(messages)
+    ids, strs = (b"".join(x.encode() + b"\0" for x in seq) for seq in (keys, [messages[k] for k in keys]))
+    n, start = len(keys), 28 + 16 * len(keys)
+    table, offset = [], start
+    for k in keys:
+        table += [len(k.encode()), offset]
+        offset += len(k.encode()) + 1
+    trans, offset = [], start + len(ids)
+    for k in keys:
+        trans += [len(messages[k].encode()), offset]
+        offset += len(messages[k].encode()) + 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(struct.pack("<7I", 0x950412DE, 0, n, 28, 28 + 8 * n, 0, 0) + struct.pack(f"<{4 * n}I", *table, *trans)
+                     + ids + strs)
+
+
+def test_gettext_sources_drop_message_contexts_and_keep_each_catalog_or_message_apart(tmp_path):
+    wl = tmp_path / "usr/share/games/widelands/data/locale/fr/LC_MESSAGES"
+    _write_mo(wl / "scenario_emp04.wmf.mo", {"": "Content-Type: text/plain; charset=UTF-8\n",
+                                              "Red Fox": "Renard roux", "hint\x04The ships are ready.":
+                                              "Les navires sont prêts."})
+    docs = parallel.widelands_documents(tmp_path, "fr")
+    assert docs == [frozen.Document("widelands", "scenario_emp04.wmf", (
+        "Red Fox\tRenard roux", "The ships are ready.\tLes navires sont prêts."))]
+    fc = tmp_path / "usr/share/locale/fr/LC_MESSAGES"
+    _write_mo(fc / "freeciv-nations.mo", {"": "Content-Type: text/plain; charset=UTF-8\n",
+                                          "The Aztecs built a city.": "Les Aztèques bâtirent une ville.",
+                                          "Rome was a city.": "Rome était une ville."})
+    docs = parallel.freeciv_documents(tmp_path, "fr")
+    assert sorted(d.paragraphs[0] for d in docs) == ["Rome was a city.\tRome était une ville.",
+                                                     "The Aztecs built a city.\tLes Aztèques bâtirent une ville."]
+    assert len({d.key for d in docs}) == 2  # independent texts: each its own document, so its own split
+
+
+def test_structural_sources_pair_elements_in_order_and_skip_pages_whose_structure_differs(tmp_path):
+    help_ = tmp_path / "usr/share/help"
+    page = '<page><info><desc>{}</desc><credit><name>X</name></credit></info><title>{}</title><p>{}</p>{}</page>'
+    for lang, texts in (("C", ("Why add accounts?", "Accounts", "Add your <gui>email</gui> account.", "")),
+                        ("fr", ("Pourquoi ajouter des comptes ?", "Comptes", "Ajoutez votre compte <gui>courriel</gui>.",
+                                ""))):
+        (help_ / lang / "gnome-help").mkdir(parents=True)
+        (help_ / lang / "gnome-help" / "accounts.page").write_text(page.format(*texts))
+        extra = "<p>One more.</p>" if lang == "C" else ""
+        (help_ / lang / "gnome-help" / "other.page").write_text(page.format("a", "b", "c", extra))
+    docs = parallel.gnome_help_documents(tmp_path, "fr")
+    assert docs == [frozen.Document("gnome-help", "gnome-help/accounts.page", (
+        "Why add accounts?\tPourquoi ajouter des comptes ?", "Accounts\tComptes",
+        "Add your email account.\tAjoutez votre compte courriel."))]
+    ref = tmp_path / "usr/share/debian-reference"
+    ref.mkdir(parents=True)
+    (ref / "ch01.en.html").write_text("<div><p>This is <a href='#'>Debian</a>.</p><p>Enjoy.</p></div>")
+    (ref / "ch01.fr.html").write_text("<div><p>Ceci est <a href='#'>Debian</a>.</p><p>Profitez-en.</p></div>")
+    assert parallel.debian_reference_documents(tmp_path, "fr") == [frozen.Document(
+        "debian-reference", "ch01", ("This is Debian.\tCeci est Debian.", "Enjoy.\tProfitez-en."))]
+
+
+def test_release_2_adds_its_sources_and_keeps_release_1_and_the_split_rules():
+    from core.data import parallel_for, parallel_of
+    for lang in parallel.LANGS:
+        one, two = parallel.describe(lang, 1), parallel.describe(lang, 2)
+        added = set(two["sources"]) - set(one["sources"])
+        assert added == set(parallel.EXTRA_SOURCES) and added <= set(two["filters"])
+        assert all(two["sources"][s]["licence"] for s in added) and two["packages"]["widelands-data"]
+        assert one["corpora"] == [f"parallel-{lang}"] and two["corpora"] == [f"parallel-{lang}", f"parallel-extra-{lang}"]
+        assert two["splits"]["train"]["en_words"] > 1.25 * one["splits"]["train"]["en_words"]
+        # a document's split does not depend on the release: release 1's held-out pairs stay held out
+        for split in ("valid", "test"):
+            assert set(parallel.pairs(lang, split, release=1)) <= set(parallel.pairs(lang, split, release=2))
+        keys = {s: {parallel.normalise(a) for a, _ in parallel.pairs(lang, s, release=2)} for s in parallel.SPLITS}
+        assert not keys["train"] & (keys["valid"] | keys["test"]) and not keys["valid"] & keys["test"]
+        assert parallel.fingerprint(lang, 1) != parallel.fingerprint(lang, 2)
+    assert parallel_of({"task": "en-de"}).fingerprint() == parallel.fingerprint("de", 1)
+    assert parallel_of({"task": "en-de", "parallel_release": 2}).fingerprint() == parallel.fingerprint("de", 2)
+    with pytest.raises(ValueError, match="no release 3"):
+        parallel_for("en-fr", 3)
