@@ -104,15 +104,17 @@ def evaluate(ck, pairs: list[tuple[str, str]], task: str | None = None) -> tuple
     return rows, metrics
 
 
-def corpus_pairs(meta: dict, split: str, corpus: str, n: int | None) -> list[tuple[str, str]]:
+def corpus_pairs(meta: dict, split: str, corpus: str, n: int | None,
+                 release: int | None = None) -> list[tuple[str, str]]:
     """``(source, reference)`` pairs of a model's own corpus (``meta``: its checkpoint's): the generated ``split``
-    (``n`` pairs, seed 7) or the split of the human translations it read (every pair, or an even sample of ``n``)."""
+    (``n`` pairs, seed 7) or the split of the human translations it read (every pair, or an even sample of ``n``);
+    ``release`` another frozen release of them (to compare models that read different ones on the same pairs)."""
     task = meta["task"]
     lang = lang_of(task)
     if corpus == "generated":
         return [(p.src, p.tgt) for p in corpus_for(task).generate(lang, split, n=n or 300, seed=7)]
     try:
-        text = parallel_of(meta)
+        text = parallel_of(meta if release is None else {**meta, "parallel_release": release})
     except ValueError as e:
         raise ValueError(f"{e}; use --corpus generated") from None
     real = text.pairs(split)
@@ -131,6 +133,8 @@ def main(argv=None) -> int:
                     help="with --split: the generated sentences or the human translations (default generated)")
     ap.add_argument("--n", type=int, default=None, help="with --split: evaluate this many pairs (default: generated "
                     "300, real all)")
+    ap.add_argument("--parallel-release", type=int, default=None, help="with --corpus real: this frozen release of "
+                    "the human translations instead of the one the model read (compare models on the same pairs)")
     args = ap.parse_args(argv)
     try:
         if args.n is not None and not 1 <= args.n <= 100_000:
@@ -140,7 +144,10 @@ def main(argv=None) -> int:
         if ck.model.cfg.kind != "encoder-decoder" or task not in TRANSLATION:
             raise ValueError(f"{args.model} is a {ck.model.cfg.kind} model of task {task!r}; evaluation needs a "
                              f"translation model ({', '.join(TRANSLATION)})")
-        pairs = read_pairs(args.pairs) if args.pairs else corpus_pairs(ck.meta, args.split, args.corpus, args.n)
+        if args.pairs:
+            pairs = read_pairs(args.pairs)
+        else:
+            pairs = corpus_pairs(ck.meta, args.split, args.corpus, args.n, args.parallel_release)
         rows, metrics = evaluate(ck, pairs, task)
     except (ValueError, OSError, checkpoint.CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -179,3 +179,14 @@ def test_release_2_adds_its_sources_and_keeps_release_1_and_the_split_rules():
     assert parallel_of({"task": "en-de", "parallel_release": 2}).fingerprint() == parallel.fingerprint("de", 2)
     with pytest.raises(ValueError, match="no release 3"):
         parallel_for("en-fr", 3)
+
+
+def test_the_evaluator_reads_the_release_a_model_read_or_the_one_asked_for():
+    from core.evaluate import corpus_pairs
+    one, two = ({"task": "en-fr"}, {"task": "en-fr", "parallel_release": 2})
+    assert corpus_pairs(one, "valid", "real", None) == parallel.pairs("fr", "valid", release=1)
+    assert corpus_pairs(two, "valid", "real", None) == parallel.pairs("fr", "valid", release=2)
+    assert corpus_pairs(two, "valid", "real", None, release=1) == parallel.pairs("fr", "valid", release=1)
+    r = subprocess.run([sys.executable, "-m", "core.evaluate", "--model", "en-fr", "--split", "valid", "--corpus", "real",
+                        "--parallel-release", "3"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "no release 3" in r.stderr, r.stderr
