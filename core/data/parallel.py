@@ -240,11 +240,18 @@ def blocks(text: str, match) -> list[str]:
 
 def handbook_paragraphs(text: str) -> list[str]:
     """The text of each ``<div class="para">`` of a Debian Administrator's Handbook page, in order (unfiltered)."""
-    return blocks(text, lambda tag, attrs: tag == "div" and attrs.get("class") == "para")
+    return blocks(text, _handbook_para)
 
 
-def _paras(path: Path) -> list[str]:
-    return handbook_paragraphs(path.read_text(encoding="utf-8", errors="replace"))
+def _aligned(en_path: Path, tr_path: Path, match) -> tuple[str, ...]:
+    """The blocks ``match`` accepts of an English page and its translation, paired in order (those with text on both
+    sides); none when the two have different counts: their structure differs, so no alignment is safe."""
+    en, tr = (blocks(x.read_text(encoding="utf-8", errors="replace"), match) for x in (en_path, tr_path))
+    return tuple(_tab(e, t) for e, t in zip(en, tr) if e and t) if len(en) == len(tr) else ()
+
+
+def _handbook_para(tag, attrs) -> bool:
+    return tag == "div" and attrs.get("class") == "para"
 
 
 def handbook_documents(root: Path, lang: str) -> list[frozen.Document]:
@@ -258,10 +265,7 @@ def handbook_documents(root: Path, lang: str) -> list[frozen.Document]:
         other = base / HANDBOOK_LANG[lang] / en_path.name
         if not other.exists():
             continue
-        en, tr = _paras(en_path), _paras(other)
-        if len(en) != len(tr):  # the structure differs: no safe alignment for this chapter
-            continue
-        pairs = tuple(_tab(e, t) for e, t in zip(en, tr) if e and t)
+        pairs = _aligned(en_path, other, _handbook_para)
         if pairs:
             docs.append(frozen.Document("debian-handbook", en_path.name, pairs))
     return docs
@@ -310,35 +314,29 @@ def gnome_help_documents(root: Path, lang: str) -> list[frozen.Document]:
     """GNOME's help (Mallard pages): a page's ``<title>``, ``<desc>`` and ``<p>`` elements paired in order when
     the English and translated page have as many (else the page is skipped: no safe alignment)."""
     base = root / "usr/share/help"
-    match = lambda tag, attrs: tag in ("p", "title", "desc")  # noqa: E731
     docs = []
     for en_path in sorted((base / "C").rglob("*.page")):
         rel = en_path.relative_to(base / "C")
         other = base / lang / rel
         if not other.exists():
             continue
-        en, tr = (blocks(x.read_text(encoding="utf-8", errors="replace"), match) for x in (en_path, other))
-        if len(en) == len(tr):
-            pairs = tuple(_tab(e, t) for e, t in zip(en, tr) if e and t)
-            if pairs:
-                docs.append(frozen.Document("gnome-help", str(rel), pairs))
+        pairs = _aligned(en_path, other, lambda tag, attrs: tag in ("p", "title", "desc"))
+        if pairs:
+            docs.append(frozen.Document("gnome-help", str(rel), pairs))
     return docs
 
 
 def debian_reference_documents(root: Path, lang: str) -> list[frozen.Document]:
     """The Debian Reference: a chapter's ``<p>`` elements paired in order when both languages have as many."""
     base = root / "usr/share/debian-reference"
-    match = lambda tag, attrs: tag == "p"  # noqa: E731
     docs = []
     for en_path in sorted(base.glob("*.en.html")):
         other = base / en_path.name.replace(".en.html", f".{lang}.html")
         if not other.exists():
             continue
-        en, tr = (blocks(x.read_text(encoding="utf-8", errors="replace"), match) for x in (en_path, other))
-        if len(en) == len(tr):
-            pairs = tuple(_tab(e, t) for e, t in zip(en, tr) if e and t)
-            if pairs:
-                docs.append(frozen.Document("debian-reference", en_path.name.replace(".en.html", ""), pairs))
+        pairs = _aligned(en_path, other, lambda tag, attrs: tag == "p")
+        if pairs:
+            docs.append(frozen.Document("debian-reference", en_path.name.replace(".en.html", ""), pairs))
     return docs
 
 
