@@ -90,15 +90,20 @@ def classroom_items(model_name: str | None = None) -> list[tuple[coref.ProbeItem
 def pair_entries(model_name: str | None = None) -> list[tuple[str, tuple[coref.ProbeItem, coref.ProbeItem]]]:
     """``(label, pair)`` for the pair list: the classroom's pairs, then the generated probe set's (the test split's,
     in its own order, which the shipped patching scoreboard reads) less those whose cue word fits both nouns' kinds
-    (:func:`core.data.broad.cue_decides` is False: they need knowledge of the world, or read as nonsense), each
-    labelled by its first sentence and the word its second changes. Cached (the page and :func:`typed_pair` both read
+    (:func:`core.data.broad.cue_decides` is False: they need knowledge of the world, or read as nonsense) and those
+    that cannot happen (:func:`core.data.broad.reads_sensibly` is False: a carp crossing craters), each labelled by
+    its first sentence and the word its second changes. Cached (the page and :func:`typed_pair` both read
     it on every run; do not mutate it)."""
     classroom = classroom_items(model_name)
     seen = {it.text for pair in classroom for it in pair}
     return ([(f"{a.text} / …{cue(a.text, b.text)}", (a, b)) for a, b in classroom]
             + [(f"generated: {a.text} / …{cue(a.text, b.text)}", (a, b)) for a, b in probe_items(model_name)
-               if a.text not in seen and b.text not in seen and False not in (broad.cue_decides(a.text),
-                                                                               broad.cue_decides(b.text))])
+               if a.text not in seen and b.text not in seen and _sensible(a.text) and _sensible(b.text)])
+
+
+def _sensible(sentence: str) -> bool:
+    """Neither filter of the pair list says no (None, "not a sentence of the grammar", is not a no)."""
+    return broad.cue_decides(sentence) is not False and broad.reads_sensibly(sentence) is not False
 
 
 @dataclass(frozen=True)

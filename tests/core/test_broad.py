@@ -230,3 +230,27 @@ def test_a_cue_decides_only_when_it_fits_one_nouns_kind():
     assert broad.cue_decides("The animal didn't cross the street because it was too wide.") is True
     assert broad.cue_decides("The spider couldn't catch the swordfish because it was too lazy.") is False
     assert broad.cue_decides("The weather is nice today.") is None  # not a coreference sentence of the grammar
+
+
+def test_reads_sensibly_keeps_walkers_on_the_ground_and_animals_off_tools():
+    """The pair list's second filter: every word fitting its slot's class still let a carp cross craters and a worm
+    steal a balaclava; an animal that crosses, climbs or jumps must walk, and an animal handles only food, drink,
+    plants or animals. Classic pairs stay."""
+    moves = broad.animal_moves()
+    animals = {en for en, n in broad.lexicon().nouns.items() if "animal" in n.classes}
+    assert set(moves) == animals, sorted(animals ^ set(moves))[:10]  # a lexicon change: run scripts/animal_moves.py
+    assert set(moves.values()) == {"walks", "flies", "swims", "crawls"}
+    assert moves["chicken"] == "walks" and moves["carp"] == "swims" and moves["dolphin"] == "swims"
+    for sentence, ok in [
+            ("The animal didn't cross the street because it was too tired.", True),
+            ("The dog didn't cross the road because it was too tired.", True),
+            ("The carp didn't cross the craters because they were too scared.", False),
+            ("The oyster couldn't jump over the boulder because it was too high.", False),
+            ("The kestrel sees the margarine next to the ocean and crosses it.", False),
+            ("The turtle sees the meatball next to the pothole and bites it.", True),
+            ("The worm didn't steal the balaclava because it was too smooth.", False),
+            ("The mare didn't steal the basil because it was too lazy.", True),
+            ("The hare didn't notice the racquet because it was hot.", True),
+            ("The historians didn't repair the strainers because they were too lazy.", True)]:
+        assert broad.reads_sensibly(sentence) is ok, sentence
+    assert broad.reads_sensibly("The weather is nice today.") is None

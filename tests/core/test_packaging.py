@@ -161,6 +161,8 @@ def test_the_package_holds_core_and_app_and_what_they_read_beside_their_code():
                 assert (d / "__init__.py").exists(), f"{d.relative_to(ROOT)} holds code but no __init__.py"
     data = PYPROJECT["tool"]["setuptools"]["package-data"]
     assert (ROOT / "core" / "data" / "lexicon.json").exists() and "lexicon.json" in data["core.data"]
+    beside = sorted(f.name for f in (ROOT / "core" / "data").glob("*.json"))  # broad.py opens each by its own path
+    assert beside and set(beside) <= set(data["core.data"]), beside
     deps = PYPROJECT["tool"]["setuptools"]["dynamic"]["dependencies"]
     assert PYPROJECT["project"]["dynamic"] == ["dependencies"] and deps == {"file": ["requirements.txt"]}
 
