@@ -5,6 +5,7 @@ which tests/core/test_bundled.py re-measures; a translator ``meta.corpus_digest`
 reads) and the model card.
 
     python scripts/bundle.py assets/models/en-fr
+    python scripts/bundle.py --float16 assets/models/lm   # the weights rewritten in half precision first, then measured
     python scripts/bundle.py --check assets/models/en-fr assets/models/en-de   # re-measure whole cards; exit 1 if one moved
 """
 from __future__ import annotations
@@ -158,8 +159,24 @@ def check(folder: str) -> bool:
     return not bad
 
 
-def main(folder: str) -> None:
+def to_float16(path: Path) -> None:
+    """Rewrite a checkpoint's floating-point weights in half precision, in place (a shipped model is measured as it
+    ships: the card's numbers are those of the float16 weights)."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+    weights = path / checkpoint.WEIGHTS
+    with safe_open(str(weights), "pt") as f:
+        metadata = f.metadata()
+    tensors = {k: v.half() if v.is_floating_point() else v for k, v in load_file(str(weights)).items()}
+    tmp = weights.with_name(weights.name + ".tmp")
+    save_file(tensors, str(tmp), metadata=metadata)
+    tmp.replace(weights)
+
+
+def main(folder: str, float16: bool = False) -> None:
     path = Path(folder)
+    if float16:
+        to_float16(path)
     ck = checkpoint.load(path)
     t0 = time.perf_counter()
     metrics = heldout_metrics(ck)
@@ -186,7 +203,8 @@ def main(folder: str) -> None:
     for section in ("\n## Corpus", "\n## What it does not know", "\n## Heads", "\n## Held-out evaluation"):  # below
         card = card.split(section)[0]
     card = card.rstrip("\n") + limits(ck) + heads_section(heads)
-    card += ("\n\n## Held-out evaluation\n\nMeasured with `python scripts/bundle.py " + folder + f"` ({secs:.0f} s); "
+    command = "python scripts/bundle.py " + ("--float16 " if float16 else "") + folder
+    card += ("\n\n## Held-out evaluation\n\nMeasured with `" + command + f"` ({secs:.0f} s); "
              + ("tests/core/test_bundled.py re-measures it on every CI run." if not sample else
                 f"tests/core/test_bundled.py re-measures every {CARD_SAMPLE_EVERY}th held-out sentence (or window) of it "
                 "(`meta.heldout_sample` in config.json) on every CI run; `python scripts/bundle.py --check "
@@ -199,5 +217,7 @@ def main(folder: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--check"]:
         sys.exit(0 if all([check(arg) for arg in sys.argv[2:]]) else 1)
+    half = "--float16" in sys.argv[1:]
     for arg in sys.argv[1:]:
-        main(arg)
+        if arg != "--float16":
+            main(arg, float16=half)

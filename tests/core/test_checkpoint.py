@@ -698,3 +698,21 @@ def test_every_json_we_print_or_write_is_strict():
     assert loose == [], f"json.dumps without allow_nan=False (use core.io.jsonio.dumps): {loose}"
     from core.io import jsonio
     assert jsonio.dumps({"a": [float("nan"), 1.5, float("-inf")]}) == '{"a": [null, 1.5, null]}'
+
+
+def test_bundle_float16_rewrites_the_weights_as_half_and_the_model_loads_them_rounded(tmp_path, tok):
+    """``scripts/bundle.py --float16``: a shipped model is measured as it ships. Every stored float tensor becomes
+    float16 with the file's metadata kept, and the loaded model computes with exactly the half-rounded weights."""
+    from safetensors import safe_open
+    from scripts.bundle import to_float16
+    model = make_model(tok, kind="decoder-only", pos_encoding="rope", norm="pre")
+    checkpoint.save(tmp_path / "c", model, tok)
+    to_float16(tmp_path / "c")
+    with safe_open(str(tmp_path / "c" / WEIGHTS), "pt") as f:
+        assert f.metadata() == {"format": checkpoint.FORMAT}
+        assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float16}
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.half().float())
+    assert torch.equal(_outputs(checkpoint.load(tmp_path / "c").model), _outputs(model))
+    assert not list((tmp_path / "c").glob("*.tmp"))
