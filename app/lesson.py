@@ -1,4 +1,5 @@
-"""The guided lesson: one sentence through the whole transformer, nine steps, each a list of blocks.
+"""The guided lesson: one sentence through the whole transformer, ten steps, each a list of blocks (the tenth
+reads the sentence with the bundled language model, whose induction head copies it).
 
 A step is computed into plain blocks (markdown, figures, tables) so the same content can be drawn
 on the Lesson page one screen at a time and written into a self-contained handout (HTML with
@@ -10,9 +11,11 @@ import html
 import re
 from dataclasses import dataclass, field
 
-from app import coref_view, figures, patch_view
+from app import coref_view, figures, lm_heads_view, patch_view
 from app.shell import load_model, traced
 from app.text import md
+from core import find_heads
+from core.io import registry
 from core.probes import coref, lesson
 from core.probes import layers, positions
 from core.io.budget import max_positions
@@ -77,7 +80,7 @@ def _tok(tokens):
     return [figures.label(t) for t in tokens]
 
 
-# --------------------------------------------------------------------------- the nine steps
+# --------------------------------------------------------------------------- the steps
 def tokens_step(c: Context) -> Step:
     r = c.run
     pieces = [{"position": i, "token": t, "id": i_} for i, (t, i_) in enumerate(zip(r.src_tokens, r.src_ids))]
@@ -342,8 +345,52 @@ def payoff_step(c: Context) -> Step:
                 source, blocks)
 
 
+LM = "lm"  # the bundled language model (GPT-style, real English) the last step reads the sentence with
+
+
+def induction_step(c: Context) -> Step:
+    """The class's sentence read twice by the language model: its best induction head on this sentence, where that
+    head looks, and the loss per token of each copy (Olsson et al. 2022), computed live."""
+    title = "10 · A language model copies: the induction head"
+    source = ("Olsson et al. (2022), *In-context Learning and Induction Heads*; Radford et al. (2018), *Improving "
+              "Language Understanding by Generative Pre-Training* (the decoder-only model) · more on the Heads page")
+    if LM not in registry.available():
+        return Step(title, f"This server has no language model {LM!r}: the Heads page names the models that have "
+                           "induction heads.", source)
+    ck = load_model(LM)
+    bos = find_heads.framing(ck)["bos"]
+    ids = ck.tokenizer.encode(c.text)[:(max_positions(ck.model) - (bos is not None)) // 2]
+    if len(ids) < 2:
+        return Step(title, "The sentence needs at least two tokens for the language model to copy.", source)
+    r = find_heads.copy_twice(ck.model, ids, bos=bos)
+    grid = r["induction"]
+    layer, head = max(((li, hi) for li in range(len(grid)) for hi in range(len(grid[0]))),
+                      key=lambda lh: grid[lh[0]][lh[1]])
+    first, second = r["first_copy"], r["second_copy"]
+    tokens = ck.tokenizer.display(([bos] if bos is not None else []) + ids + ids)
+    name = lm_heads_view.head_name(layer, head)
+    return Step(title,
+                "The translator reads one sentence and writes another. A GPT-style language model has only the "
+                "masked self-attention stack: it predicts the next token of the text it reads. Give it the class's "
+                "sentence twice. In the second copy every token can be predicted by copying — and models trained "
+                "on enough text grow a head for exactly that: an **induction head** attends from a token to the "
+                "token that followed it last time, with the help of a previous-token head in an earlier layer.",
+                source,
+                [("fig", lm_heads_view.attention_figure(r["weights"][layer, head], tokens, layer, head,
+                                                        "your sentence, twice", **c.style())),
+                 ("md", f"**{name}** of `{LM}` (its best induction head on this sentence) puts **{grid[layer][head]:.0%}"
+                        "** of its attention, from each token of the second copy, on the token that followed it in "
+                        f"the first copy: the stripe {r['length'] - 1} places left of the diagonal, lower right. "
+                        f"The next-token loss falls from **{first['mean']:.2f}** nats a token on the first copy to "
+                        f"**{second['mean']:.2f}** on the second."),
+                 ("fig", figures.lines({"first copy": first["per_token"], "second copy": second["per_token"]},
+                                       range(2, r["length"] + 1), title="Next-token loss on each token of the sentence",
+                                       x_title="token of the sentence (its position in a copy)",
+                                       y_title="loss (nats)", **c.style()))])
+
+
 STEPS = [tokens_step, embedding_step, positional_step, one_head_step, multi_head_step, layers_step, decoder_step,
-         output_step, payoff_step]
+         output_step, payoff_step, induction_step]
 
 
 def build(c: Context, index: int, **kw) -> Step:

@@ -189,6 +189,30 @@ def head_scores(model, *, vocab_low: int = 5, seq_len: int = 24, repeats: int = 
     return result
 
 
+def copy_twice(model, ids, *, bos: int | None = BOS) -> dict:
+    """A text read twice, ``[bos] s s`` for the model input ``ids`` = s (at least two tokens), as the Lesson shows it:
+    ``induction`` per head (``layers × heads``: mean attention from each token of the second copy to the token that
+    followed it in the first copy, the offset :func:`head_scores` measures on random tokens), ``first_copy`` /
+    ``second_copy`` (each copy's next-token loss of its tokens 2…n, per token and as the mean) and ``weights``
+    ``[layers, heads, T, T]``. A decoder-only model only (the loss is next-token)."""
+    if model.cfg.kind != "decoder-only":
+        raise ValueError("reading a text twice to copy it needs a decoder-only model")
+    s = [int(i) for i in ids]
+    if len(s) < 2:
+        raise ValueError("the text needs at least two tokens to be copied")
+    n, o = len(s), _offset(bos)
+    x = torch.tensor([([bos] if bos is not None else []) + s + s], dtype=torch.long)
+    _check_length(model, x.shape[1], "text read twice")
+    with _Eval(model):
+        w, logits = _weights(model, x)
+    nll = -F.log_softmax(logits[0, :-1], dim=-1).gather(-1, x[0, 1:, None]).squeeze(-1)  # position t predicts t + 1
+    first, second = nll[o:o + n - 1], nll[o + n:o + 2 * n - 1]  # tokens 2..n of each copy
+    return {"induction": diagonal_score(w, range(o + n, o + 2 * n), n - 1).clamp(0.0, 1.0).tolist(),
+            "first_copy": {"per_token": first.tolist(), "mean": float(first.mean())},
+            "second_copy": {"per_token": second.tolist(), "mean": float(second.mean())},
+            "weights": w[:, 0], "offset": o, "length": n}
+
+
 def _ablated_logits(model, heads, ids: torch.Tensor) -> torch.Tensor:
     """``[B, T, V]`` logits of an eval-mode pass with ``heads`` ((layer, head) pairs) switched off."""
     if model.cfg.kind != "decoder-only":

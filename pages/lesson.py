@@ -52,7 +52,7 @@ for k, (kind, value) in enumerate(step.blocks):
         st.plotly_chart(value, key=f"lesson_{i}_{k}")
 st.caption(f"Source: {step.source}")  # md: trusted (a citation we wrote); after the figure, so it leads the screen
 
-with st.expander("Handout for the class (all nine steps)"):
+with st.expander(f"Handout for the class (all {n} steps)"):
     st.caption("One HTML file with every figure, for this sentence: open it, then print to PDF or save every figure "
                "as PNG. It works offline.")
     # the click is kept as state by its callback, not read as the button's one-run value: a run cut short by another
@@ -61,7 +61,7 @@ with st.expander("Handout for the class (all nine steps)"):
               args=("lesson_handout_wanted", (name, view.text)))
     made_for, page = st.session_state.get("lesson_handout", (None, None))
     if st.session_state.get("lesson_handout_wanted") == (name, view.text) != made_for:
-        with st.spinner("Drawing the nine steps for the handout…"):
+        with st.spinner(f"Drawing the {n} steps for the handout…"):
             made_for, page = st.session_state["lesson_handout"] = ((name, view.text), lesson.handout(ctx))
     if made_for == (name, view.text):
         st.download_button("Download handout (HTML)", page, "attention-lab-lesson.html", "text/html",

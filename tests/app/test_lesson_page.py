@@ -1,4 +1,4 @@
-"""AppTest: the Lesson walks all nine steps on the class's sentence, follows the URL, and exports a safe handout."""
+"""AppTest: the Lesson walks all its steps on the class's sentence, follows the URL, and exports a safe handout."""
 import json
 import re
 from pathlib import Path
@@ -31,7 +31,7 @@ def charts(at):
 
 
 def step_number(at) -> int:
-    return int(re.match(r"(\d) ·", at.header[0].value).group(1))
+    return int(re.match(r"(\d+) ·", at.header[0].value).group(1))
 
 
 def test_next_and_back_walk_every_step():
@@ -53,9 +53,10 @@ def test_next_and_back_walk_every_step():
             nxt.click().run()
             assert not at.exception, [e.value for e in at.exception]
     assert len(set(seen)) == len(lesson.STEPS)
-    assert at.query_params["step"] in ("9", ["9"])  # the URL names the step shown
+    last = str(len(lesson.STEPS))
+    assert at.query_params["step"] in (last, [last])  # the URL names the step shown
     next(b for b in at.button if b.label.startswith("◀")).click().run()
-    assert step_number(at) == 8
+    assert step_number(at) == len(lesson.STEPS) - 1
 
 
 def test_the_step_follows_the_class_sentence():
@@ -70,10 +71,29 @@ def test_url_opens_a_step_and_a_bad_step_is_refused():
     at = open_lesson(model="en-fr", step="4")
     assert step_number(at) == 4
     assert "by hand" in at.header[0].value
-    for bad in ("42", "0", "10", "-1", "two"):
+    for bad in ("42", "0", "11", "-1", "two"):
         at = open_lesson(model="en-fr", step=bad)
         assert step_number(at) == 1, bad
-        assert any("step" in w.value and "1–9" in w.value for w in at.warning), bad
+        assert any("step" in w.value and "1–10" in w.value for w in at.warning), bad
+
+
+def test_the_last_step_reads_the_class_sentence_twice_with_the_language_model():
+    """Step 10: the bundled lm on the class's sentence read twice — its best induction head's map on exactly those
+    tokens, and the numbers under it are core.find_heads.copy_twice's on that sentence."""
+    from core import find_heads
+    from core.io import registry
+    at = open_lesson(model="en-fr", text=SEED, step="10")
+    assert step_number(at) == 10 and not at.error and "induction head" in at.header[0].value
+    ck = registry.load("lm")
+    ids = ck.tokenizer.encode(SEED)
+    r = find_heads.copy_twice(ck.model, ids, bos=find_heads.framing(ck)["bos"])
+    best = max(max(row) for row in r["induction"])
+    heat, loss = charts(at)
+    assert heat["layout"]["xaxis"]["ticktext"][1:] == ck.tokenizer.display(ids + ids)
+    assert len(loss["data"]) == 2 and loss["data"][1]["y"] == pytest.approx(r["second_copy"]["per_token"], abs=1e-6)
+    text = " ".join(m.value for m in at.markdown)
+    assert f"**{best:.0%}**" in text and f"**{r['second_copy']['mean']:.2f}**" in text, text
+    assert r["second_copy"]["mean"] < r["first_copy"]["mean"]  # the shipped lm copies
 
 
 def test_decoding_step_translates_the_seed_sentences_live():

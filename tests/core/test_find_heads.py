@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from core.config import ModelConfig
-from core.find_heads import (KINDS, ablate_heads_loss, control_heads, framing, head_scores, in_context_score,
-                             induction_heads, loss_by_position, repeated_tokens, top_heads)
+from core.find_heads import (KINDS, ablate_heads_loss, control_heads, copy_twice, framing, head_scores,
+                             in_context_score, induction_heads, loss_by_position, repeated_tokens, top_heads)
 from core.io import pretrained, registry
 from core.model import Transformer
 
@@ -85,6 +85,26 @@ def test_a_head_forced_to_the_earlier_copy_of_its_token_scores_one_on_duplicate(
     s = scores_with(model, forcing("decoder", lambda q: q - L if second_copy(q) else q, layer=1))
     assert s["duplicate_token"][1][0] == pytest.approx(1.0, abs=1e-6)
     assert s["induction"][1][0] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_text_read_twice_scores_as_the_random_copies_do_and_its_losses_are_the_models():
+    """copy_twice (the Lesson's sentence read twice) on the first copy of one repeated random row: the same induction
+    score as head_scores on that row, the same copy losses, and a forced induction head scores 1 there too."""
+    model = tiny()
+    row = repeated_tokens(V, seq_len=L, batch=1, seed=3)[0]
+    text = row[1:1 + L].tolist()
+    got = copy_twice(model, text)
+    want = head_scores(model, seq_len=L, batch=1, seed=3)
+    assert torch.allclose(torch.tensor(got["induction"]), torch.tensor(want["induction"]), atol=1e-6)
+    assert got["first_copy"]["mean"] == pytest.approx(want["induction_loss"]["first_copy"], abs=1e-5)
+    assert got["second_copy"]["mean"] == pytest.approx(want["induction_loss"]["second_copy"], abs=1e-5)
+    assert len(got["second_copy"]["per_token"]) == L - 1 and got["weights"].shape == (1, 2, 2 * L + 1, 2 * L + 1)
+    with model.hooks(forcing("decoder", lambda q: q - L + 1 if second_copy(q) else q, head=1)):
+        assert copy_twice(model, text)["induction"][0][1] == pytest.approx(1.0, abs=1e-6)
+    with pytest.raises(ValueError, match="at least two tokens"):
+        copy_twice(model, text[:1])
+    with pytest.raises(ValueError, match="reads at most"):
+        copy_twice(model, list(range(5, 5 + 40)))
 
 
 def test_without_bos_the_copies_start_at_position_zero():
