@@ -378,7 +378,7 @@ def induction_step(c: Context) -> Step:
                 source,
                 [("fig", lm_heads_view.attention_figure(r["weights"][layer, head], tokens, layer, head,
                                                         "your sentence, twice", **c.style())),
-                 ("md", f"**{name}** of `{LM}` (its best induction head on this sentence) puts **{grid[layer][head]:.0%}"
+                 ("md", f"**{md(name)}** of `{LM}` (its best induction head on this sentence) puts **{grid[layer][head]:.0%}"
                         "** of its attention, from each token of the second copy, on the token that followed it in "
                         f"the first copy: the stripe {r['length'] - 1} places left of the diagonal, lower right. "
                         f"The next-token loss falls from **{first['mean']:.2f}** nats a token on the first copy to "

@@ -12,10 +12,10 @@ committed; tests/core/test_broad.py checks that every animal noun of the lexicon
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from core.data import broad
+from core.io import jsonio
 from scripts.build_lexicon import WordNet, resolve
 
 OUT = Path(broad.__file__).with_name("animal_moves.json")
@@ -64,7 +64,7 @@ def main() -> None:
     missing = [en for en, how in table.items() if how is None]
     if missing:
         raise SystemExit(f"no way of moving for {', '.join(missing)}: add them to OVERRIDES")
-    OUT.write_text(json.dumps({
+    OUT.write_text(jsonio.dumps({
         "source": "WordNet 3.0 (wordnet-base): hypernyms of the noun's first animal sense; overrides read by hand",
         "licence": "WordNet 3.0 licence (Princeton University)", "command": "PYTHONPATH=. python scripts/animal_moves.py",
         "moves": table}, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")

@@ -5,6 +5,8 @@ import pytest
 
 from browser import offline_page, press_until
 
+from app import lesson
+
 pytestmark = pytest.mark.e2e
 
 
@@ -42,7 +44,7 @@ def test_lesson_steps_with_arrow_keys_and_its_handout_prints(visit, browser, tmp
     doc, log = offline_page(browser)
     doc.goto(handout.as_uri())
     doc.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 15", timeout=60_000)
-    assert doc.locator("section").count() == 9
+    assert doc.locator("section").count() == len(lesson.STEPS)
     pdf = doc.pdf()
     assert pdf.startswith(b"%PDF") and len(pdf) > 50_000
     assert log.external == [], log.external
