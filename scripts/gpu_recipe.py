@@ -101,13 +101,14 @@ def precision(folder: str, device: str, smoke: bool = False) -> dict:
     ``python scripts/eval_dev.py`` run, here on the GPU."""
     import torch
     from core import evaluate
+    from core.data import release_of
     from core.io import checkpoint
     from scripts.eval_dev import DEV_SETS, evaluate as eval_dev
     from core.training.tasks import REAL_MAX_TOKENS, TranslationTask
     ck = checkpoint.load(folder, device)
     tc = json.loads((Path(folder) / "train_state.json").read_text())["train_config"]
     task = TranslationTask(tc["task"], tokenizer=ck.tokenizer, train=False, real_share=tc["real_share"],
-                           parallel_release=tc.get("parallel_release") or 1)
+                           parallel_release=release_of(ck.meta))
     task.decode_len = REAL_MAX_TOKENS + 8  # as the trainer's own evaluation decodes
     out = {"rule": {}}
     n_eval = 20 if smoke else 300

@@ -93,10 +93,16 @@ def parallel_for(task: str, release: int = 1) -> ParallelText:
     return parallel.HumanTranslations(lang_of(task), release)
 
 
+def release_of(meta: dict) -> int:
+    """The release of the human translations a trained translator read, from its checkpoint's ``meta``
+    (``parallel_release``; 1 where the meta has none: every translator trained before release 2 existed)."""
+    return int(meta.get("parallel_release", 1))
+
+
 def parallel_of(meta: dict) -> ParallelText:
     """The human translations a trained translator read, from its checkpoint's ``meta``: its task and
-    ``parallel_release`` (1 where the meta has none: every translator trained before release 2 existed)."""
-    return parallel_for(meta["task"], int(meta.get("parallel_release", 1)))
+    :func:`release_of`."""
+    return parallel_for(meta["task"], release_of(meta))
 
 
 PROSE = {"lm": "english", "lm-large": "english_large"}  # a real-English lm task → the module of its frozen prose
