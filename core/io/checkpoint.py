@@ -143,10 +143,17 @@ def _remove_marked(folder: Path) -> None:
 def _ours_to_remove(folder: Path) -> bool:
     """A leftover folder of ours (a half-written temporary, a swapped-out old checkpoint): it holds the marker
     :func:`write_dir_atomically` wrote into it (a regular file, not a link) and nothing but our files. File names
-    alone never decide: anyone's model folder can hold a config.json and a model.safetensors."""
+    alone never decide: anyone's model folder can hold a config.json and a model.safetensors.
+
+    An empty folder counts as ours too: deleting it loses nothing, and :func:`_remove_marked` must unlink the marker
+    before the folder can go, so a kill between the two leaves exactly that (seen once in the suite's random-SIGKILL
+    test, two stops after the marker was moved last)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return False
+    if not any(folder.iterdir()):
+        return True
     marker = folder / LEFTOVER_MARKER
-    return (folder.is_dir() and not folder.is_symlink() and marker.is_file() and not marker.is_symlink()
-            and not _foreign(folder))
+    return marker.is_file() and not marker.is_symlink() and not _foreign(folder)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -327,3 +327,33 @@ def test_a_kill_while_the_old_copy_is_deleted_leaves_it_ours(trained, tmp_path, 
     r = train_here("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
     assert r.returncode == 0, r.stderr[-2000:]
     assert not old.exists()
+
+
+def test_a_kill_between_the_marker_and_the_folder_leaves_an_empty_dot_old_that_is_removed(trained, tmp_path):
+    """The random-SIGKILL test failed in CI once more (stop 46's submission): the marker goes last, but it has to go
+    before ``rmdir`` can, and a kill between the two left an empty ``.run.old`` that every later write refused. An
+    empty folder holds nothing to lose: it is removed; one holding anything of someone else's is still refused."""
+    from core.io import checkpoint
+    out = copy_of(trained, tmp_path / "run")
+    old = tmp_path / ".run.old"
+    old.mkdir()  # what _remove_marked leaves when killed after its last unlink
+    checkpoint.check_leftovers(out)
+    r = train_here("--out", out, *TINY[:2], "--steps", "3", *TINY[4:], "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not old.exists()
+    old.mkdir()
+    (old / "notes.txt").write_text("mine")
+    with pytest.raises(checkpoint.CheckpointError, match="refusing to delete"):
+        checkpoint.check_leftovers(out)
+    assert (old / "notes.txt").read_text() == "mine"
+
+
+def test_an_empty_temporary_of_a_dead_writer_is_cleaned(tmp_path):
+    """``mkdtemp`` comes before the marker: a kill between them leaves an empty ``.NAME.tmp-PID-…`` that
+    :func:`core.io.checkpoint.clean_temporaries` removes once that process is gone (never a live writer's)."""
+    from core.io import checkpoint
+    dead = tmp_path / ".run.tmp-999999999-abc"
+    live = tmp_path / f".run.tmp-{os.getpid()}-abc"
+    dead.mkdir(), live.mkdir()
+    assert checkpoint.clean_temporaries(tmp_path / "run") == [dead]
+    assert not dead.exists() and live.exists()
