@@ -71,6 +71,9 @@ class TrainConfig:
     real_share: float | None = None  # en-fr / en-de: share of training pairs that are human translations (parallel)
     parallel_release: int | None = None  # with real_share: the frozen release of them (None: 1; 2 adds four sources)
     vocab_size: int | None = None  # translation: the joint BPE's size (default 8,000; 1,200 for -tiny); lm, lm-large: 8,192
+    # a checkpoint folder or a model's name (core.io.registry) whose weights and tokenizer the run starts from
+    # instead of random weights and a new BPE: fine-tuning on more data. Its task and shape must be this run's.
+    init_from: str | None = None
     # bookkeeping
     eval_every: int = 200
     ckpt_every: int = 100
@@ -108,7 +111,7 @@ class TrainConfig:
         for name in ("task", "schedule", "pos_encoding", "norm", "activation", "device"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{flag(name)} must be a string, got {getattr(self, name)!r}"[:200])
-        for name in ("out", "text"):
+        for name in ("out", "text", "init_from"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ValueError(f"{flag(name)} must be a path, got {getattr(self, name)!r}"[:200])
         if self.task not in TASKS:
@@ -135,7 +138,7 @@ FLOAT_FLAGS = {  # name: (low, high, low excluded, high excluded)
     "clip": (0.0, 1e9, False, False), "weight_decay": (0.0, 1e6, False, False), "dropout": (0.0, 1.0, False, True),
     "real_share": (0.0, 1.0, False, True)}
 OPTIONAL_FLAGS = ("kv_heads", "window", "batch_tokens", "seq_len", "threads", "max_seconds", "real_share", "vocab_size",
-                  "parallel_release")
+                  "parallel_release", "init_from")
 DEVICE = re.compile(r"\A(auto|cpu|mps|cuda(:[0-9]{1,2})?)\Z")
 
 
@@ -277,6 +280,32 @@ def read_state(out: Path) -> tuple[dict, dict]:
     return state, tensors
 
 
+def starting_point(cfg: TrainConfig):
+    """The checkpoint ``--init-from`` names (a folder, or a model's name), checked: the same task as this run, and no
+    ``--vocab-size`` other than its tokenizer's (the run keeps its tokenizer, so its vocabulary cannot change)."""
+    from ..io import registry
+    try:
+        ck = registry.load(cfg.init_from)
+    except (checkpoint.CheckpointError, FileNotFoundError, ValueError) as e:
+        raise ValueError(f"--init-from {cfg.init_from}: {e}") from None
+    if ck.meta.get("task") != cfg.task:
+        raise ValueError(f"--init-from {cfg.init_from} is a {ck.meta.get('task')!r} model; this run's task is "
+                         f"{cfg.task!r}")
+    if cfg.vocab_size is not None and cfg.vocab_size != ck.tokenizer.vocab_size:
+        raise ValueError(f"--vocab-size {cfg.vocab_size}: --init-from {cfg.init_from} keeps its tokenizer of "
+                         f"{ck.tokenizer.vocab_size} tokens; leave --vocab-size out")
+    return ck
+
+
+def check_same_shape(ours, theirs, name: str) -> None:
+    """Refuse (``ValueError``) to start from a model whose configuration differs from this run's, naming the flags'
+    fields that differ."""
+    a, b = ours.to_dict(), theirs.to_dict()
+    differ = [f"{k} {a.get(k)!r} here, {b.get(k)!r} there" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    if differ:
+        raise ValueError(f"--init-from {name} has another shape: {'; '.join(differ)}")
+
+
 def command_line(cfg: TrainConfig) -> str:
     """The exact command that reproduces a run (every setting that affects the result)."""
     skip = {"history", "resume", "quiet", "device", "threads", "out", "compile"}
@@ -416,7 +445,8 @@ class _Run:
             self.resumed = checkpoint.load(out, self.device)
             self.state, self.tensors = read_state(out)
             saved = self.state["train_config"]
-            kept = MODEL_KEYS + ("task", "seed", "batch_size", "batch_tokens", "real_share", "vocab_size", "parallel_release")
+            kept = MODEL_KEYS + ("task", "seed", "batch_size", "batch_tokens", "real_share", "vocab_size", "parallel_release",
+                                 "init_from")
             changed = [k for k in kept if saved.get(k) != getattr(cfg, k)]
             if changed:
                 raise ValueError(f"cannot resume: {', '.join(changed)} differ from the run in {out}")
@@ -425,16 +455,29 @@ class _Run:
     def build(self) -> None:
         """The task (data and tokenizer), the model and AdamW; a resumed run's optimiser and random state."""
         cfg, resumed, device, dist = self.cfg, self.resumed, self.device, self.dist
-        text = None
+        text, init = None, None
+        if cfg.init_from and not resumed:
+            init = starting_point(cfg)
         if cfg.text:
             from ..data.lm import load_text
             text = load_text(cfg.text)
         self.task = make_task(cfg.task, text=text, seq_len=cfg.seq_len,
-                              tokenizer=resumed.tokenizer if resumed else None, batch_tokens=cfg.batch_tokens,
+                              tokenizer=resumed.tokenizer if resumed else init.tokenizer if init else None,
+                              batch_tokens=cfg.batch_tokens,
                               real_share=cfg.real_share, vocab_size=cfg.vocab_size,
                               parallel_release=cfg.parallel_release)
         torch.manual_seed(cfg.seed)
-        self.model = resumed.model.train() if resumed else Transformer(model_config(cfg, self.task)).to(device)
+        if resumed:
+            self.model = resumed.model.train()
+        else:
+            self.model = Transformer(model_config(cfg, self.task)).to(device)
+            if init:
+                check_same_shape(self.model.cfg, init.model.cfg, cfg.init_from)
+                self.model.load_state_dict(init.model.state_dict())  # cast to this model's float32
+        # what the run started from, in its meta: the name given, and that model's own command and step
+        self.init_record = (resumed.meta.get("init_from") if resumed else
+                            {"model": cfg.init_from, "command": init.meta.get("command"), "step": init.meta.get("step"),
+                             "parallel_release": init.meta.get("parallel_release", 1)} if init else None)
         # fused on CPU too: 46.6 -> 1.2 ms per optimizer step for 1 M parameters (docs/BENCHMARKS.md sec. 2)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
                                      weight_decay=cfg.weight_decay, fused=device.type in ("cuda", "cpu"))
@@ -557,6 +600,8 @@ class _Run:
                 "parameters": self.n_params}
         if cfg.parallel_release:  # read back by core.data.parallel_of (absent: release 1)
             meta["parallel_release"] = cfg.parallel_release
+        if cfg.init_from:
+            meta["init_from"] = self.init_record
         if not self.known_words:
             self.known_words.append(self.task.source_words())
         checkpoint.save(out, model, self.task.tokenizer, meta=meta | ({"summary": summary} if summary else {}),

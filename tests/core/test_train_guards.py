@@ -357,3 +357,30 @@ def test_an_empty_temporary_of_a_dead_writer_is_cleaned(tmp_path):
     dead.mkdir(), live.mkdir()
     assert checkpoint.clean_temporaries(tmp_path / "run") == [dead]
     assert not dead.exists() and live.exists()
+
+
+def test_init_from_starts_at_that_models_weights_and_tokenizer_and_says_so(trained, tmp_path):
+    """``--init-from`` (fine-tuning on more data, issue 31's CPU recipe): with a vanishing learning rate the run ends
+    where its starting model was, not where the same seed's random weights are; the meta and the quoted command name
+    the starting point; another task or another shape is refused before any step."""
+    import torch
+    from core.io import checkpoint
+    start = checkpoint.load(trained.out)
+    still = ["--lr", "1e-12", "--schedule", "constant", "--warmup", "0"]
+    assert TINY[-2] == "--warmup"
+    args = TINY[:-2]
+    r = train_here("--out", tmp_path / "tuned", *args, *still, "--init-from", trained.out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    tuned = checkpoint.load(tmp_path / "tuned")
+    for (name, a), b in zip(start.model.state_dict().items(), tuned.model.state_dict().values()):
+        assert torch.allclose(a, b, atol=1e-6), name
+    assert tuned.tokenizer.to_str() == start.tokenizer.to_str()
+    assert tuned.meta["init_from"]["model"] == str(trained.out) and tuned.meta["init_from"]["step"] == 2
+    assert f"--init-from {trained.out}" in tuned.meta["command"]
+    r = train_here("--out", tmp_path / "fresh", *args, *still)
+    fresh = checkpoint.load(tmp_path / "fresh")
+    assert not torch.allclose(fresh.model.embed.tokens.weight, start.model.embed.tokens.weight)
+    r = train_here("--out", tmp_path / "other", *TINY[2:], "--task", "reverse", "--init-from", trained.out)
+    assert r.returncode == 2 and "is a 'copy' model; this run's task is 'reverse'" in r.stderr
+    r = train_here("--out", tmp_path / "wide", *TINY, "--d-model", "24", "--init-from", trained.out)
+    assert r.returncode == 2 and "has another shape: d_model 24 here, 16 there" in r.stderr, r.stderr
