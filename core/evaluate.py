@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from .data import corpus_for, lang_of, parallel_of, reference_scores
+from .data import corpus_for, corpus_of, lang_of, parallel_of, reference_scores
 from .inference.decoding import greedy_many
 from .io import checkpoint, cli, jsonio, registry
 from .io.tokenizer import EOS
@@ -74,7 +74,7 @@ def evaluate(ck, pairs: list[tuple[str, str]], task: str | None = None) -> tuple
     (BLEU, chrF, exact match, pronoun accuracy overall and per reference pronoun, coreference head scores where the
     model's corpus parses the sentence). ``task`` defaults to the model's own (``meta.task``)."""
     task = task or ck.meta.get("task", "")
-    data, lang = corpus_for(task), lang_of(task)
+    data, lang = corpus_for(task), lang_of(task)  # its grammar (pronoun_of, pair_for): the same in every release
     hyps = translate_all(ck, [s for s, _ in pairs])
     metrics = reference_scores([r for _, r in pairs], hyps)
     by: dict[str, list[int]] = {}
@@ -112,7 +112,7 @@ def corpus_pairs(meta: dict, split: str, corpus: str, n: int | None,
     task = meta["task"]
     lang = lang_of(task)
     if corpus == "generated":
-        return [(p.src, p.tgt) for p in corpus_for(task).generate(lang, split, n=n or 300, seed=7)]
+        return [(p.src, p.tgt) for p in corpus_of(meta).generate(lang, split, n=n or 300, seed=7)]
     try:
         text = parallel_of(meta if release is None else {**meta, "parallel_release": release})
     except ValueError as e:

@@ -140,11 +140,12 @@ def heads_section(h: dict | None) -> str:
 
 def card_splits(ck) -> dict:
     """The digests of the corpus splits a translator's card is measured on (``meta.corpus_digest``), else {}."""
-    from core.data import split_digest
+    from core.data import generated_release_of, split_digest
     task = ck.meta.get("task", "")
     if task not in ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny"):
         return {}
-    return {split: split_digest(task, split) for split in (("test",) if task.endswith("-tiny") else ("test", "heldout"))}
+    release = generated_release_of(ck.meta)
+    return {split: split_digest(task, split, release) for split in (("test",) if task.endswith("-tiny") else ("test", "heldout"))}
 
 
 def check(folder: str) -> bool:

@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from core.data import corpus_for, lang_of, parallel_of
+from core.data import corpus_of, lang_of, parallel_of
 from core.data.winograd import load
 from core.evaluate import translate_ids
 from core.inference import quality
@@ -35,7 +35,7 @@ def dev_pairs(meta: dict) -> list[tuple[str, str, str]]:
     lang = lang_of(task)
     real = parallel_of(meta).pairs("valid")
     out = [(a, b, "real-valid") for a, b in real[::max(1, len(real) // 600)][:600]]
-    out += [(p.src, p.tgt, "generated-valid") for p in corpus_for(task).generate(lang, "valid", n=300, seed=7)]
+    out += [(p.src, p.tgt, "generated-valid") for p in corpus_of(meta).generate(lang, "valid", n=300, seed=7)]
     for dev in DEV_SETS:
         out += [(r.en, r.reference(lang)[0], dev.name) for r in load(dev)]
     return out

@@ -54,14 +54,30 @@ class Corpus(Protocol):
         """Minimal pairs whose cue word flips which noun "it" stands for."""
 
 
-def corpus_for(task: str) -> Corpus:
-    """The corpus module of a translation task: ``en-fr`` / ``en-de`` → :mod:`core.data.broad`,
-    ``en-fr-tiny`` / ``en-de-tiny`` → :mod:`core.data.translation`."""
+def corpus_for(task: str, release: int = 1) -> Corpus:
+    """The generated corpus of a translation task: ``en-fr`` / ``en-de`` → :mod:`core.data.broad` as ``release``
+    draws its splits (1: the module itself, one weighted draw over all frames, what the shipped translators read;
+    2: :class:`core.data.broad.Drawn`, each frame from its own seed), ``en-fr-tiny`` / ``en-de-tiny`` →
+    :mod:`core.data.translation` (which draws nothing: it enumerates its sentences; release 1 only)."""
     if task.endswith(TINY_SUFFIX):
+        if release != 1:
+            raise ValueError(f"{task} has one generated corpus (release 1), not release {release}")
         from . import translation
         return translation
     from . import broad
-    return broad
+    return broad if release == 1 else broad.Drawn(release)
+
+
+def generated_release_of(meta: dict) -> int:
+    """How a trained translator's generated sentences were drawn, from its checkpoint's ``meta``
+    (``generated_release``; 1 where the meta has none: every translator trained before release 2 existed)."""
+    return int(meta.get("generated_release", 1))
+
+
+def corpus_of(meta: dict) -> Corpus:
+    """The generated corpus a trained translator read, from its checkpoint's ``meta``: its task and
+    :func:`generated_release_of`."""
+    return corpus_for(meta["task"], generated_release_of(meta))
 
 
 @runtime_checkable
@@ -118,13 +134,13 @@ def prose_for(task: str):
     return importlib.import_module(f".{PROSE[task]}", __package__)
 
 
-def split_digest(task: str, split: str) -> str:
+def split_digest(task: str, split: str, release: int = 1) -> str:
     """The first 16 hex digits of the SHA-256 of a translation task's ``split`` as its generator writes it now: every
     pair's source and target, in the split's order (``generate(lang, split)``, default seed). A card records the
     digests of the splits it was measured on, so a test can say "the corpus changed: re-measure" at once."""
     import hashlib
     h = hashlib.sha256()
-    for p in corpus_for(task).generate(lang_of(task), split):
+    for p in corpus_for(task, release).generate(lang_of(task), split):
         h.update(f"{p.src}\t{p.tgt}\n".encode())
     return h.hexdigest()[:16]
 

@@ -29,11 +29,18 @@ coreference role are **held-out nouns**: they never appear in a coreference fram
 split (they do appear in the other frames, so the model knows the words), and the ``heldout`` split
 holds coreference sentences built on them. :func:`probe_pairs` draws minimal pairs from ``test``.
 
+Which sentences of a split are drawn depends on the release (:data:`GENERATED_RELEASES`; a model's meta says which
+it read, absent meaning 1): release 1 draws a frame by weight and then its slots from one random stream per split, so
+a new or reweighted frame changes every later sentence of every frame; release 2 gives each frame its own stream and
+as many sentences as its own weight asks for, so a new or reweighted frame leaves the others' sentences untouched
+(``tests/core/test_generated_release.py``). A sentence's split (the hash above) is the same in both.
+
 Translation choices (fixed): narrative past is the French *passé composé* / *imparfait* and the
 German *Präteritum*; "you" is not used; first person sentences use the French masculine.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import random
@@ -55,6 +62,14 @@ _TEST_SHARE, _VALID_SHARE, _HELDOUT_NOUN_SHARE = 0.15, 0.10, 0.06
 _PLAIN_SHARE, _MY_SHARE = 0.25, 0.2  # of coreference sentences: "because it was tired" (no "too"); "my pocket"
 TRAIN_SIZE = 300_000  # sentences sampled for the training split
 EVAL_SIZE = 6_000  # sentences sampled for valid / test / heldout
+# How a split's sentences are drawn from the frames. Release 1 (what the shipped translators read): one weighted draw
+# over every frame from one seed per split, so adding, removing or reweighting any frame changes every sentence after
+# the first draw it touches. Release 2: each frame from its own seed, as many sentences as its own weight asks for
+# (_PER_WEIGHT), interleaved by position — adding or reweighting one frame leaves every other frame's sentences, and
+# their order, as they were. A model records its release in meta (``generated_release``; absent: 1).
+GENERATED_RELEASES = (1, 2)
+LATEST_GENERATED = 2
+_PER_WEIGHT = {"train": 3_400, "valid": 68, "test": 68, "heldout": 125}  # release 2: sentences per unit of weight
 
 
 # --------------------------------------------------------------------------------------------
@@ -1195,9 +1210,70 @@ def _split_of(spec: Spec) -> str:
 _FRAME_SEEDS = {"train": 11, "valid": 12, "test": 13, "heldout": 14}
 
 
+def _check_release(release: int) -> None:
+    if release not in GENERATED_RELEASES:
+        raise ValueError(f"unknown release {release!r} of the generated corpus; expected one of {GENERATED_RELEASES}")
+
+
+def _specs(split: str, size: int | None, lang: str, release: int = 1) -> tuple[Spec, ...]:
+    """The distinct specs of ``split`` in ``lang``'s corpus, deterministic: release 1, ``size`` of them sampled from
+    all frames at once by weight; release 2, every frame's own (:func:`_per_frame_specs`), the first ``size`` of them
+    (``None``: all)."""
+    _check_release(release)
+    if release == 2:
+        return _per_frame_specs(split, size, lang)
+    return _joint_specs(split, size if size is not None else TRAIN_SIZE if split == "train" else EVAL_SIZE, lang)
+
+
+def _quotas(split: str, lang: str) -> dict[str, int]:
+    """Release 2: how many sentences each of ``lang``'s frames gives ``split`` — its weight times the split's fixed
+    :data:`_PER_WEIGHT`, never a share of the others' total."""
+    return {f.name: max(1, round(f.weight * _PER_WEIGHT[split])) for f in FRAMES_LIST
+            if lang in f.langs and f.weight > 0 and (split != "heldout" or f.cues)}
+
+
+@lru_cache(maxsize=512)
+def _frame_specs(split: str, name: str, count: int) -> tuple[Spec, ...]:
+    """Release 2: up to ``count`` distinct specs of frame ``name`` in ``split``, from the frame's own seed; a smaller
+    ``count`` gives a prefix of a larger one's."""
+    frame, lex = FRAMES[name], lexicon()
+    rng = random.Random(f"{_SALT}/release-2/{split}/{name}")
+    held = heldout_nouns() if split == "heldout" else None
+    out: dict[Spec, None] = {}
+    tries = 0
+    while len(out) < count and tries < count * 60:
+        tries += 1
+        pool_filter = None
+        if held is not None:  # one of the roles takes a held-out noun
+            slot_of = rng.choice(sorted(frame.roles))
+
+            def pool_filter(slot, pool, _slot=slot_of):
+                return tuple(n for n in pool if n in held) if slot == _slot else pool
+        spec = _sample_spec(frame, rng, lex, pool_filter)
+        if spec is None or spec in out or _split_of(spec) != split:
+            continue
+        out[spec] = None
+    return tuple(out)
+
+
 @lru_cache(maxsize=16)
-def _specs(split: str, size: int, lang: str) -> tuple[Spec, ...]:
-    """``size`` distinct specs of ``split`` in ``lang``'s corpus, sampled from its frames by weight (deterministic)."""
+def _per_frame_specs(split: str, size: int | None, lang: str) -> tuple[Spec, ...]:
+    """Release 2's split: frame f's j-th sentence sits at (j + ½) / quota_f of the way through it, so every frame is
+    spread evenly and the first ``size`` positions are known before anything is sampled (a prefix costs a fraction
+    of the whole: the start of every frame's own stream, in the whole split's order); a frame that runs out of
+    distinct sentences leaves its later positions empty."""
+    quotas = _quotas(split, lang)
+    slots = sorted(((j + 0.5) / q, name, j) for name, q in quotas.items() for j in range(q))
+    if size is not None:
+        slots = slots[:size]
+    need = collections.Counter(name for _, name, _ in slots)
+    streams = {name: _frame_specs(split, name, need[name]) for name in need}
+    return tuple(streams[name][j] for _, name, j in slots if j < len(streams[name]))
+
+
+@lru_cache(maxsize=16)
+def _joint_specs(split: str, size: int, lang: str) -> tuple[Spec, ...]:
+    """Release 1: ``size`` distinct specs of ``split`` in ``lang``'s corpus, sampled from its frames by weight."""
     lex = lexicon()
     rng = random.Random(_FRAME_SEEDS[split])
     frames = FRAMES_LIST
@@ -1269,21 +1345,23 @@ def _check_lang(lang):
 
 
 @lru_cache(maxsize=16)
-def _pairs(lang: str, split: str) -> tuple[Pair, ...]:
-    size = TRAIN_SIZE if split == "train" else EVAL_SIZE
-    return tuple(make_pair(s, lang) for s in _specs(split, size, lang))
+def _pairs(lang: str, split: str, release: int = 1) -> tuple[Pair, ...]:
+    return tuple(make_pair(s, lang) for s in _specs(split, None, lang, release))
 
 
-def generate(lang: str, split: str, n: int | None = None, seed: int = 0, first: int | None = None) -> list[Pair]:
+def generate(lang: str, split: str, n: int | None = None, seed: int = 0, first: int | None = None,
+             release: int = 1) -> list[Pair]:
     """Pairs of ``split`` (train / valid / test / heldout) in ``lang``: all (shuffled by ``seed``) or a sample of ``n``.
-    ``first``: only the split's first ``first`` sentences in sampling order — a prefix of the whole split, built in a
-    fraction of its time (the split's 300,000 training sentences take about a minute per language)."""
+    ``first``: only the split's first ``first`` sentences in sampling order — a prefix of the whole split (release 2:
+    up to ``first``, the start of every frame's own stream), built in a fraction of its time (the split's 300,000 training sentences take about a minute per language). ``release``: how
+    the frames are drawn (:data:`GENERATED_RELEASES`; 1, the shipped translators' corpus, by default)."""
     _check_lang(lang)
+    _check_release(release)
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     size = TRAIN_SIZE if split == "train" else EVAL_SIZE
-    pairs = list(_pairs(lang, split) if first is None or first >= size
-                 else (make_pair(s, lang) for s in _specs(split, first, lang)))
+    pairs = list(_pairs(lang, split, release) if first is None or (release == 1 and first >= size)
+                 else (make_pair(s, lang) for s in _specs(split, first, lang, release)))
     rng = random.Random(seed)
     if n is None or n >= len(pairs):
         rng.shuffle(pairs)
@@ -1291,11 +1369,42 @@ def generate(lang: str, split: str, n: int | None = None, seed: int = 0, first: 
     return rng.sample(pairs, n)
 
 
-def english_sentences(split: str = "train", lang: str | None = None) -> tuple[str, ...]:
+class Drawn:
+    """The broad corpus as a given release draws it (:data:`GENERATED_RELEASES`): a :class:`core.data.Corpus` whose
+    ``generate``, ``probe_pairs`` and ``english_sentences`` read that release; everything else (the grammar, the
+    lexicon, ``pair_for``, ``pronoun_of``...) is this module's own, which does not depend on how splits are drawn."""
+
+    def __init__(self, release: int):
+        _check_release(release)
+        self.release = release
+
+    def __repr__(self) -> str:
+        return f"core.data.broad release {self.release}"
+
+    def generate(self, lang: str, split: str, n: int | None = None, seed: int = 0,
+                 first: int | None = None) -> list[Pair]:
+        """:func:`generate` of this release."""
+        return generate(lang, split, n, seed, first, self.release)
+
+    def probe_pairs(self, lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
+        """:func:`probe_pairs` of this release."""
+        return probe_pairs(lang, n, self.release)
+
+    def english_sentences(self, split: str = "train", lang: str | None = None) -> tuple[str, ...]:
+        """:func:`english_sentences` of this release."""
+        return english_sentences(split, lang, self.release)
+
+    def __getattr__(self, name: str):  # only for names the instance lacks: the module's own
+        try:
+            return globals()[name]
+        except KeyError:
+            raise AttributeError(f"core.data.broad has no {name!r}") from None
+
+
+def english_sentences(split: str = "train", lang: str | None = None, release: int = 1) -> tuple[str, ...]:
     """The English side of every sentence of ``split`` in ``lang``'s corpus (the specs :func:`generate` translates,
     in spec order); without ``lang``, of every language's, each sentence once."""
-    size = TRAIN_SIZE if split == "train" else EVAL_SIZE
-    specs = dict.fromkeys(s for one in ((lang,) if lang else LANGS) for s in _specs(split, size, one))
+    specs = dict.fromkeys(s for one in ((lang,) if lang else LANGS) for s in _specs(split, None, one, release))
     return tuple(render_en(s) for s in specs)
 
 
@@ -1308,15 +1417,15 @@ SEED_PAIR = (("cross", (("A", "animal"), ("B", "street"), ("cue", "tired"))),
 
 
 @lru_cache(maxsize=4)
-def probe_pairs(lang: str = "fr", n: int = 120) -> list[tuple[Pair, Pair]]:
-    """Minimal pairs from the test split: the same sentence with the cue flipped from one role to the other,
-    where the right pronouns in ``lang`` differ (German plural *sie* never does). The seed pair
+def probe_pairs(lang: str = "fr", n: int = 120, release: int = 1) -> list[tuple[Pair, Pair]]:
+    """Minimal pairs from the test split (of ``release``): the same sentence with the cue flipped from one role to the
+    other, where the right pronouns in ``lang`` differ (German plural *sie* never does). The seed pair
     ("The animal didn't cross the street because it was too tired / wide.") comes first."""
     _check_lang(lang)
     lex = lexicon()
     out = [tuple(make_pair(Spec(f, tuple(sorted(s))), lang, contracted=True) for f, s in SEED_PAIR)]
     seen = {out[0][0].spec}
-    for spec in _specs("test", EVAL_SIZE, lang):
+    for spec in _specs("test", None, lang, release):
         if spec in seen:
             continue
         twin = _twin(spec, lang, lex)

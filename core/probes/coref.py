@@ -158,8 +158,8 @@ def corpus(ck: Checkpoint):
     lang = language(ck)
     if lang is None:
         return None
-    from ..data import corpus_for, translation
-    mod = corpus_for(str(ck.meta.get("task", "")))
+    from ..data import corpus_for, generated_release_of, translation
+    mod = corpus_for(str(ck.meta.get("task", "")), generated_release_of(ck.meta))
     if mod is translation:
         return mod
     try:

@@ -29,7 +29,8 @@ from .batching import epoch_size, token_batches
 
 SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"))]
 SYNTHETIC = ("copy", "reverse", "sort")
-TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")  # broad corpus; the 97-word grammar
+TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")
+BROAD = ("en-fr", "en-de")  # the translation tasks of the broad corpus (and the human translations)  # broad corpus; the 97-word grammar
 LM_TASKS = ("lm", "lm-large", "lm-tiny")  # real English prose (core.data.english, …english_large); generated stories
 REAL_LM = PROSE  # task → the frozen prose corpus it reads (core.data.prose_for)
 TASKS = SYNTHETIC + TRANSLATION + LM_TASKS + ("mlm", "induction")
@@ -215,13 +216,15 @@ class TranslationTask(Task):
     batch_tokens: int | None = None  # set (make_task): batches by length of <= this many padded tokens a side
 
     def __init__(self, name: str, tokenizer: Tokenizer | None = None, vocab_size: int | None = None,
-                 train: bool = True, real_share: float = 0.0, parallel_release: int = 1):
+                 train: bool = True, real_share: float = 0.0, parallel_release: int = 1, generated_release: int = 1):
         """``train=False`` (with a tokenizer): only evaluate, without building the training split (broad corpus).
         ``real_share`` > 0 (broad only): that share of the training pairs are human translations
         (:mod:`core.data.parallel`, its train split repeated as often as the share needs), the rest generated; the
-        BPE is then learned on both. ``parallel_release``: which frozen release of them (valid and test too)."""
+        BPE is then learned on both. ``parallel_release``: which frozen release of them (valid and test too);
+        ``generated_release``: how the generated splits are drawn (:func:`core.data.corpus_for`)."""
         from ..data import corpus_for, lang_of
-        self.name, self.lang, self.data = name, lang_of(name), corpus_for(name)
+        self.name, self.lang, self.data = name, lang_of(name), corpus_for(name, generated_release)
+        self.generated_release = generated_release
         self.real_share, self.parallel_release = real_share, parallel_release
         lang, tiny = self.lang, name.endswith("-tiny")
         if not train and not tiny and tokenizer is not None:
@@ -360,7 +363,7 @@ class TranslationTask(Task):
         pairs = getattr(self, "train_pairs_text", None)
         if pairs is None:
             from ..data import corpus_for
-            data = getattr(self, "data", None) or corpus_for(self.name)
+            data = getattr(self, "data", None) or corpus_for(self.name, getattr(self, "generated_release", 1))
             pairs = data.generate(self.lang, "train")
         return words_of(p[0] if isinstance(p, (tuple, list)) else p.src for p in pairs)
 
@@ -735,15 +738,19 @@ class MLMTask(Task):
 
 def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
               tokenizer: Tokenizer | None = None, batch_tokens: int | None = None, real_share: float | None = None,
-              vocab_size: int | None = None, parallel_release: int | None = None) -> Task:
+              vocab_size: int | None = None, parallel_release: int | None = None,
+              generated_release: int | None = None) -> Task:
     """``batch_tokens``: a translation task's batches by length, sized in padded tokens (``core.training.batching``);
     ``real_share``: the share of a broad translator's training pairs that are human translations
     (:mod:`core.data.parallel`), ``parallel_release`` the frozen release they come from (default 1);
+    ``generated_release``: how a broad translator's generated splits are drawn (default 1; ``core.data.corpus_for``);
     ``vocab_size``: a translation task's BPE size."""
     if batch_tokens is not None and name not in TRANSLATION:
         raise ValueError(f"--batch-tokens needs a translation task ({', '.join(TRANSLATION)}), not {name!r}")
     if real_share and name not in ("en-fr", "en-de"):
         raise ValueError(f"--real-share needs a broad translation task (en-fr, en-de), not {name!r}")
+    if generated_release is not None and name not in BROAD:
+        raise ValueError(f"--generated-release chooses how the broad corpus is drawn ({', '.join(BROAD)}), not {name!r}")
     if parallel_release is not None and not real_share:
         raise ValueError("--parallel-release chooses the human translations that --real-share mixes in: give both")
     if vocab_size is not None and name not in TRANSLATION + tuple(REAL_LM):
@@ -755,7 +762,7 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
         return SyntheticTask(name, max_len=seq_len or 12, tokenizer=tokenizer)
     if name in TRANSLATION:
         task = TranslationTask(name, tokenizer=tokenizer, vocab_size=vocab_size, real_share=real_share or 0.0,
-                               parallel_release=parallel_release or 1)
+                               parallel_release=parallel_release or 1, generated_release=generated_release or 1)
         task.batch_tokens = batch_tokens
         return task
     if name in LM_TASKS:
@@ -800,8 +807,9 @@ def heldout_metrics(ck, every: int = 1) -> dict:
     """
     task_name = ck.meta.get("task", "")
     if task_name in TRANSLATION:
-        from ..data import release_of
-        task = TranslationTask(task_name, tokenizer=ck.tokenizer, train=False, parallel_release=release_of(ck.meta))
+        from ..data import generated_release_of, release_of
+        task = TranslationTask(task_name, tokenizer=ck.tokenizer, train=False, parallel_release=release_of(ck.meta),
+                               generated_release=generated_release_of(ck.meta))
         if task_name.endswith("-tiny"):
             return task.evaluate(ck.model, n=None, split="test", every=every)
         task.decode_len = REAL_MAX_TOKENS + 8 if "--real-share" in ck.meta.get("command", "") else task.decode_len

@@ -26,7 +26,7 @@ from ..config import ModelConfig
 from ..io import checkpoint, jsonio
 from ..io.tokenizer import PAD
 from ..model import Transformer
-from .tasks import TASKS, make_task
+from .tasks import BROAD, TASKS, make_task
 
 STATE_WEIGHTS, STATE_JSON = checkpoint.STATE_WEIGHTS, checkpoint.STATE_JSON
 LOG = logging.getLogger("core.train")  # progress; the CLI (core/train.py) sends it to stderr
@@ -70,6 +70,9 @@ class TrainConfig:
     text: str | None = None  # lm: path of a UTF-8 text file
     real_share: float | None = None  # en-fr / en-de: share of training pairs that are human translations (parallel)
     parallel_release: int | None = None  # with real_share: the frozen release of them (None: 1; 2 adds four sources)
+    # en-fr / en-de: how the generated splits are drawn from the frames (core.data.corpus_for): None, the latest (2,
+    # each frame from its own seed) for a new run, the run's own for --resume; 1 is the shipped translators' corpus
+    generated_release: int | None = None
     vocab_size: int | None = None  # translation: the joint BPE's size (default 8,000; 1,200 for -tiny); lm, lm-large: 8,192
     # a checkpoint folder or a model's name (core.io.registry) whose weights and tokenizer the run starts from
     # instead of random weights and a new BPE: fine-tuning on more data. Its task and shape must be this run's.
@@ -132,13 +135,13 @@ INT_FLAGS = {"steps": (1, 10 ** 9), "seed": (0, 2 ** 63 - 1), "layers": (1, 256)
              "heads": (1, 1024), "kv_heads": (1, 1024), "d_ff": (1, 2 ** 17), "window": (1, 2 ** 16),
              "batch_size": (1, 2 ** 20), "batch_tokens": (1, 2 ** 30), "warmup": (0, 10 ** 9),
              "seq_len": (1, 2 ** 16), "vocab_size": (64, 2 ** 17), "eval_every": (1, 10 ** 9), "ckpt_every": (1, 10 ** 9), "threads": (1, 1024),
-             "parallel_release": (1, 2)}
+             "parallel_release": (1, 2), "generated_release": (1, 2)}
 FLOAT_FLAGS = {  # name: (low, high, low excluded, high excluded)
     "max_seconds": (0.0, 1e9, True, False), "lr": (0.0, 1e6, True, False), "label_smoothing": (0.0, 1.0, False, True),
     "clip": (0.0, 1e9, False, False), "weight_decay": (0.0, 1e6, False, False), "dropout": (0.0, 1.0, False, True),
     "real_share": (0.0, 1.0, False, True)}
 OPTIONAL_FLAGS = ("kv_heads", "window", "batch_tokens", "seq_len", "threads", "max_seconds", "real_share", "vocab_size",
-                  "parallel_release", "init_from")
+                  "parallel_release", "init_from", "generated_release")
 DEVICE = re.compile(r"\A(auto|cpu|mps|cuda(:[0-9]{1,2})?)\Z")
 
 
@@ -444,9 +447,13 @@ class _Run:
         if cfg.resume:
             self.resumed = checkpoint.load(out, self.device)
             self.state, self.tensors = read_state(out)
-            saved = self.state["train_config"]
+            saved = dict(self.state["train_config"])
+            if cfg.task in BROAD:  # a run from before release 2 says nothing: it drew release 1
+                saved["generated_release"] = saved.get("generated_release") or 1
+                if cfg.generated_release is None:  # not given: the run's own
+                    cfg.generated_release = saved["generated_release"]
             kept = MODEL_KEYS + ("task", "seed", "batch_size", "batch_tokens", "real_share", "vocab_size", "parallel_release",
-                                 "init_from")
+                                 "init_from", "generated_release")
             changed = [k for k in kept if saved.get(k) != getattr(cfg, k)]
             if changed:
                 raise ValueError(f"cannot resume: {', '.join(changed)} differ from the run in {out}")
@@ -455,6 +462,9 @@ class _Run:
     def build(self) -> None:
         """The task (data and tokenizer), the model and AdamW; a resumed run's optimiser and random state."""
         cfg, resumed, device, dist = self.cfg, self.resumed, self.device, self.dist
+        if cfg.generated_release is None and cfg.task in BROAD and not resumed:
+            from ..data.broad import LATEST_GENERATED
+            cfg.generated_release = LATEST_GENERATED  # a new run draws the latest way, and says so in its command
         text, init = None, None
         if cfg.init_from and not resumed:
             init = starting_point(cfg)
@@ -465,7 +475,7 @@ class _Run:
                               tokenizer=resumed.tokenizer if resumed else init.tokenizer if init else None,
                               batch_tokens=cfg.batch_tokens,
                               real_share=cfg.real_share, vocab_size=cfg.vocab_size,
-                              parallel_release=cfg.parallel_release)
+                              parallel_release=cfg.parallel_release, generated_release=cfg.generated_release)
         torch.manual_seed(cfg.seed)
         if resumed:
             self.model = resumed.model.train()
@@ -600,6 +610,8 @@ class _Run:
                 "parameters": self.n_params}
         if cfg.parallel_release:  # read back by core.data.parallel_of (absent: release 1)
             meta["parallel_release"] = cfg.parallel_release
+        if cfg.generated_release:  # read back by core.data.corpus_of (absent: release 1)
+            meta["generated_release"] = cfg.generated_release
         if cfg.init_from:
             meta["init_from"] = self.init_record
         if not self.known_words:
