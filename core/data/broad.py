@@ -1232,19 +1232,18 @@ def _quotas(split: str, lang: str) -> dict[str, int]:
             if lang in f.langs and f.weight > 0 and (split != "heldout" or f.cues)}
 
 
-@lru_cache(maxsize=512)
-def _frame_specs(split: str, name: str, count: int) -> tuple[Spec, ...]:
-    """Release 2: up to ``count`` distinct specs of frame ``name`` in ``split``, from the frame's own seed; a smaller
-    ``count`` gives a prefix of a larger one's."""
-    frame, lex = FRAMES[name], lexicon()
-    rng = random.Random(f"{_SALT}/release-2/{split}/{name}")
+def _draw_distinct(split: str, count: int, rng: random.Random, pick) -> tuple[Spec, ...]:
+    """Up to ``count`` distinct specs of ``split``: each draw's frame from ``pick(rng)``, then (held-out split) the
+    role that takes a held-out noun, then the slots, all from ``rng``; at most 60 draws per spec asked for."""
+    lex = lexicon()
     held = heldout_nouns() if split == "heldout" else None
     out: dict[Spec, None] = {}
     tries = 0
     while len(out) < count and tries < count * 60:
         tries += 1
+        frame = pick(rng)
         pool_filter = None
-        if held is not None:  # one of the roles takes a held-out noun
+        if held is not None:
             slot_of = rng.choice(sorted(frame.roles))
 
             def pool_filter(slot, pool, _slot=slot_of):
@@ -1254,6 +1253,14 @@ def _frame_specs(split: str, name: str, count: int) -> tuple[Spec, ...]:
             continue
         out[spec] = None
     return tuple(out)
+
+
+@lru_cache(maxsize=512)
+def _frame_specs(split: str, name: str, count: int) -> tuple[Spec, ...]:
+    """Release 2: up to ``count`` distinct specs of frame ``name`` in ``split``, from the frame's own seed; a smaller
+    ``count`` gives a prefix of a larger one's."""
+    frame = FRAMES[name]
+    return _draw_distinct(split, count, random.Random(f"{_SALT}/release-2/{split}/{name}"), lambda rng: frame)
 
 
 @lru_cache(maxsize=16)
@@ -1273,30 +1280,11 @@ def _per_frame_specs(split: str, size: int | None, lang: str) -> tuple[Spec, ...
 
 @lru_cache(maxsize=16)
 def _joint_specs(split: str, size: int, lang: str) -> tuple[Spec, ...]:
-    """Release 1: ``size`` distinct specs of ``split`` in ``lang``'s corpus, sampled from its frames by weight."""
-    lex = lexicon()
-    rng = random.Random(_FRAME_SEEDS[split])
-    frames = FRAMES_LIST
-    if split == "heldout":
-        held = heldout_nouns()
-        frames = [f for f in FRAMES_LIST if f.cues]
+    """Release 1: ``size`` distinct specs of ``split`` in ``lang``'s corpus, each draw's frame chosen by weight from
+    one stream per split."""
+    frames = [f for f in FRAMES_LIST if f.cues] if split == "heldout" else FRAMES_LIST
     weights = [f.weight if lang in f.langs else 0.0 for f in frames]
-    out: dict[Spec, None] = {}
-    tries = 0
-    while len(out) < size and tries < size * 60:
-        tries += 1
-        frame = rng.choices(frames, weights)[0]
-        pool_filter = None
-        if split == "heldout":
-            slot_of = rng.choice(sorted(frame.roles))
-
-            def pool_filter(slot, pool, _slot=slot_of):
-                return tuple(n for n in pool if n in held) if slot == _slot else pool
-        spec = _sample_spec(frame, rng, lex, pool_filter)
-        if spec is None or spec in out or _split_of(spec) != split:
-            continue
-        out[spec] = None
-    return tuple(out)
+    return _draw_distinct(split, size, random.Random(_FRAME_SEEDS[split]), lambda rng: rng.choices(frames, weights)[0])
 
 
 def _target_pronoun(spec: Spec, lang: str, lex: Lexicon) -> str | None:
