@@ -44,6 +44,18 @@ def limits(ck) -> str:
             "Präteritum for the past, même si / obwohl for although).")
 
 
+def starting_point(ck) -> str:
+    """A fine-tuned model (``core.train --init-from``): the card section naming the model it started from as it was
+    then, by that model's own training command (the name may since mean another model); else ''."""
+    init = ck.meta.get("init_from")
+    if not init:
+        return ""
+    return (f"\n\n## Starting point\n\nFine-tuned: the run started from the weights and tokenizer of "
+            f"`{init['model']}` as it was then, itself trained by\n\n```\n{init.get('command')}\n```\n\n"
+            f"({init.get('step') or 0:,} steps; human translations of release {init.get('parallel_release', 1)}). "
+            "Its figures below are this model's own.")
+
+
 def real_limits(ck) -> str:
     """A translator that read human translations: its corpus per source (licences, filters, splits), and its
     limits."""
@@ -201,9 +213,10 @@ def main(folder: str, float16: bool = False) -> None:
     tmp.write_text(jsonio.dumps(config, indent=2))
     tmp.replace(path / "config.json")
     card = (path / "card.md").read_text()
-    for section in ("\n## Corpus", "\n## What it does not know", "\n## Heads", "\n## Held-out evaluation"):  # below
+    for section in ("\n## Starting point", "\n## Corpus", "\n## What it does not know", "\n## Heads",
+                    "\n## Held-out evaluation"):  # written below
         card = card.split(section)[0]
-    card = card.rstrip("\n") + limits(ck) + heads_section(heads)
+    card = card.rstrip("\n") + starting_point(ck) + limits(ck) + heads_section(heads)
     command = "python scripts/bundle.py " + ("--float16 " if float16 else "") + folder
     card += ("\n\n## Held-out evaluation\n\nMeasured with `" + command + f"` ({secs:.0f} s); "
              + ("tests/core/test_bundled.py re-measures it on every CI run." if not sample else
