@@ -152,11 +152,11 @@ def heads_section(h: dict | None) -> str:
 
 def card_splits(ck) -> dict:
     """The digests of the corpus splits a translator's card is measured on (``meta.corpus_digest``), else {}."""
-    from core.data import generated_release_of, split_digest
+    from core.data import release_of, split_digest
     task = ck.meta.get("task", "")
     if task not in ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny"):
         return {}
-    release = generated_release_of(ck.meta)
+    release = release_of(ck.meta, "generated")
     return {split: split_digest(task, split, release) for split in (("test",) if task.endswith("-tiny") else ("test", "heldout"))}
 
 

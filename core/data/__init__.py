@@ -68,16 +68,10 @@ def corpus_for(task: str, release: int = 1) -> Corpus:
     return broad if release == 1 else broad.Drawn(release)
 
 
-def generated_release_of(meta: dict) -> int:
-    """How a trained translator's generated sentences were drawn, from its checkpoint's ``meta``
-    (``generated_release``; 1 where the meta has none: every translator trained before release 2 existed)."""
-    return int(meta.get("generated_release", 1))
-
-
 def corpus_of(meta: dict) -> Corpus:
     """The generated corpus a trained translator read, from its checkpoint's ``meta``: its task and
-    :func:`generated_release_of`."""
-    return corpus_for(meta["task"], generated_release_of(meta))
+    ``release_of(meta, "generated")``."""
+    return corpus_for(meta["task"], release_of(meta, "generated"))
 
 
 @runtime_checkable
@@ -109,10 +103,13 @@ def parallel_for(task: str, release: int = 1) -> ParallelText:
     return parallel.HumanTranslations(lang_of(task), release)
 
 
-def release_of(meta: dict) -> int:
-    """The release of the human translations a trained translator read, from its checkpoint's ``meta``
-    (``parallel_release``; 1 where the meta has none: every translator trained before release 2 existed)."""
-    return int(meta.get("parallel_release", 1))
+def release_of(meta: dict, kind: str = "parallel") -> int:
+    """The release of a trained translator's text, from its checkpoint's ``meta``: of the human translations it read
+    (``kind`` "parallel": ``meta.parallel_release``) or of how its generated sentences were drawn ("generated":
+    ``meta.generated_release``); 1 where the meta has none: every translator trained before a release 2 existed."""
+    if kind not in ("parallel", "generated"):
+        raise ValueError(f"unknown kind of text {kind!r}; expected 'parallel' or 'generated'")
+    return int(meta.get(f"{kind}_release", 1))
 
 
 def parallel_of(meta: dict) -> ParallelText:

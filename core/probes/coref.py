@@ -158,8 +158,8 @@ def corpus(ck: Checkpoint):
     lang = language(ck)
     if lang is None:
         return None
-    from ..data import corpus_for, generated_release_of, translation
-    mod = corpus_for(str(ck.meta.get("task", "")), generated_release_of(ck.meta))
+    from ..data import corpus_for, release_of, translation
+    mod = corpus_for(str(ck.meta.get("task", "")), release_of(ck.meta, "generated"))
     if mod is translation:
         return mod
     try:

@@ -807,9 +807,9 @@ def heldout_metrics(ck, every: int = 1) -> dict:
     """
     task_name = ck.meta.get("task", "")
     if task_name in TRANSLATION:
-        from ..data import generated_release_of, release_of
+        from ..data import release_of
         task = TranslationTask(task_name, tokenizer=ck.tokenizer, train=False, parallel_release=release_of(ck.meta),
-                               generated_release=generated_release_of(ck.meta))
+                               generated_release=release_of(ck.meta, "generated"))
         if task_name.endswith("-tiny"):
             return task.evaluate(ck.model, n=None, split="test", every=every)
         task.decode_len = REAL_MAX_TOKENS + 8 if "--real-share" in ck.meta.get("command", "") else task.decode_len

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from core.data import Corpus, broad, corpus_for, corpus_of, generated_release_of, split_digest
+from core.data import Corpus, broad, corpus_for, corpus_of, release_of, split_digest
 
 SPLIT = "valid"
 
@@ -84,14 +84,14 @@ def test_the_release_travels_with_the_corpus_and_the_model():
     v1, v2 = broad.generate("fr", SPLIT, release=1), drawn.generate("fr", SPLIT)
     assert {p.src for p in v1} != {p.src for p in v2}
     assert [p.src for p in corpus_of({"task": "en-fr", "generated_release": 2}).generate("fr", SPLIT)] == [p.src for p in v2]
-    assert generated_release_of({"task": "en-fr"}) == 1 and corpus_of({"task": "en-fr"}) is broad
+    assert release_of({"task": "en-fr"}, "generated") == 1 and corpus_of({"task": "en-fr"}) is broad
     assert split_digest("en-fr", "test", 2) != split_digest("en-fr", "test", 1)
     pairs = drawn.probe_pairs("fr")
     assert pairs[0][0].src.startswith("The animal didn't cross the street") and len(pairs) == 120
     assert {a.spec for a, _ in pairs[1:]} <= set(broad._specs("test", None, "fr", 2))
     for bad in (lambda: corpus_for("en-fr-tiny", 2), lambda: corpus_for("en-fr", 3),
-                lambda: broad.generate("fr", SPLIT, release=0)):
-        with pytest.raises(ValueError, match="release"):
+                lambda: broad.generate("fr", SPLIT, release=0), lambda: release_of({"task": "en-fr"}, "lexicon")):
+        with pytest.raises(ValueError, match="release|kind of text"):
             bad()
 
 
@@ -114,7 +114,7 @@ def test_a_new_broad_run_draws_the_latest_release_records_it_and_a_resume_keeps_
     trainer.train(trainer.TrainConfig(out=str(out), **tiny))
     meta = checkpoint.load(out).meta
     assert asked == [broad.LATEST_GENERATED] == [2] and meta["generated_release"] == 2
-    assert "--generated-release 2" in meta["command"] and generated_release_of(meta) == 2
+    assert "--generated-release 2" in meta["command"] and release_of(meta, "generated") == 2
     state = out / checkpoint.STATE_JSON  # a run from before release 2: its state names none
     st = json.loads(state.read_text())
     del st["train_config"]["generated_release"]
