@@ -135,8 +135,9 @@ with st.expander("Run settings", expanded=not running):
     c2.markdown(f"**{task}**: {TASK_HELP[task]}")
     if task.endswith("-tiny"):
         c2.caption("The default en-fr / en-de translators (human translations beside a 300,000-pair dictionary "
-                   "corpus, 9.9 M parameters) trained for 5 minutes on one GPU and take hours on two cores, so they "
-                   "are trained from the command line (scripts/gpu_recipe.py, scripts/train_bundled.sh), not here.")
+                   "corpus, 9.9 M parameters) trained for 5 minutes on one GPU (en-fr then longer on a CPU "
+                   "from those weights) and take hours on two cores from scratch, so they are trained from the "
+                   "command line (scripts/gpu_recipe.py, core.train --init-from), not here.")
     text_path, upload_ok = None, True
     if task in TEXT_TASKS:
         source = st.radio("Text", ["Bundled English corpus", "My own UTF-8 text file"], horizontal=True, key="tr_source")

@@ -273,9 +273,9 @@ class TranslationTask(Task):
                                 f"{len(lex.adjectives)} adjectives, {len(lex.verbs)} verbs; core/data/LEXICON.md); "
                                 f"held-out combinations and held-out nouns; BPE vocabulary of {self.tokenizer.vocab_size}")
             if real:
-                self.description += (f"; mixed with {len(real):,} human-translated sentence pairs (core.data.parallel:"
-                                     f" LibreOffice help, Wesnoth, the Debian handbook, Tux Paint"
-                                     f"{', Ding' if lang == 'de' else ''}), {self.n_real:,} of "
+                sources = ", ".join(parallel_for(name, parallel_release).describe()["filters"])  # release's own
+                self.description += (f"; mixed with {len(real):,} human-translated sentence pairs (core.data.parallel"
+                                     f" release {parallel_release}: {sources}), {self.n_real:,} of "
                                      f"{len(self.train_ids):,} training pairs per epoch ({real_share:.0%})")
 
     def _indices(self, step, batch_size, seed, rank, world):

@@ -229,3 +229,20 @@ def test_english_lm_beats_its_n_gram_baselines_and_writes_english():
         words += re.findall(r"[a-z]+", text.lower())
     assert len(words) >= 100
     assert sum(w in known for w in words) / len(words) >= 0.95, words
+
+
+def test_a_fine_tuned_translator_names_what_it_started_from_and_read():
+    """The shipped en-fr was fine-tuned on a CPU from the GPU model (``core.train --init-from``): its meta and card
+    name that model by its own training command, and everything that reads its corpus reads the releases it read."""
+    from core.data import parallel_for, parallel_of, release_of
+    from scripts.bundle import starting_point
+    ck = registry.load("en-fr")
+    init = ck.meta["init_from"]
+    assert init["model"] == "en-fr" and "--max-seconds" in init["command"] and init["step"] > 0
+    assert f"--init-from {init['model']}" in ck.meta["command"]
+    card = (registry.BUNDLED / "en-fr" / "card.md").read_text()
+    assert starting_point(ck).strip() in card and init["command"] in card
+    assert release_of(ck.meta) == 2 and release_of(ck.meta, "generated") == 1
+    release_2 = parallel_for("en-fr", 2)
+    assert parallel_of(ck.meta).fingerprint() == release_2.fingerprint()
+    assert f"train {release_2.describe()['splits']['train']['pairs']:,} pairs" in card
