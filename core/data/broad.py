@@ -1341,8 +1341,9 @@ def generate(lang: str, split: str, n: int | None = None, seed: int = 0, first: 
              release: int = 1) -> list[Pair]:
     """Pairs of ``split`` (train / valid / test / heldout) in ``lang``: all (shuffled by ``seed``) or a sample of ``n``.
     ``first``: only the split's first ``first`` sentences in sampling order — a prefix of the whole split (release 2:
-    up to ``first``, the start of every frame's own stream), built in a fraction of its time (the split's 300,000 training sentences take about a minute per language). ``release``: how
-    the frames are drawn (:data:`GENERATED_RELEASES`; 1, the shipped translators' corpus, by default)."""
+    up to ``first``, the start of every frame's own stream), built in a fraction of its time (the split's 300,000
+    training sentences take about a minute per language). ``release``: how the frames are drawn
+    (:data:`GENERATED_RELEASES`; 1, the shipped translators' corpus, by default)."""
     _check_lang(lang)
     _check_release(release)
     if split not in SPLITS:
