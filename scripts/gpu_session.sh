@@ -23,8 +23,11 @@ export PYTHONPATH=.
 if [ -n "$SMOKE" ]; then
   TR=(--smoke); LM=(--smoke)
 else
-  TR=(--build-s 60 --post-s 50 --fill 0.5 --runs en-fr-d384=en-fr:0.6:384:4:1536 en-de-d384=en-de:0.4:384:4:1536)
-  LM=()  # the recipe's own candidates (stop 41 ran --runs lm-gpu-384=384:6:6:1536 lm-gpu-256=256:4:4:1024)
+  # stop 48: the shipped en-de fine-tuned on release 2 of the human translations at two mixing weights (stop 41 ran
+  # en-fr-d384=en-fr:0.6:384:4:1536 en-de-d384=en-de:0.4:384:4:1536); the call must carry assets/models/en-de
+  TR=(--build-s 60 --post-s 70 --fill 0.5 --runs en-de-ft40=en-de@2:0.4+en-de en-de-ft60=en-de@2:0.6+en-de)
+  # the two rotary, unscaled-embedding shapes (stop 41 ran lm-gpu-384=384:6:6:1536 lm-gpu-256=256:4:4:1024)
+  LM=(--runs lm-gpu-384ur=384:6:6:1536:ur lm-gpu-384x4ur=384:4:6:1536:ur)
   nvidia-smi > "$W/nvidia-smi.txt" 2>&1
 fi
 [ "${TRANSLATORS:-}" = 1 ] && python3 scripts/gpu_recipe.py --out "$W/tr" --work /tmp/gpu-runs --budget "$BUDGET" ${TR[@]+"${TR[@]}"} > "$W/tr.out" 2>&1 &
