@@ -46,14 +46,20 @@ def limits(ck) -> str:
 
 def starting_point(ck) -> str:
     """A fine-tuned model (``core.train --init-from``): the card section naming the model it started from as it was
-    then, by that model's own training command (the name may since mean another model); else ''."""
+    then, by that model's own training command (the name may since mean another model), and so on back to the first
+    run when that model was itself fine-tuned; else ''."""
     init = ck.meta.get("init_from")
     if not init:
         return ""
-    return (f"\n\n## Starting point\n\nFine-tuned: the run started from the weights and tokenizer of "
-            f"`{init['model']}` as it was then, itself trained by\n\n```\n{init.get('command')}\n```\n\n"
-            f"({init.get('step') or 0:,} steps; human translations of release {init.get('parallel_release', 1)}). "
-            "Its figures below are this model's own.")
+    parts = []
+    while init:
+        parts.append(f"`{init['model']}` as it was then, itself trained by\n\n```\n{init.get('command')}\n```\n\n"
+                     f"({init.get('step') or 0:,} steps; human translations of release "
+                     f"{init.get('parallel_release', 1)})")
+        init = init.get("init_from")
+    return ("\n\n## Starting point\n\nFine-tuned: the run started from the weights and tokenizer of "
+            + ". That one started from the weights and tokenizer of ".join(parts)
+            + ". Its figures below are this model's own.")
 
 
 def real_limits(ck) -> str:

@@ -484,10 +484,13 @@ class _Run:
             if init:
                 check_same_shape(self.model.cfg, init.model.cfg, cfg.init_from)
                 self.model.load_state_dict(init.model.state_dict())  # cast to this model's float32
-        # what the run started from, in its meta: the name given, and that model's own command and step
+        # what the run started from, in its meta: the name given, that model's own command and step, and (a model
+        # that was itself fine-tuned) where that one started, so the chain back to the first run stays readable
         self.init_record = (resumed.meta.get("init_from") if resumed else
                             {"model": cfg.init_from, "command": init.meta.get("command"), "step": init.meta.get("step"),
-                             "parallel_release": init.meta.get("parallel_release", 1)} if init else None)
+                             "parallel_release": init.meta.get("parallel_release", 1),
+                             **({"init_from": init.meta["init_from"]} if init.meta.get("init_from") else {})}
+                            if init else None)
         # fused on CPU too: 46.6 -> 1.2 ms per optimizer step for 1 M parameters (docs/BENCHMARKS.md sec. 2)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
                                      weight_decay=cfg.weight_decay, fused=device.type in ("cuda", "cpu"))
