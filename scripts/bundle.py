@@ -156,6 +156,16 @@ def heads_section(h: dict | None) -> str:
             f"({ic['windows']} windows) | {ic['score']:+.3f} |")
 
 
+def recipes_section(ck) -> str:
+    """The card's "Recipes" section from ``meta.recipes`` (a list of ``{"name", "command", "result"}``: the ways this
+    model's task was trained and what each reached, this model's own first), or '' when the meta has none."""
+    rows = ck.meta.get("recipes")
+    if not rows:
+        return ""
+    return "\n\n## Recipes\n\n" + "\n\n".join(f"**{r['name']}.** {r['result']}\n\n```\n{r['command']}\n```"
+                                               for r in rows)
+
+
 def card_splits(ck) -> dict:
     """The digests of the corpus splits a translator's card is measured on (``meta.corpus_digest``), else {}."""
     from core.data import release_of, split_digest
@@ -219,10 +229,10 @@ def main(folder: str, float16: bool = False) -> None:
     tmp.write_text(jsonio.dumps(config, indent=2))
     tmp.replace(path / "config.json")
     card = (path / "card.md").read_text()
-    for section in ("\n## Starting point", "\n## Corpus", "\n## What it does not know", "\n## Heads",
+    for section in ("\n## Starting point", "\n## Recipes", "\n## Corpus", "\n## What it does not know", "\n## Heads",
                     "\n## Held-out evaluation"):  # written below
         card = card.split(section)[0]
-    card = card.rstrip("\n") + starting_point(ck) + limits(ck) + heads_section(heads)
+    card = card.rstrip("\n") + starting_point(ck) + recipes_section(ck) + limits(ck) + heads_section(heads)
     command = "python scripts/bundle.py " + ("--float16 " if float16 else "") + folder
     card += ("\n\n## Held-out evaluation\n\nMeasured with `" + command + f"` ({secs:.0f} s); "
              + ("tests/core/test_bundled.py re-measures it on every CI run." if not sample else

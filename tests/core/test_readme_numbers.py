@@ -190,6 +190,23 @@ def fine_tune_minutes():
     return (str(round(meta("en-fr")["summary"]["seconds"] / 60)),)
 
 
+def lm_gpu_run():
+    """The shipped lm's passes over its training split (steps × batch × window over the card data line's tokens) and
+    its training minutes on the GPU (meta.summary)."""
+    m = meta("lm")
+    assert m["summary"]["device"] == "cuda"
+    flag = {k: int(re.search(rf"--{k} (\d+)", m["command"]).group(1)) for k in ("batch-size", "seq-len")}
+    tokens = int(re.search(r"split by document\): (\d+) tokens", card("lm")).group(1))
+    return str(round(m["step"] * flag["batch-size"] * flag["seq-len"] / tokens)), d1(m["summary"]["seconds"] / 60)
+
+
+def lm_cpu_recipe():
+    """The lm card's CPU recipe (meta.recipes): its ``--max-seconds`` in minutes, on the CPU (no --device cuda)."""
+    cpu = [r for r in meta("lm")["recipes"] if r["name"].startswith("CPU")]
+    assert len(cpu) == 1 and "cuda" not in cpu[0]["command"]
+    return (str(round(float(re.search(r"--max-seconds (\d+(?:\.\d+)?)", cpu[0]["command"]).group(1)) / 60)),)
+
+
 def human_test_scores():
     return tuple(d1(meta(m)["heldout"][key])
                  for m in ("en-fr", "en-de") for key in ("real_test_bleu", "real_test_chrf"))
@@ -348,6 +365,11 @@ CLAIMS = [
           "assets/models/lm/config.json meta.parameters, model.vocab_size; tokenizer.json pre_tokenizer", lm_size),
     Claim("lm-corpus", r"read (\d+\.\d) MB of real English prose",
           "assets/models/lm/card.md split table, characters summed", lm_corpus_mb),
+    Claim("lm-gpu-run", r"(\d+) times over in (\d+\.\d) minutes on one GPU",
+          "assets/models/lm/config.json meta.step, meta.summary.seconds; command --batch-size, --seq-len; card tokens",
+          lm_gpu_run),
+    Claim("lm-cpu-recipe", r"the CPU recipe: two cores, (\d+) minutes",
+          "assets/models/lm/config.json meta.recipes (CPU) --max-seconds", lm_cpu_recipe),
     Claim("lm-perplexity", r"test perplexity (\d+\.\d) against (\d+\.\d) for a bigram model on the same tokens "
           r"\((\d\.\d\d)×\)", "assets/models/lm/config.json meta.heldout", lm_perplexity),
     Claim("lm-sources", r"English prose from (\d+) sources in Debian packages",
