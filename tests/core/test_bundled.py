@@ -246,3 +246,16 @@ def test_a_fine_tuned_translator_names_what_it_started_from_and_read():
     release_2 = parallel_for("en-fr", 2)
     assert parallel_of(ck.meta).fingerprint() == release_2.fingerprint()
     assert f"train {release_2.describe()['splits']['train']['pairs']:,} pairs" in card
+
+
+def test_a_translator_fine_tuned_twice_names_each_starting_point_back_to_the_first_run():
+    """The shipped en-de was fine-tuned on a GPU from the first GPU model, then annealed on a CPU from that: its meta
+    keeps the chain (``init_from.init_from``) and its card names both runs by their own commands, in order."""
+    from scripts.bundle import starting_point
+    ck = registry.load("en-de")
+    first, second = ck.meta["init_from"]["init_from"], ck.meta["init_from"]
+    assert first["model"] == "en-de" and "--init-from" not in first["command"]
+    assert f"--init-from {first['model']}" in second["command"] and f"--init-from {second['model']}" in ck.meta["command"]
+    card = (registry.BUNDLED / "en-de" / "card.md").read_text()
+    section = starting_point(ck).strip()
+    assert section in card and section.index(second["command"]) < section.index(first["command"])
