@@ -269,9 +269,10 @@ def in_context_score(model, stream: torch.Tensor, *, early: int = 50, late: int 
     sums = torch.zeros(2)
     for i in range(0, len(starts), batch):
         rows = torch.stack([stream[s:s + n + 1] for s in starts[i:i + batch]]).to(model.device)
-        logp = F.log_softmax(model(rows[:, :-1]).logits.float(), dim=-1)
-        for j, t in enumerate((early, late)):  # logits at position t predict token t + 1
-            sums[j] -= logp[:, t].gather(-1, rows[:, t + 1:t + 2]).sum().cpu()
+        logits = model(rows[:, :-1]).logits
+        for j, t in enumerate((early, late)):  # logits at position t predict token t + 1; only these two normalised
+            logp = F.log_softmax(logits[:, t].float(), dim=-1)
+            sums[j] -= logp.gather(-1, rows[:, t + 1:t + 2]).sum().cpu()
     early_loss, late_loss = (sums / len(starts)).tolist()
     return {"early": early, "late": late, "windows": len(starts), "loss_early": early_loss, "loss_late": late_loss,
             "score": late_loss - early_loss}

@@ -169,11 +169,11 @@ def test_bundled_masked_lm_meets_its_target():
 
 def test_bundled_models_are_small():
     """The small models stay under 8 MB each; the two broad translators add at most 80 MB together, the English
-    lm (3.4 M parameters, 8,192 tokens) at most 16 MB."""
+    lm (10.2 M parameters in float16, BPE of 8,192; issue 32 allows up to ~25 M) at most 24 MB."""
     sizes = {name: sum(f.stat().st_size for f in (registry.BUNDLED / name).iterdir()) for name in registry.bundled()}
     for name, size in sizes.items():
         if name not in BROAD:
-            assert size < (16_000_000 if name == "lm" else 8_000_000), f"{name} is {size} bytes"
+            assert size < (24_000_000 if name == "lm" else 8_000_000), f"{name} is {size} bytes"
     assert sum(sizes[n] for n in BROAD) <= 80_000_000, sizes
 
 
