@@ -89,21 +89,27 @@ def classroom_items(model_name: str | None = None) -> list[tuple[coref.ProbeItem
 @bounded
 def pair_entries(model_name: str | None = None) -> list[tuple[str, tuple[coref.ProbeItem, coref.ProbeItem]]]:
     """``(label, pair)`` for the pair list: the classroom's pairs, then the generated probe set's (the test split's,
-    in its own order, which the shipped patching scoreboard reads) less those whose cue word fits both nouns' kinds
-    (:func:`core.data.broad.cue_decides` is False: they need knowledge of the world, or read as nonsense) and those
-    that cannot happen (:func:`core.data.broad.reads_sensibly` is False: a carp crossing craters), each labelled by
-    its first sentence and the word its second changes. Cached (the page and :func:`typed_pair` both read
-    it on every run; do not mutate it)."""
+    in its own order, which the shipped patching scoreboard reads) that read as sense, each labelled by its first
+    sentence and the word its second changes. Cached (the page and :func:`typed_pair` both read it on every run; do
+    not mutate it)."""
     classroom = classroom_items(model_name)
     seen = {it.text for pair in classroom for it in pair}
     return ([(f"{a.text} / …{cue(a.text, b.text)}", (a, b)) for a, b in classroom]
             + [(f"generated: {a.text} / …{cue(a.text, b.text)}", (a, b)) for a, b in probe_items(model_name)
-               if a.text not in seen and b.text not in seen and _sensible(a.text) and _sensible(b.text)])
+               if a.text not in seen and b.text not in seen and sensible_pair(a.text, b.text)])
 
 
-def _sensible(sentence: str) -> bool:
-    """Neither filter of the pair list says no (None, "not a sentence of the grammar", is not a no)."""
-    return broad.cue_decides(sentence) is not False and broad.reads_sensibly(sentence) is not False
+def sensible_pair(a: str, b: str) -> bool:
+    """Whether a generated pair may be listed: a reader's verdict where one exists
+    (:func:`core.data.broad.pair_reads_sensibly`; every pair of the shipped translators' probe sets is read); for a
+    pair no one has read, the two coarse filters on each sentence: the cue word fits the kind of only the noun "it"
+    names (:func:`core.data.broad.cue_decides`: otherwise knowledge of the world decides, or it reads as nonsense),
+    and nothing impossible happens (:func:`core.data.broad.reads_sensibly`: a carp crossing craters). None from a
+    filter, "not a sentence of the grammar", is not a no."""
+    verdict = broad.pair_reads_sensibly(a, b)
+    if verdict is not None:
+        return verdict
+    return all(broad.cue_decides(t) is not False and broad.reads_sensibly(t) is not False for t in (a, b))
 
 
 @dataclass(frozen=True)

@@ -1502,8 +1502,8 @@ def reads_sensibly(sentence: str) -> bool | None:
     class: an animal that crosses, climbs or jumps over something walks ("The carp didn't cross the craters", "The
     oyster couldn't jump over the boulder": False), and an animal handles only food, drink, plants or animals ("The
     worm didn't steal the balaclava": False; "The mare didn't steal the basil": True). A coarse filter, not
-    understanding: sizes and places are not checked ("The gerbils didn't cross the volcanoes" passes). None: not a
-    sentence of the grammar."""
+    understanding: sizes and places are not checked ("The gerbils didn't cross the volcanoes" passes; the pair list
+    asks :func:`pair_reads_sensibly` first). None: not a sentence of the grammar."""
     try:
         spec = parse(sentence)
     except (ValueError, KeyError):
@@ -1518,6 +1518,29 @@ def reads_sensibly(sentence: str) -> bool | None:
     if verb in _HANDLING_VERBS and spec.get("B") is not None:
         return bool(set(lex.nouns[spec["B"]].classes) & set(_ANIMAL_THINGS))
     return True
+
+
+PAIR_SENSE_PATH = Path(__file__).parent / "review" / "pair_sense.jsonl"
+
+
+@lru_cache(maxsize=1)
+def _pair_verdicts() -> dict[tuple[str, str], bool]:
+    verdicts = {}
+    for line in PAIR_SENSE_PATH.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            verdicts[(row["a"], row["b"])] = bool(row["sensible"])
+    return verdicts
+
+
+def pair_reads_sensibly(a: str, b: str) -> bool | None:
+    """A reader's verdict on the minimal pair ``a`` / ``b`` (either order): True when both sentences describe something
+    ordinary and each one's pronoun plainly names the noun its cue word describes ("The chicken couldn't climb the
+    hill because it was too young / steep"), False otherwise ("The gerbils didn't cross the volcanoes…"). None: no
+    one has read the pair. The verdicts are ``core/data/review/pair_sense.jsonl`` (every pair of the shipped
+    translators' probe sets; ``python scripts/review_pairs.py MODEL`` lists the pairs a new probe set adds)."""
+    verdicts = _pair_verdicts()
+    return verdicts.get((a, b), verdicts.get((b, a)))
 
 
 _FR_PRONOUNS = {"il", "elle", "ils", "elles"}
