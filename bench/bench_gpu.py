@@ -24,6 +24,11 @@ MFU = (6·N + 12·L·H·Q·T) · tokens/s / peak, N = parameters without the pos
 (nanoGPT's estimate), peak = 989e12 bf16 dense FLOP/s (H100 SXM; ``--peak`` to change).
 
     python bench/bench_gpu.py [--sizes 25M 100M] [--rounds 5] [--steps 10] [--no-compile]
+                              [--compile-scope forward|loss|step]
+
+``--compile-scope``: what the compiled variants compile (:data:`SCOPES`; all three variants alike): ``forward``
+(the default, the figures of record), ``loss`` (forward and cross-entropy in one graph), ``step`` (also the clip and
+the optimiser step).
 
 (after ``pip install -e .``; on a machine without the install, e.g. a lent GPU: ``PYTHONPATH=. python bench/bench_gpu.py``)
 
@@ -116,17 +121,47 @@ def config(name: str) -> ModelConfig:
                        scale_embeddings=False, bias=False, max_len=t)
 
 
-def make_step(forward, params, x, y, vocab):
-    opt = torch.optim.AdamW(params, lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+# what ``torch.compile`` covers in a compiled variant's step (``--compile-scope``): the forward only (loss, clip and
+# optimiser eager: the measurement of record until stop 49), the forward and the cross-entropy (no float32 logits
+# written out and read back by separate kernels), or the whole update too (clip and a foreach AdamW compiled into
+# one graph in place of the fused AdamW kernel)
+SCOPES = ("forward", "loss", "step")
 
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            logits = forward(x)
-        loss = F.cross_entropy(logits.float().view(-1, vocab), y.view(-1))
-        loss.backward()
+
+def make_step(forward, params, x, y, vocab, scope: str | None = None, backend: str = "inductor"):
+    """One training step of ``forward`` (ids → logits) on ``x`` → ``y``: bf16 autocast forward, fp32 cross-entropy,
+    backward, clip at 1.0, AdamW (lr 3e-4, betas 0.9 / 0.95, weight decay 0.1). ``scope``: None, nothing compiled
+    (an eager variant); else what ``torch.compile`` (``backend``) covers, one of :data:`SCOPES`. The arithmetic is
+    the same in every scope (tests/bench/test_bench_gpu_reference.py)."""
+    if scope is not None and scope not in SCOPES:
+        raise ValueError(f"unknown compile scope {scope!r}; choose one of {', '.join(SCOPES)}")
+    whole = scope == "step"
+    opt = torch.optim.AdamW(params, lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1,
+                            **({"foreach": True} if whole else {"fused": True}))
+    device_type = x.device.type
+    if scope == "forward":
+        forward = torch.compile(forward, backend=backend)
+
+    def loss_of(ids, targets):
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            logits = forward(ids)
+        return F.cross_entropy(logits.float().view(-1, vocab), targets.view(-1))
+
+    def update():
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
+
+    if scope in ("loss", "step"):
+        loss_of = torch.compile(loss_of, backend=backend)
+    if whole:
+        update = torch.compile(update, backend=backend)
+
+    def step():
+        loss = loss_of(x, y)
+        loss.backward()
+        update()
         opt.zero_grad(set_to_none=True)
+        return loss
     return step
 
 
@@ -157,13 +192,13 @@ def bench_size(name, args, device):
     def ours_fwd(z):
         return ours(z).logits
 
-    forwards = {"ours_eager": (ours_fwd, ours_params), "torch_eager": (ref, ref_params),
-                "plain_eager": (plain, plain_params)}
-    if not args.no_compile:
-        forwards = {"ours_compiled": (torch.compile(ours_fwd), ours_params), **forwards,
-                    "torch_compiled": (torch.compile(ref), ref_params),
-                    "plain_compiled": (torch.compile(plain), plain_params)}
-    steps = {k: make_step(f, p, x, y, vocab) for k, (f, p) in forwards.items()}
+    forwards = {"ours": (ours_fwd, ours_params), "torch": (ref, ref_params), "plain": (plain, plain_params)}
+    steps = {}
+    for k, (f, p) in forwards.items():
+        if not args.no_compile:
+            steps[f"{k}_compiled"] = make_step(f, p, x, y, vocab, scope=args.compile_scope)
+    for k, (f, p) in forwards.items():
+        steps[f"{k}_eager"] = make_step(f, p, x, y, vocab)
     compile_s = {}
     for k, step in steps.items():
         torch.cuda.synchronize()
@@ -220,6 +255,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=3, help="steps before timing (includes compilation)")
     ap.add_argument("--peak", type=float, default=989e12, help="bf16 dense peak FLOP/s (H100 SXM: 989e12)")
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--compile-scope", choices=SCOPES, default="forward",
+                    help="what torch.compile covers in the compiled variants (same for all three)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA device: nothing measured")
@@ -229,7 +266,8 @@ def main(argv=None):
     torch.backends.cudnn.allow_tf32 = True
     device = torch.device("cuda")
     result = {"status": "measured", "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-              "peak_flops": args.peak, "compile": not args.no_compile, "sizes": {}}
+              "peak_flops": args.peak, "compile": not args.no_compile,
+              "compile_scope": None if args.no_compile else args.compile_scope, "sizes": {}}
     for name in args.sizes:
         r = result["sizes"][name] = bench_size(name, args, device)
         print(f"\n{name}: {r['params_all'] / 1e6:.1f} M params (N {r['params_N'] / 1e6:.1f} M), "

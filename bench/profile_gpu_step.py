@@ -15,7 +15,10 @@ and the CUDA kernels' time is summed by kind:
 and ``idle`` is the step's wall time during which no kernel ran (launch overhead, host work, synchronisation).
 Each kind is reported in ms per step and as a share of the wall time, with the ten longest kernels.
 
-    PYTHONPATH=. python bench/profile_gpu_step.py [--sizes 100M 25M] [--steps 5]
+    PYTHONPATH=. python bench/profile_gpu_step.py [--sizes 100M 25M] [--steps 5] [--compile-scope forward|loss|step]
+
+(``--compile-scope``: as in ``bench_gpu.py``; ``loss`` and ``step`` are the two experiments stop 48 named for the
+43 % of a 100 M step that is neither matrix product nor attention.)
 
 Runs only where ``torch.cuda.is_available()``; elsewhere the last line is ``{"status": "not measured: no GPU"}``.
 Last line: JSON.
@@ -29,7 +32,7 @@ import time
 
 import torch
 
-from bench.bench_gpu import SIZES, PlainLM, config, make_step
+from bench.bench_gpu import SCOPES, SIZES, PlainLM, config, make_step
 from core.model import Transformer
 
 KINDS = (("attention", re.compile(r"flash|fmha|cudnn|attention|sdpa|efficient", re.I)),
@@ -90,8 +93,9 @@ def profile_variant(step, steps: int, device: str) -> dict:
     return breakdown(kernels, wall_ms, steps)
 
 
-def run(sizes, steps: int, warmup: int) -> dict:
-    """The breakdown of ours and of the plain reference, compiled, at each size."""
+def run(sizes, steps: int, warmup: int, scope: str = "forward") -> dict:
+    """The breakdown of ours and of the plain reference, compiled (``scope``: what the compile covers, one of
+    ``bench_gpu.SCOPES``), at each size."""
     device = "cuda"
     out = {}
     for name in sizes:
@@ -103,8 +107,8 @@ def run(sizes, steps: int, warmup: int) -> dict:
         out[name] = {}
         for label, model in (("ours_compiled", Transformer(cfg)), ("plain_compiled", PlainLM(cfg))):
             model = model.to(device).train()
-            fwd = torch.compile((lambda z, m=model: m(z).logits) if label.startswith("ours") else model)
-            step = make_step(fwd, list(model.parameters()), x, y, vocab)
+            fwd = (lambda z, m=model: m(z).logits) if label.startswith("ours") else model
+            step = make_step(fwd, list(model.parameters()), x, y, vocab, scope=scope)
             for _ in range(warmup):
                 step()
             res = profile_variant(step, steps, device)
@@ -120,11 +124,13 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", nargs="+", default=["100M", "25M"], choices=list(SIZES))
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=3, help="steps before profiling (includes compilation)")
+    ap.add_argument("--compile-scope", choices=SCOPES, default="forward",
+                    help="what torch.compile covers: the forward (as measured in stop 48), + the loss, + the update")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print(json.dumps({"status": "not measured: no GPU"}))
         return 0
-    res = run(args.sizes, args.steps, args.warmup)
+    res = run(args.sizes, args.steps, args.warmup, args.compile_scope)
     for name, variants in res.items():
         for label, r in variants.items():
             print(f"{name} {label}: {r['wall_ms_per_step']:.1f} ms/step, {r['tokens_per_s']:,.0f} tokens/s, "
@@ -134,7 +140,7 @@ def main(argv=None) -> int:
             for kern in r["top_kernels"][:5]:
                 print(f"      {kern['ms_per_step']:6.2f} ms  {kern['kind']:9s} {kern['name'][:90]}")
     print(json.dumps({"status": "measured", "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                      "sizes": res}))
+                      "compile_scope": args.compile_scope, "sizes": res}))
     return 0
 
 

@@ -2,6 +2,7 @@
 computes: with our weights copied in it gives the same logits, so a speed ratio between the two compares two
 implementations of one function, not two models."""
 
+import pytest
 import torch
 
 import bench_gpu
@@ -39,3 +40,38 @@ def test_plain_reference_is_our_model_written_plainly():
         assert torch.allclose(got, want, atol=1e-5), (got - want).abs().max()
         plain.blocks[1].ln2.weight.mul_(1.01)
         assert not torch.allclose(plain(ids), want, atol=1e-4)  # the comparison can tell a difference
+
+
+def test_every_compile_scope_takes_the_same_step():
+    """``bench_gpu.make_step`` compiles the forward, the forward and the loss, or the whole update
+    (``--compile-scope``, the experiments for the 100 M step's non-matmul time): a faster scope must compute the same
+    training step, or its tokens/s would compare two different computations. Here on CPU with the ``aot_eager``
+    backend (the graphs dynamo captures and autograd traces; inductor's kernels are the GPU run's business)."""
+    import copy
+    cfg = bench_gpu.config("25M")
+    cfg = type(cfg)(**{**cfg.__dict__, "vocab_size": 61, "d_model": 32, "n_heads": 4, "n_decoder_layers": 2,
+                       "d_ff": 64, "max_len": 16})
+    torch.manual_seed(0)
+    base = Transformer(cfg).train()
+    ids = torch.randint(1, 61, (3, 17), generator=torch.Generator().manual_seed(1))
+    x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+
+    def after_two_steps(scope, targets=y):
+        model = copy.deepcopy(base)
+        params = list(model.parameters())
+        step = bench_gpu.make_step(lambda z: model(z).logits, params, x, targets, 61, scope=scope,
+                                   backend="aot_eager")
+        losses = [float(step().detach()) for _ in range(2)]
+        return losses, torch.cat([p.detach().flatten() for p in params])
+
+    want_losses, want = after_two_steps(None)
+    start = torch.cat([p.detach().flatten() for p in base.parameters()])
+    assert (want - start).abs().max() > 1e-4  # the steps moved the weights
+    for scope in bench_gpu.SCOPES:
+        losses, got = after_two_steps(scope)
+        assert losses == pytest.approx(want_losses, abs=1e-5), scope
+        assert (got - want).abs().max() < 1e-6, (scope, (got - want).abs().max())
+    _, other = after_two_steps("loss", targets=y.roll(1, dims=1))
+    assert (other - want).abs().max() > 1e-5  # the comparison can tell another step
+    with pytest.raises(ValueError, match="compile scope"):
+        bench_gpu.make_step(base, list(base.parameters()), x, y, 61, scope="everything")
