@@ -79,15 +79,23 @@ def framing(ck) -> dict:
 
 # ------------------------------------------------------------------ the repeated random sequence
 def repeated_tokens(vocab_size: int, *, seq_len: int = 24, repeats: int = 2, batch: int = 16, seed: int = 0,
-                    vocab_low: int = 5, bos: int | None = BOS, eos: int | None = None) -> torch.Tensor:
+                    vocab_low: int = 5, bos: int | None = BOS, eos: int | None = None,
+                    pool=None) -> torch.Tensor:
     """``[batch, T]`` ids: per row ``seq_len`` distinct random tokens from ``vocab_low .. vocab_size-1``, read
-    ``repeats`` times, after ``bos`` and before ``eos`` (either None: left out). The same seed gives the same ids."""
+    ``repeats`` times, after ``bos`` and before ``eos`` (either None: left out). The same seed gives the same ids.
+    ``pool``: draw from these ids instead (distinct ids, e.g. the tokens a model's training text holds often)."""
     if seq_len < 2 or repeats < 2 or batch < 1:
         raise ValueError(f"need seq_len >= 2, repeats >= 2 and batch >= 1 (got {seq_len}, {repeats}, {batch})")
-    if not 1 <= vocab_low < vocab_size or vocab_size - vocab_low < seq_len:
-        raise ValueError(f"cannot draw {seq_len} distinct tokens from ids {vocab_low}..{vocab_size - 1}")
     gen = torch.Generator().manual_seed(int(seed))
-    rows = torch.rand(batch, vocab_size - vocab_low, generator=gen).argsort(dim=1)[:, :seq_len] + vocab_low
+    if pool is not None:
+        pool = torch.as_tensor(pool, dtype=torch.long).unique()
+        if len(pool) < seq_len or int(pool.min()) < 0 or int(pool.max()) >= vocab_size:
+            raise ValueError(f"cannot draw {seq_len} distinct tokens from a pool of {len(pool)} ids in 0..{vocab_size - 1}")
+        rows = pool[torch.rand(batch, len(pool), generator=gen).argsort(dim=1)[:, :seq_len]]
+    elif not 1 <= vocab_low < vocab_size or vocab_size - vocab_low < seq_len:
+        raise ValueError(f"cannot draw {seq_len} distinct tokens from ids {vocab_low}..{vocab_size - 1}")
+    else:
+        rows = torch.rand(batch, vocab_size - vocab_low, generator=gen).argsort(dim=1)[:, :seq_len] + vocab_low
     parts = ([torch.full((batch, 1), bos)] if bos is not None else []) + [rows] * repeats
     parts += [torch.full((batch, 1), eos)] if eos is not None else []
     return torch.cat(parts, dim=1)
@@ -150,18 +158,19 @@ class _Eval:
 
 
 def head_scores(model, *, vocab_low: int = 5, seq_len: int = 24, repeats: int = 2, batch: int = 16, seed: int = 0,
-                text_ids=None, bos: int | None = BOS, eos: int | None = None) -> dict:
+                text_ids=None, bos: int | None = BOS, eos: int | None = None, pool=None) -> dict:
     """Previous-token, duplicate-token and induction score of every head (``layers × heads`` nested lists of floats in
     [0, 1]) and ``induction_loss`` ``{"first_copy", "second_copy"}`` (None for an encoder-only model), measured on
     ``batch`` rows of ``[bos] r × repeats [eos]`` with ``seq_len`` random tokens (see the module doc).
 
     ``text_ids``: a model input (ids as the model reads them, e.g. ``[BOS] + encode(text)``; a list, or a list of
     equal-length lists) on which the previous-token score is measured instead. A model in training mode is measured
-    in eval mode (no dropout) and left in training mode. ``bos`` / ``eos`` / ``vocab_low``: see :func:`framing`.
+    in eval mode (no dropout) and left in training mode. ``bos`` / ``eos`` / ``vocab_low``: see :func:`framing`;
+    ``pool``: see :func:`repeated_tokens`.
     """
     stack_of(model)  # an encoder-decoder model is refused before anything else
     ids = repeated_tokens(model.cfg.vocab_size, seq_len=seq_len, repeats=repeats, batch=batch, seed=seed,
-                          vocab_low=vocab_low, bos=bos, eos=eos)
+                          vocab_low=vocab_low, bos=bos, eos=eos, pool=pool)
     _check_length(model, ids.shape[1], "repeated sequence")
     o = _offset(bos)
     with _Eval(model):

@@ -237,6 +237,22 @@ def test_repeated_tokens_are_distinct_repeated_and_seeded():
     assert not torch.equal(ids, repeated_tokens(V, seq_len=L, batch=5, seed=4, vocab_low=5))
 
 
+def test_repeated_tokens_from_a_pool_use_only_its_ids():
+    """scripts/copy_by_frequency.py draws the random tokens from the ids a model's text holds often: every drawn id
+    from the pool, distinct within a row, repeated; a pool too small or outside the vocabulary is refused."""
+    pool = list(range(10, 10 + L + 3))
+    ids = repeated_tokens(V, seq_len=L, batch=6, seed=1, pool=pool + pool[:4])  # duplicates in the pool count once
+    body = ids[:, 1:1 + L]
+    assert set(body.flatten().tolist()) <= set(pool) and torch.equal(body, ids[:, 1 + L:])
+    assert all(len(set(r.tolist())) == L for r in body)
+    assert len({tuple(r.tolist()) for r in body}) > 1  # rows differ: the pool is drawn from, not copied
+    for bad in (pool[:L - 1], [V] + pool, [-1] + pool):
+        with pytest.raises(ValueError, match="pool"):
+            repeated_tokens(V, seq_len=L, pool=bad)
+    scores = head_scores(tiny(), seq_len=L, batch=2, pool=pool)
+    assert set(scores["induction_loss"]) == {"first_copy", "second_copy"}
+
+
 def test_in_context_score_is_late_minus_early_loss_of_each_window():
     """Olsson et al.'s measure, against cross-entropy computed window by window here."""
     model = tiny(layers=2)
@@ -335,3 +351,19 @@ def test_cli_bounds_its_numbers_before_allocating(capsys, args, says):
         code = e.code
     err = capsys.readouterr().err
     assert code == 2 and says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_copy_by_frequency_splits_every_second_copy_token_into_one_decade():
+    """scripts/copy_by_frequency.py: each measured token of the second copy lands in the decade of its count, and the
+    decades' weighted mean is head_scores' second-copy loss on the same ids."""
+    from scripts import copy_by_frequency as cbf
+    assert [cbf.decade(c) for c in (0, 1, 9, 10, 99, 100, 12_345)] == ["0", "1-9", "1-9", "10-99", "10-99", "100-999",
+                                                                         "10000-99999"]
+    model = tiny()
+    counts = torch.arange(V) * 3  # id i was seen 3·i times
+    frame = {"vocab_low": 5, "bos": 2, "eos": None}
+    got = cbf.second_copy_by_count(model, counts, seq_len=L, batch=4, frame=frame)
+    assert sum(v["tokens"] for v in got.values()) == 4 * (L - 1)
+    mean = sum(v["tokens"] * v["loss"] for v in got.values()) / (4 * (L - 1))
+    want = head_scores(model, seq_len=L, batch=4, vocab_low=5, bos=2)["induction_loss"]["second_copy"]
+    assert math.isclose(mean, want, rel_tol=1e-4)
