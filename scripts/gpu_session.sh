@@ -6,6 +6,7 @@
 #   TRANSLATORS=1 bash scripts/gpu_session.sh ...          # the translators' recipe too (stop 41 ran both; the
 #                                                          # language models alone are next: issue32-gpu.md)
 #   bash scripts/gpu_session.sh --rest 4                   # a second call on the still-warm machine: parts 4 on
+#   LM_ARGS="--runs ..." TR_ARGS="..." bash scripts/gpu_session.sh ...   # other arguments for either recipe
 #
 # A lent machine returns at most 64 MiB a call (measured: a 5th part of 16.7 MB was left out as "total"), so what
 # does not fit comes back in a second call made at once (the machine is given back after ~30 s idle).
@@ -29,6 +30,10 @@ else
   # the two rotary, unscaled-embedding shapes (stop 41 ran lm-gpu-384=384:6:6:1536 lm-gpu-256=256:4:4:1024)
   LM=(--runs lm-gpu-384ur=384:6:6:1536:ur lm-gpu-384x4ur=384:4:6:1536:ur)
   nvidia-smi > "$W/nvidia-smi.txt" 2>&1
+  # a plan other than the arrays above, without editing them (stop 49's plan for the next call: the lm alone,
+  # LM_ARGS="--runs lm-gpu-384x4ur=384:4:6:1536:ur --batch 128 --fill 0.9"; docs/measurements/issue32-gpu.md)
+  [ -n "${LM_ARGS:-}" ] && read -r -a LM <<< "$LM_ARGS"
+  [ -n "${TR_ARGS:-}" ] && read -r -a TR <<< "$TR_ARGS"
 fi
 [ "${TRANSLATORS:-}" = 1 ] && python3 scripts/gpu_recipe.py --out "$W/tr" --work /tmp/gpu-runs --budget "$BUDGET" ${TR[@]+"${TR[@]}"} > "$W/tr.out" 2>&1 &
 python3 scripts/gpu_lm_recipe.py --out "$W/lm" --work /tmp/gpu-lm-runs --budget "$BUDGET" ${LM[@]+"${LM[@]}"} > "$W/lm.out" 2>&1 &
