@@ -139,6 +139,10 @@ with st.expander("How the scores are measured"):
                 "- **Previous-token**: mean weight from q to q − 1 (on your sentence, or on the random sequences).\n"
                 "- **Duplicate-token**: mean weight from each second-copy token to q − L.\n"
                 "- **Induction**: mean weight from each second-copy token to q − L + 1.\n"
-                "- **Loss**: next-token cross-entropy of r₁ … r_L−1 in each copy; r₀ is left out (nothing predicts it).\n"
+                "- **Loss**: next-token cross-entropy of r₁ … r_L−1 in each copy; r₀ is left out (nothing predicts it). "
+                "Most ids of a model's vocabulary are rare in the text it read, and a random draw is mostly such ids: "
+                "an induction head finds the token to copy, but the model puts little probability on a token it "
+                "almost never had to say, so the second copy's loss stays well above zero even with a strong head "
+                "(`python scripts/copy_by_frequency.py` splits it by how often each token occurs).\n"
                 "- A head's score is evidence of what it attends to; switching heads off is evidence of what the "
                 "model uses. The same measurement from a terminal: `python -m core.find_heads --model lm`.")
