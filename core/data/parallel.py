@@ -34,6 +34,12 @@ source                 what it is and how it aligns                             
                        gettext, one document per catalog
 =====================  ==========================================================  ==========================
 
+**Release 3** (``release=3``) adds six games' gettext catalogs, frozen apart in ``assets/corpora/parallel-games-<lang>/``
+(:data:`GAME_SOURCES`: Cataclysm DDA, Warzone 2100, Flare, SuperTuxKart, Pingus, LinCity-NG; licences CC-BY-SA-3.0,
+GPL-2.0-or-later, CC-BY-SA-3.0-or-later, GPL-3.0-or-later). Their text is what the help and manuals lack: everyday
+objects, second-person messages ("You feel cold."), dialogue. A ``.po`` message's document is the first file its
+``#:`` line names; a ``.mo`` message is its own document.
+
 A paragraph pair is cut into sentence pairs when both sides have the same number of sentences. Every pair then
 passes the filters of :data:`FILTERS` in order (untranslated, markup and placeholders, length, length ratio,
 duplicates); :func:`filter_table` counts the pairs per source before and after each, for the model card.
@@ -105,7 +111,43 @@ EXTRA_SOURCES = {
                   "licence": "GPL-2.0-or-later", "aligned_by": "gettext msgid"},
 }
 FREECIV_DOMAINS = ("freeciv-nations", "freeciv-core")
-RELEASES = {1: ("parallel",), 2: ("parallel", "parallel-extra")}  # the frozen corpora a release reads (+ "-<lang>")
+# Release 3 adds the text of six games (frozen apart, in ``parallel-games-<lang>``): item descriptions, dialogue,
+# tutorials and menus, measured before they were added (the stop-50 note: English words of the pairs that pass the
+# filters, fr / de): Cataclysm DDA 72 k / 152 k, Warzone 2100 14 k / 14 k, Flare 5.5 k / 4.8 k, SuperTuxKart
+# 5.0 k / 4.8 k, Pingus 3.0 k / 4.3 k, LinCity-NG 1.7 k / 1.7 k.
+GAME_PACKAGES = {
+    "cataclysm-dda": ["cataclysm-dda-data"],
+    "warzone2100": ["warzone2100-data"],
+    "flare": ["flare-game"],
+    "supertuxkart": ["supertuxkart-data"],
+    "pingus": ["pingus-data"],
+    "lincity-ng": ["lincity-ng-data"],
+}
+GAME_SOURCES = {
+    "cataclysm-dda": {"description": "Cataclysm: Dark Days Ahead 0.F items, dialogue and messages (cataclysm-dda-data)",
+                      "licence": "CC-BY-SA-3.0", "aligned_by": "gettext msgid"},
+    "warzone2100": {"description": "Warzone 2100 4.3 campaign briefings and messages (warzone2100-data)",
+                    "licence": "GPL-2.0-or-later", "aligned_by": "gettext msgid"},
+    "flare": {"description": "Flare's Empyrean campaign: quests, dialogue, items (flare-game)",
+              "licence": "CC-BY-SA-3.0-or-later", "aligned_by": "gettext msgid (.po)"},
+    "supertuxkart": {"description": "SuperTuxKart 1.4 menus, tracks and story (supertuxkart-data)",
+                     "licence": "GPL-3.0-or-later", "aligned_by": "gettext msgid (.po)"},
+    "pingus": {"description": "Pingus level titles and descriptions, story (pingus-data)",
+               "licence": "GPL-2.0-or-later", "aligned_by": "gettext msgid (.po)"},
+    "lincity-ng": {"description": "LinCity-NG messages and help (lincity-ng-data)", "licence": "GPL-2.0-or-later",
+                   "aligned_by": "gettext msgid (.po)"},
+}
+GAME_CATALOGS = {  # source → (catalogs under the package root, ``{lang}`` filled in): .mo or .po
+    "cataclysm-dda": ("usr/share/locale/{lang}/LC_MESSAGES/cataclysm-dda.mo",),
+    "warzone2100": ("usr/share/locale/{lang}/LC_MESSAGES/warzone2100.mo",),
+    "flare": ("usr/share/games/flare/mods/empyrean_campaign/languages/data.{lang}.po",
+              "usr/share/games/flare/mods/fantasycore/languages/data.{lang}.po"),
+    "supertuxkart": ("usr/share/games/supertuxkart/data/po/{lang}.po",),
+    "pingus": ("usr/share/games/pingus/data/po/{lang}.po",),
+    "lincity-ng": ("usr/share/games/lincity-ng/locale/{lang}.po", "usr/share/games/lincity-ng/locale/gui/{lang}.po"),
+}
+RELEASES = {1: ("parallel",), 2: ("parallel", "parallel-extra"),  # the frozen corpora a release reads (+ "-<lang>")
+            3: ("parallel", "parallel-extra", "parallel-games")}
 MAX_WORDS = 40  # a side longer than this is too long for the model (positions and batches)
 MIN_RATIO, MAX_RATIO = 0.5, 2.2  # target / source characters (French runs ≈ 1.15× English, German ≈ 1.2×)
 
@@ -365,6 +407,63 @@ def widelands_documents(root: Path, lang: str) -> list[frozen.Document]:
     return docs
 
 
+_PO_KEYWORD = re.compile(r'^(msgctxt|msgid|msgid_plural|msgstr|msgstr\[\d+\])\s+"(.*)"$')
+_PO_ESCAPE = {"n": "\n", "t": "\t", "r": "\r"}
+
+
+def _po_unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _PO_ESCAPE.get(m.group(1), m.group(1)), text)
+
+
+def _po(path: Path) -> list[tuple[str, str, str]]:
+    """A ``.po`` catalog's translated singular messages as ``(msgid, msgstr, first source file)``, in file order;
+    fuzzy entries (a translator's unchecked guess), obsolete ones (``#~``) and the header are left out."""
+    out: list[tuple[str, str, str]] = []
+    entry: dict[str, str] = {}
+    field, flags, ref = None, "", ""
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines() + [""]:
+        line = line.strip()
+        if not line or (line.startswith(("#", "msgctxt", "msgid ")) and any(k.startswith("msgstr") for k in entry)):
+            msgstr = entry.get("msgstr", entry.get("msgstr[0]", ""))
+            if entry.get("msgid") and msgstr and "fuzzy" not in flags:
+                out.append((entry["msgid"], msgstr, ref))
+            entry, field, flags, ref = {}, None, "", ""
+            if not line:
+                continue
+        m = _PO_KEYWORD.match(line)
+        if line.startswith("#,"):
+            flags += line
+        elif line.startswith("#:") and not ref and len(line.split()) > 1:
+            ref = line.split()[1].rsplit(":", 1)[0]
+        elif m:
+            field = m.group(1)
+            entry[field] = _po_unescape(m.group(2))
+        elif line.startswith('"') and line.endswith('"') and field:
+            entry[field] += _po_unescape(line[1:-1])
+    return out
+
+
+def games_documents(root: Path, lang: str) -> list[frozen.Document]:
+    """Release 3's game catalogs. A ``.po`` message belongs to the document of the first file its ``#:`` line
+    names (a level, a quest, a track: near-identical strings of one level stay on one side of the split); a ``.mo``
+    keeps no file names, so each of its messages is a document of its own (as Freeciv's)."""
+    docs = []
+    for source, patterns in GAME_CATALOGS.items():
+        for pattern in patterns:
+            path = root / pattern.format(lang=lang)
+            if not path.exists():
+                continue
+            if path.suffix == ".mo":
+                docs += [frozen.Document(source, hashlib.sha256(k.encode()).hexdigest()[:16], (_tab(k, v),))
+                         for k, v in sorted(_mo(path).items())]
+                continue
+            by_file: dict[str, list[str]] = {}
+            for en, tr, ref in _po(path):
+                by_file.setdefault(ref or path.name, []).append(_tab(en, tr))
+            docs += [frozen.Document(source, f"{path.parent.name}/{ref}", tuple(pars)) for ref, pars in by_file.items()]
+    return docs
+
+
 def extract_extra(lang: str, cache: Path = CACHE) -> list[frozen.Document]:
     """Release 2's added documents (:data:`EXTRA_PACKAGES`), downloaded into ``cache`` when missing."""
     root = fetch([p for pkgs in EXTRA_PACKAGES.values() for p in pkgs], cache)
@@ -381,11 +480,26 @@ def extract(lang: str, cache: Path = CACHE) -> list[frozen.Document]:
             + tuxpaint_documents(root, lang) + ding_documents(lang))
 
 
-def rebuild(lang: str, write: bool = False, cache: Path = CACHE, root: Path = frozen.ROOT, extra: bool = False) -> dict:
-    """Extract again and compare with the frozen copy; ``write`` replaces it. ``extra``: release 2's added sources
-    (``parallel-extra-<lang>``) instead of release 1's (``parallel-<lang>``)."""
-    new = extract_extra(lang, cache) if extra else extract(lang, cache)
-    name = f"parallel-extra-{lang}" if extra else f"parallel-{lang}"
+def extract_games(lang: str, cache: Path = CACHE) -> list[frozen.Document]:
+    """Release 3's added documents (:data:`GAME_PACKAGES`), downloaded into ``cache`` when missing."""
+    return games_documents(fetch([p for pkgs in GAME_PACKAGES.values() for p in pkgs], cache), lang)
+
+
+# each frozen part: (its packages, its sources, its extractor, the rebuild command's flag)
+PARTS = {"parallel": (PACKAGES, SOURCES, extract, ""),
+         "parallel-extra": (EXTRA_PACKAGES, EXTRA_SOURCES, extract_extra, " --extra"),
+         "parallel-games": (GAME_PACKAGES, GAME_SOURCES, extract_games, " --games")}
+
+
+def rebuild(lang: str, write: bool = False, cache: Path = CACHE, root: Path = frozen.ROOT, extra: bool = False,
+            part: str | None = None) -> dict:
+    """Extract one frozen part again and compare with its frozen copy; ``write`` replaces it. ``part``: one of
+    :data:`PARTS` (``parallel`` = release 1's sources, ``parallel-extra`` = release 2's added ones, also chosen by
+    ``extra``, ``parallel-games`` = release 3's)."""
+    part = part or ("parallel-extra" if extra else "parallel")
+    packages, sources, extractor, flag = PARTS[part]
+    new = extractor(lang, cache)
+    name = f"{part}-{lang}"
     try:
         old = frozen.read(name, root)
     except frozen.FrozenCorpusError:
@@ -394,9 +508,7 @@ def rebuild(lang: str, write: bool = False, cache: Path = CACHE, root: Path = fr
     report["documents"] = len(new)
     if write:
         versions = deb_versions(cache)
-        packages = EXTRA_PACKAGES if extra else PACKAGES
-        frozen.write(name, new, sources=EXTRA_SOURCES if extra else SOURCES, root=root,
-                     rebuild=f"python -m core.data.parallel --lang {lang}" + (" --extra" if extra else ""),
+        frozen.write(name, new, sources=sources, root=root, rebuild=f"python -m core.data.parallel --lang {lang}{flag}",
                      packages={p: versions.get(p) or frozen.package_version(p) for v in packages.values() for p in v})
         _pairs.cache_clear()
         report["written"] = str(root / name)
@@ -572,11 +684,14 @@ def main(argv: list[str] | None = None) -> int:
         "Download the packages, align and compare with the frozen parallel corpus (nothing written without --write)."))
     ap.add_argument("--lang", choices=LANGS, required=True)
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--extra", action="store_true", help="release 2's added sources (parallel-extra-<lang>)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--extra", action="store_true", help="release 2's added sources (parallel-extra-<lang>)")
+    which.add_argument("--games", action="store_true", help="release 3's added sources (parallel-games-<lang>)")
     args = ap.parse_args(argv)
-    report = rebuild(args.lang, write=args.write, extra=args.extra)
+    part = "parallel-games" if args.games else "parallel-extra" if args.extra else "parallel"
+    report = rebuild(args.lang, write=args.write, part=part)
     if args.write:
-        report["describe"] = describe(args.lang, 2 if args.extra else 1)
+        report["describe"] = describe(args.lang, min(r for r, parts in RELEASES.items() if part in parts))
     print(json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False))
     return 0
 

@@ -160,25 +160,59 @@ def test_structural_sources_pair_elements_in_order_and_skip_pages_whose_structur
         "debian-reference", "ch01", ("This is Debian.\tCeci est Debian.", "Enjoy.\tProfitez-en."))]
 
 
-def test_release_2_adds_its_sources_and_keeps_release_1_and_the_split_rules():
+@pytest.mark.parametrize("release, added_sources, part, growth", [
+    (2, parallel.EXTRA_SOURCES, "parallel-extra", 1.25), (3, parallel.GAME_SOURCES, "parallel-games", 1.10)])
+def test_each_release_adds_its_sources_and_keeps_the_one_before_and_the_split_rules(release, added_sources, part,
+                                                                                      growth):
     from core.data import parallel_for, parallel_of
     for lang in parallel.LANGS:
-        one, two = parallel.describe(lang, 1), parallel.describe(lang, 2)
-        added = set(two["sources"]) - set(one["sources"])
-        assert added == set(parallel.EXTRA_SOURCES) and added <= set(two["filters"])
-        assert all(two["sources"][s]["licence"] for s in added) and two["packages"]["widelands-data"]
-        assert one["corpora"] == [f"parallel-{lang}"] and two["corpora"] == [f"parallel-{lang}", f"parallel-extra-{lang}"]
-        assert two["splits"]["train"]["en_words"] > 1.25 * one["splits"]["train"]["en_words"]
-        # a document's split does not depend on the release: release 1's held-out pairs stay held out
-        for split in ("valid", "test"):
-            assert set(parallel.pairs(lang, split, release=1)) <= set(parallel.pairs(lang, split, release=2))
-        keys = {s: {parallel.normalise(a) for a, _ in parallel.pairs(lang, s, release=2)} for s in parallel.SPLITS}
+        before, after = parallel.describe(lang, release - 1), parallel.describe(lang, release)
+        added = set(after["sources"]) - set(before["sources"])
+        assert added == set(added_sources) and added <= set(after["filters"])
+        assert all(after["sources"][s]["licence"] for s in added)
+        assert all(after["packages"][p] for p in after["packages"])  # every package's version recorded
+        assert after["corpora"] == before["corpora"] + [f"{part}-{lang}"]
+        assert after["splits"]["train"]["en_words"] > growth * before["splits"]["train"]["en_words"]
+        # a document's split does not depend on the release: the release before's held-out sentences stay held out
+        # (one may move from valid to test, with a new test document's translation, when that document holds it
+        # too: test is deduplicated first)
+        held = {r: {parallel.normalise(a) for s in ("valid", "test") for a, _ in parallel.pairs(lang, s, release=r)}
+                for r in (release - 1, release)}
+        assert held[release - 1] <= held[release]
+        keys = {s: {parallel.normalise(a) for a, _ in parallel.pairs(lang, s, release=release)} for s in parallel.SPLITS}
         assert not keys["train"] & (keys["valid"] | keys["test"]) and not keys["valid"] & keys["test"]
-        assert parallel.fingerprint(lang, 1) != parallel.fingerprint(lang, 2)
+        assert parallel.fingerprint(lang, release - 1) != parallel.fingerprint(lang, release)
     assert parallel_of({"task": "en-de"}).fingerprint() == parallel.fingerprint("de", 1)
-    assert parallel_of({"task": "en-de", "parallel_release": 2}).fingerprint() == parallel.fingerprint("de", 2)
-    with pytest.raises(ValueError, match="no release 3"):
-        parallel_for("en-fr", 3)
+    assert parallel_of({"task": "en-de", "parallel_release": release}).fingerprint() == parallel.fingerprint("de",
+                                                                                                           release)
+    missing = max(parallel.RELEASES) + 1
+    with pytest.raises(ValueError, match=f"no release {missing}"):
+        parallel_for("en-fr", missing)
+
+
+def test_po_catalogs_keep_translated_singular_messages_with_their_first_file(tmp_path):
+    po = tmp_path / "usr/share/games/pingus/data/po/fr.po"
+    po.parent.mkdir(parents=True)
+    po.write_text('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+                  '#: data/levels/snow.pingus:3 data/levels/ice.pingus:7\nmsgid "Snow falls."\nmsgstr "La neige "\n'
+                  '"tombe."\n\n'
+                  '#: data/levels/snow.pingus:9\n#, fuzzy\nmsgid "A guess."\nmsgstr "Une supposition."\n\n'
+                  '#: data/levels/ice.pingus:2\nmsgctxt "menu"\nmsgid "Say \\"hi\\"."\nmsgstr "Dis \\"salut\\"."\n'
+                  '#: data/levels/ice.pingus:4\nmsgid "Untranslated."\nmsgstr ""\n\n'
+                  '#: data/levels/ice.pingus:5\nmsgid "One pingu"\nmsgid_plural "%d pingus"\nmsgstr[0] "Un pingu"\n'
+                  'msgstr[1] "%d pingus"\n#~ msgid "Old."\n#~ msgstr "Vieux."\n')
+    assert parallel._po(po) == [("Snow falls.", "La neige tombe.", "data/levels/snow.pingus"),
+                                ('Say "hi".', 'Dis "salut".', "data/levels/ice.pingus"),
+                                ("One pingu", "Un pingu", "data/levels/ice.pingus")]
+    docs = parallel.games_documents(tmp_path, "fr")
+    assert docs == [frozen.Document("pingus", "po/data/levels/snow.pingus", ("Snow falls.\tLa neige tombe.",)),
+                    frozen.Document("pingus", "po/data/levels/ice.pingus", ('Say "hi".\tDis "salut".',
+                                                                             "One pingu\tUn pingu"))]
+    _write_mo(tmp_path / "usr/share/locale/fr/LC_MESSAGES/cataclysm-dda.mo", {"You feel cold.": "Vous avez froid.",
+                                                                               "A knife.": "Un couteau."})
+    games = [d for d in parallel.games_documents(tmp_path, "fr") if d.source == "cataclysm-dda"]
+    assert sorted(d.paragraphs for d in games) == [("A knife.\tUn couteau.",), ("You feel cold.\tVous avez froid.",)]
+    assert len({d.key for d in games}) == 2  # a .mo keeps no file names: each message its own document
 
 
 def test_the_evaluator_reads_the_release_a_model_read_or_the_one_asked_for():
@@ -187,6 +221,7 @@ def test_the_evaluator_reads_the_release_a_model_read_or_the_one_asked_for():
     assert corpus_pairs(one, "valid", "real", None) == parallel.pairs("fr", "valid", release=1)
     assert corpus_pairs(two, "valid", "real", None) == parallel.pairs("fr", "valid", release=2)
     assert corpus_pairs(two, "valid", "real", None, release=1) == parallel.pairs("fr", "valid", release=1)
+    missing = str(max(parallel.RELEASES) + 1)
     r = subprocess.run([sys.executable, "-m", "core.evaluate", "--model", "en-fr", "--split", "valid", "--corpus", "real",
-                        "--parallel-release", "3"], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 2 and "no release 3" in r.stderr, r.stderr
+                        "--parallel-release", missing], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and f"no release {missing}" in r.stderr, r.stderr
