@@ -44,7 +44,8 @@ def shape(d_model: int, layers: int, d_ff: int) -> list[str]:
 
 def parse_run(spec: str) -> tuple[str, str, str, tuple[int, int, int], list[str]]:
     """``NAME=TASK[@RELEASE]:SHARE[:D_MODEL:LAYERS:D_FF][+MODEL]`` → (name, task, share, dims, extra ``core.train``
-    flags): ``en-fr@3`` reads release 3 of the human translations (``--parallel-release 3``; :data:`core.data.parallel.RELEASES`);
+    flags): ``en-fr@3`` reads release 3 of the human translations (``--parallel-release 3``;
+    :data:`core.data.parallel.RELEASES`);
     ``+MODEL`` fine-tunes that model (``--init-from MODEL`` and :data:`FINE_TUNE`; the dims must be its own)."""
     name, rest = spec.split("=")
     rest, _, init = rest.partition("+")

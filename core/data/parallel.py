@@ -34,8 +34,8 @@ source                 what it is and how it aligns                             
                        gettext, one document per catalog
 =====================  ==========================================================  ==========================
 
-**Release 3** (``release=3``) adds six games' gettext catalogs, frozen apart in ``assets/corpora/parallel-games-<lang>/``
-(:data:`GAME_SOURCES`: Cataclysm DDA, Warzone 2100, Flare, SuperTuxKart, Pingus, LinCity-NG; licences CC-BY-SA-3.0,
+**Release 3** (``release=3``) adds six games' gettext catalogs, frozen apart in
+``assets/corpora/parallel-games-<lang>/`` (:data:`GAME_SOURCES`: Cataclysm DDA, Warzone 2100, Flare, SuperTuxKart, Pingus, LinCity-NG; licences CC-BY-SA-3.0,
 GPL-2.0-or-later, CC-BY-SA-3.0-or-later, GPL-3.0-or-later). Their text is what the help and manuals lack: everyday
 objects, second-person messages ("You feel cold."), dialogue. A ``.po`` message's document is the first file its
 ``#:`` line names; a ``.mo`` message is its own document.
