@@ -70,7 +70,7 @@ class TrainConfig:
     seq_len: int | None = None
     text: str | None = None  # lm: path of a UTF-8 text file
     real_share: float | None = None  # en-fr / en-de: share of training pairs that are human translations (parallel)
-    parallel_release: int | None = None  # with real_share: the frozen release of them (None: 1; core.data.parallel.RELEASES)
+    parallel_release: int | None = None  # with real_share: their frozen release (None: 1)
     # en-fr / en-de: how the generated splits are drawn from the frames (core.data.corpus_for): None, the latest (2,
     # each frame from its own seed) for a new run, the run's own for --resume; 1 is the shipped translators' corpus
     generated_release: int | None = None
