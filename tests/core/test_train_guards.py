@@ -175,7 +175,8 @@ def test_out_beside_someone_elses_dot_old_and_tmp_folders_keeps_them(tmp_path, c
     (["--max-seconds", "0"], "--max-seconds must be in (0"), (["--seed", "-3"], "--seed must be between 0"),
     (["--warmup", "-1"], "--warmup must be between 0"), (["--batch-size", "0"], "--batch-size must be between 1"),
     (["--seq-len", "0"], "--seq-len must be between 1"), (["--window", "0"], "--window must be between 1"),
-    (["--parallel-release", "3"], "--parallel-release must be between 1 and 2"),
+    (["--parallel-release", "4"], "--parallel-release must be between 1 and 3"),  # core.data.parallel.RELEASES
+    (["--generated-release", "3"], "--generated-release must be between 1 and 2"),  # core.data.broad's
     (["--parallel-release", "2"], "--parallel-release chooses the human translations that --real-share mixes in"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
 def test_every_flag_is_checked_with_one_line_and_nothing_written(tmp_path, args, words):
