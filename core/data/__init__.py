@@ -91,8 +91,8 @@ class ParallelText(Protocol):
 
 def parallel_for(task: str, release: int = 1) -> ParallelText:
     """The human translations of a broad translation task: ``en-fr`` / ``en-de`` → the French / German sentence
-    pairs of :mod:`core.data.parallel`, of frozen ``release`` 1 (what the shipped translators read) or 2 (more
-    sources). ValueError for a ``*-tiny`` task (it never read any), a task with no parallel corpus, or an unknown
+    pairs of :mod:`core.data.parallel`, of one frozen ``release`` (:func:`releases`; each adds sources to the one
+    before). ValueError for a ``*-tiny`` task (it never read any), a task with no parallel corpus, or an unknown
     release."""
     if task.endswith(TINY_SUFFIX):
         raise ValueError(f"{task} never read human translations")
@@ -101,6 +101,18 @@ def parallel_for(task: str, release: int = 1) -> ParallelText:
     if task not in broad:
         raise ValueError(f"{task!r} has no human translations; only {', '.join(broad)} do")
     return parallel.HumanTranslations(lang_of(task), release)
+
+
+def releases(kind: str = "parallel") -> tuple[int, ...]:
+    """The releases there are of a translator's text: of the human translations (``kind`` "parallel") or of the
+    generated sentences ("generated"), in order."""
+    if kind == "parallel":
+        from . import parallel
+        return tuple(sorted(parallel.RELEASES))
+    if kind == "generated":
+        from . import broad
+        return tuple(broad.GENERATED_RELEASES)
+    raise ValueError(f"unknown kind of text {kind!r}; expected 'parallel' or 'generated'")
 
 
 def release_of(meta: dict, kind: str = "parallel") -> int:

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save
 
 from ..config import ModelConfig
-from ..data import broad, parallel
+from ..data import releases
 from ..io import checkpoint, jsonio
 from ..io.tokenizer import PAD
 from ..model import Transformer
@@ -136,8 +136,8 @@ INT_FLAGS = {"steps": (1, 10 ** 9), "seed": (0, 2 ** 63 - 1), "layers": (1, 256)
              "heads": (1, 1024), "kv_heads": (1, 1024), "d_ff": (1, 2 ** 17), "window": (1, 2 ** 16),
              "batch_size": (1, 2 ** 20), "batch_tokens": (1, 2 ** 30), "warmup": (0, 10 ** 9),
              "seq_len": (1, 2 ** 16), "vocab_size": (64, 2 ** 17), "eval_every": (1, 10 ** 9), "ckpt_every": (1, 10 ** 9), "threads": (1, 1024),
-             "parallel_release": (1, max(parallel.RELEASES)),
-             "generated_release": (min(broad.GENERATED_RELEASES), max(broad.GENERATED_RELEASES))}
+             "parallel_release": (releases()[0], releases()[-1]),
+             "generated_release": (releases("generated")[0], releases("generated")[-1])}
 FLOAT_FLAGS = {  # name: (low, high, low excluded, high excluded)
     "max_seconds": (0.0, 1e9, True, False), "lr": (0.0, 1e6, True, False), "label_smoothing": (0.0, 1.0, False, True),
     "clip": (0.0, 1e9, False, False), "weight_decay": (0.0, 1e6, False, False), "dropout": (0.0, 1.0, False, True),

@@ -119,3 +119,13 @@ def test_nothing_outside_core_data_imports_the_parallel_corpus():
             bad += [f"{rel}: {imp}" for imp in parallel_imports(path.read_text(encoding="utf-8"),
                                                                 ".".join(rel.with_suffix("").parts))]
     assert not bad, bad
+
+
+def test_releases_are_those_the_corpora_define_and_the_trainer_accepts_exactly_them():
+    from core.data import broad, parallel, releases
+    from core.training.trainer import INT_FLAGS
+    assert releases() == tuple(sorted(parallel.RELEASES)) and releases("generated") == tuple(broad.GENERATED_RELEASES)
+    assert INT_FLAGS["parallel_release"] == (releases()[0], releases()[-1])
+    assert INT_FLAGS["generated_release"] == (releases("generated")[0], releases("generated")[-1])
+    with pytest.raises(ValueError, match="unknown kind of text"):
+        releases("lexicon")
