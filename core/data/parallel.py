@@ -35,10 +35,10 @@ source                 what it is and how it aligns                             
 =====================  ==========================================================  ==========================
 
 **Release 3** (``release=3``) adds six games' gettext catalogs, frozen apart in
-``assets/corpora/parallel-games-<lang>/`` (:data:`GAME_SOURCES`: Cataclysm DDA, Warzone 2100, Flare, SuperTuxKart, Pingus, LinCity-NG; licences CC-BY-SA-3.0,
-GPL-2.0-or-later, CC-BY-SA-3.0-or-later, GPL-3.0-or-later). Their text is what the help and manuals lack: everyday
-objects, second-person messages ("You feel cold."), dialogue. A ``.po`` message's document is the first file its
-``#:`` line names; a ``.mo`` message is its own document.
+``assets/corpora/parallel-games-<lang>/`` (:data:`GAME_SOURCES`: Cataclysm DDA, Warzone 2100, Flare, SuperTuxKart,
+Pingus, LinCity-NG; licences CC-BY-SA-3.0, GPL-2.0-or-later, CC-BY-SA-3.0-or-later, GPL-3.0-or-later). Their text is
+what the help and manuals lack: everyday objects, second-person messages ("You feel cold."), dialogue. A ``.po``
+message's document is the first file its ``#:`` line names; a ``.mo`` message is its own document.
 
 A paragraph pair is cut into sentence pairs when both sides have the same number of sentences. Every pair then
 passes the filters of :data:`FILTERS` in order (untranslated, markup and placeholders, length, length ratio,
@@ -491,12 +491,11 @@ PARTS = {"parallel": (PACKAGES, SOURCES, extract, ""),
          "parallel-games": (GAME_PACKAGES, GAME_SOURCES, extract_games, " --games")}
 
 
-def rebuild(lang: str, write: bool = False, cache: Path = CACHE, root: Path = frozen.ROOT, extra: bool = False,
-            part: str | None = None) -> dict:
+def rebuild(lang: str, write: bool = False, cache: Path = CACHE, root: Path = frozen.ROOT,
+            part: str = "parallel") -> dict:
     """Extract one frozen part again and compare with its frozen copy; ``write`` replaces it. ``part``: one of
-    :data:`PARTS` (``parallel`` = release 1's sources, ``parallel-extra`` = release 2's added ones, also chosen by
-    ``extra``, ``parallel-games`` = release 3's)."""
-    part = part or ("parallel-extra" if extra else "parallel")
+    :data:`PARTS` (``parallel`` = release 1's sources, ``parallel-extra`` = release 2's added ones,
+    ``parallel-games`` = release 3's)."""
     packages, sources, extractor, flag = PARTS[part]
     new = extractor(lang, cache)
     name = f"{part}-{lang}"
