@@ -226,11 +226,3 @@ def test_the_evaluator_reads_the_release_a_model_read_or_the_one_asked_for():
                         "--parallel-release", missing], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and f"no release {missing}" in r.stderr, r.stderr
 
-
-def test_valid_by_source_splits_a_releases_valid_pairs_into_its_added_sources_and_a_sample_of_the_rest():
-    from scripts.valid_by_source import groups
-    added, before = groups("en-de", 3, others=50).values()
-    games = {p for s in parallel.GAME_SOURCES for p in parallel.pairs("de", "valid", source=s, release=3)}
-    assert set(added) == games and len(added) == len(games) > 0
-    assert len(before) == 50 and not set(before) & games
-    assert set(before) <= set(parallel.pairs("de", "valid", release=3))
