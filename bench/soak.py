@@ -24,9 +24,9 @@ growth and failed three of the last five CI runs).
 The run goes on for ``--after-fill`` seconds past that point (past ``--minutes`` if need be), and the growth is the
 robust slope (Theil-Sen: the median of the slopes between every two samples) of the memory after the fill point,
 in MB per 100 visits; over ``--max-growth`` fails the run, and so does a run whose pages had not filled after 5
-minutes (it then ends there). It prints p50
-/ p95 per page, the memory curve in 10 points and, as its last line, the summary as JSON; ``--out`` writes every
-visit and every sample. tests/e2e/test_soak.py runs a reduced version (2 sessions, one model, about 3 minutes).
+minutes (it then ends there). It prints p50 / p95 per page, the memory curve in 10 points and, as its last line, the
+summary as JSON; ``--out`` writes every visit and every sample. tests/e2e/test_soak.py runs a reduced version (2
+sessions, one model, about 3 minutes).
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import load_test  # bench/'s own neighbour (the server is started exactly as the load test starts it)
 
@@ -137,10 +138,11 @@ def worst_upload(path: Path, size: int = 1_990_000, word: int = 1000, seed: int 
     return path
 
 
-def upload_session(base: str, end, text: Path, runs: list[dict], steps: int = 20) -> None:
-    """One learner in Chromium until ``end()`` (time.monotonic; the soak may move it): a fresh session on the Training page, task lm, their
-    own text file ``text``, ``steps`` steps, Start training, until "Saved as" (status "done"), "Training failed"
-    (error) or the saved-model cap's refusal ("capped"); appended to ``runs`` with the seconds from choosing the file."""
+def upload_session(base: str, end: Callable[[], float], text: Path, runs: list[dict], steps: int = 20) -> None:
+    """One learner in Chromium until ``end()`` (time.monotonic; the soak may move it): a fresh session on the
+    Training page, task lm, their own text file ``text``, ``steps`` steps, Start training, until "Saved as" (status
+    "done"), "Training failed" (error) or the saved-model cap's refusal ("capped"); appended to ``runs`` with the
+    seconds from choosing the file."""
     launch = load_test.from_tests("browser").launch
     with launch() as browser:
         while time.monotonic() < end():
@@ -332,7 +334,8 @@ def main(argv=None) -> int:
         print(f"{page:12s} {p['visits']:4d} visits  p50 {p['p50_s'] or 0:6.2f} s  p95 {p['p95_s'] or 0:6.2f} s")
     print("memory (s, MB):", " ".join(f"{t:.0f}:{m:.0f}" for t, m in s["rss_mb_curve"]))
     print(f"{s['visits']} visits, {s['n_failed']} failed; p50 {s['p50_s']} s, p95 {s['p95_s']} s; peak "
-          f"{s['peak_rss_mb']} MB, caches full at {s['filled_at_s']} s, growth after {s['growth_mb_per_100_visits']} MB per 100 visits; "
+          f"{s['peak_rss_mb']} MB, caches full at {s['filled_at_s']} s, growth after "
+          f"{s['growth_mb_per_100_visits']} MB per 100 visits; "
           f"{s['training_starts']} training runs started, saved: {len(s['saved_models'])}; uploads: "
           f"{s['upload_runs_done']} of {s['upload_runs']} runs saved, seconds {s['upload_seconds']}, "
           f"errors {s['upload_errors']}")
