@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import run_main
+from core.data import releases
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--task", "copy", "--steps", "2", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--layers", "1",
@@ -175,8 +176,10 @@ def test_out_beside_someone_elses_dot_old_and_tmp_folders_keeps_them(tmp_path, c
     (["--max-seconds", "0"], "--max-seconds must be in (0"), (["--seed", "-3"], "--seed must be between 0"),
     (["--warmup", "-1"], "--warmup must be between 0"), (["--batch-size", "0"], "--batch-size must be between 1"),
     (["--seq-len", "0"], "--seq-len must be between 1"), (["--window", "0"], "--window must be between 1"),
-    (["--parallel-release", "4"], "--parallel-release must be between 1 and 3"),  # core.data.parallel.RELEASES
-    (["--generated-release", "3"], "--generated-release must be between 1 and 2"),  # core.data.broad's
+    # one past the last release of each corpus (core.data.releases: the ranges follow the corpora)
+    (["--parallel-release", str(releases()[-1] + 1)], f"--parallel-release must be between 1 and {releases()[-1]}"),
+    (["--generated-release", str(releases("generated")[-1] + 1)],
+     f"--generated-release must be between 1 and {releases('generated')[-1]}"),
     (["--parallel-release", "2"], "--parallel-release chooses the human translations that --real-share mixes in"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
 def test_every_flag_is_checked_with_one_line_and_nothing_written(tmp_path, args, words):
