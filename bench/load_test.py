@@ -793,6 +793,7 @@ def server_tracebacks(log: str, ours: Path = ROOT) -> dict[str, int]:
     """The tracebacks of a server log: ``teardown`` those of a websocket closing under Streamlit's transport (the
     exception starlette's WebSocketDisconnected, no frame in this repository's code: ``ours``), ``other`` the rest."""
     counts = {"other": 0, "teardown": 0}
+    repo = str(ours.resolve()) + "/"
     lines = log.splitlines()
     for i, line in enumerate(lines):
         if "Traceback (most recent call last):" not in line:
@@ -805,7 +806,6 @@ def server_tracebacks(log: str, ours: Path = ROOT) -> dict[str, int]:
             elif nxt and not nxt[0].isspace():
                 exc = nxt
                 break
-        repo = str(ours.resolve()) + "/"
         mine = any(f.startswith(repo) and "site-packages" not in f for f in frames)
         counts["teardown" if exc.startswith(_TRANSPORT_EXCEPTION) and frames and not mine else "other"] += 1
     return counts
