@@ -95,7 +95,11 @@ LM_READ = {"lm": "It has read technical documentation only: software, operating 
                  "prompts it drifts back to documentation prose.",
            "lm-large": "It has read mostly technical documentation (software, operating systems, programming), with "
                        "the King James Bible and a fantasy game's dialogue and story as its only narrative text. "
-                       "Conversation, news and many everyday words are rare in its training text."}
+                       "Conversation, news and many everyday words are rare in its training text.",
+           "lm-xl": "It has read mostly technical documentation (software, operating systems, programming, "
+                    "mathematics), with the King James Bible, a history of hackers and five games' dialogue, story "
+                    "and item descriptions as its narrative text. Conversation, news and many everyday words are rare "
+                    "in its training text."}
 
 
 def lm_limits(task: str) -> str:
@@ -109,7 +113,7 @@ def lm_limits(task: str) -> str:
                      f"- {v['description']} ({', '.join(v['packages'])}), {v['licence']}" for v in d["sources"].values())
     versions = ", ".join(f"{p} {v}" for p, v in d["packages"].items())
     return (f"\n\n## Corpus\n\n{size / 1e6:.1f} MB of English prose after cleaning, frozen in "
-            f"`assets/corpora/{corpus.NAME}/` ({d['compressed_bytes'] / 1e6:.1f} MB xz; extracted from {versions}, so "
+            f"{' and '.join(f'`assets/corpora/{f}/`' for f in d['frozen'])} ({d['compressed_bytes'] / 1e6:.1f} MB xz; extracted from {versions}, so "
             f"a Debian point release cannot change it; `python -m {corpus.__name__}` re-extracts and reports what "
             f"changed):\n\n{srcs}\n\nOnly running text is "
             "kept (code, tables, directives and headings are dropped); each source document goes whole to one split."

@@ -1,13 +1,13 @@
 """The GPU recipe of the language model that reads the large English corpus (issue 32): candidates side by side on
 one GPU, each as long as the device time allows, then the figures the Heads page claims, measured on the GPU.
 
-    PYTHONPATH=. python3 scripts/gpu_lm_recipe.py --out DIR --budget SECONDS [--runs NAME=D_MODEL:LAYERS:HEADS:D_FF[:u] ...]
+    PYTHONPATH=. python3 scripts/gpu_lm_recipe.py --out DIR --budget SECONDS [--task lm-large|lm-xl] [--runs NAME=D_MODEL:LAYERS:HEADS:D_FF[:u] ...]
 
 In order, inside ``--budget`` seconds of wall time:
 
 1. **probe**: milliseconds per training step of each candidate (compiled, bf16 autocast, fused AdamW, clip, the loss
    read back as the trainer does) on random windows of ``--seq-len`` tokens, all candidates at once as they will run;
-2. **train**: one ``python -m core.train --task lm-large --compile`` per candidate in a process of its own, ``--steps``
+2. **train**: one ``python -m core.train --task TASK --compile`` per candidate in a process of its own, ``--steps``
    chosen from the probe to fill the time left (``--fill``), ``--max-seconds`` as a backstop, an evaluation and a
    checkpoint every eighth of the run;
 3. **measure** (``--measure DIR``, each run at once): valid loss with float32 weights and with the same weights
@@ -36,7 +36,7 @@ from gpu_recipe import finish, sh
 from core.io import jsonio
 
 RUNS = ["lm-gpu-384ur=384:6:6:1536:ur", "lm-gpu-384x4ur=384:4:6:1536:ur", "lm-gpu-384u=384:6:6:1536:u"]
-FLAGS = ["--task", "lm-large", "--pos-encoding", "learned", "--norm", "pre", "--activation", "gelu", "--dropout", "0.1",
+FLAGS = ["--pos-encoding", "learned", "--norm", "pre", "--activation", "gelu", "--dropout", "0.1",
          "--schedule", "cosine", "--lr", "0.001", "--warmup", "300", "--label-smoothing", "0.0", "--clip", "1.0",
          "--weight-decay", "0.1", "--seed", "0"]
 BUILD_S, FINISH_S, POST_S, MARGIN_S = 90, 30, 90, 25  # estimates: data build, last evaluation + save, steps 3-4
@@ -119,7 +119,7 @@ def measure(folder: str, device: str, smoke: bool = False) -> dict:
     from core.io import checkpoint
     from core.training.tasks import LMTask
     ck = checkpoint.load(folder, device)
-    task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name="lm-large")
+    task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name=ck.meta.get("task", "lm-large"))
     n = 8 if smoke else None
     out = {"float32": task.evaluate(ck.model, n=n)}
     late = min(500, ck.model.cfg.max_len - 2)
@@ -138,6 +138,8 @@ def main() -> int:
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--budget", type=float, default=560.0, help="seconds of wall time for everything")
     ap.add_argument("--runs", nargs="*", default=RUNS, help="NAME=D_MODEL:LAYERS:HEADS:D_FF[:LETTERS] (u: --unscaled-embeddings, r: rotary positions)")
+    ap.add_argument("--task", choices=("lm-large", "lm-xl"), default="lm-large",
+                    help="the prose read: english-large, or its release 2 (english-xl, stop 52)")
     ap.add_argument("--batch", type=int, default=64, help="windows per step")
     ap.add_argument("--seq-len", type=int, default=512)
     ap.add_argument("--fill", type=float, default=0.6, help="share of the probe's step count to ask for")
@@ -187,7 +189,7 @@ def main() -> int:
         ms = (summary["runs"][name]["probe"] or {}).get("ms_per_step", 500.0)
         steps = 4 if args.smoke else max(300, int(args.fill * train_s * 1000 / ms))
         folder = work / name
-        cmd = [sys.executable, "-m", "core.train", "--out", str(folder), *FLAGS, *shape(dims), "--steps", str(steps),
+        cmd = [sys.executable, "-m", "core.train", "--out", str(folder), "--task", args.task, *FLAGS, *shape(dims), "--steps", str(steps),
                "--batch-size", str(batch), "--seq-len", str(seq_len), "--eval-every", str(max(1, steps // 8)),
                "--ckpt-every", str(max(1, steps // 8)), "--max-seconds", str(round(max(train_s, 30), 1)),
                "--device", device, "--threads", "4"] + ([] if args.smoke else ["--compile"])

@@ -30,8 +30,9 @@ else
   # the two rotary, unscaled-embedding shapes (stop 41 ran lm-gpu-384=384:6:6:1536 lm-gpu-256=256:4:4:1024)
   LM=(--runs lm-gpu-384ur=384:6:6:1536:ur lm-gpu-384x4ur=384:4:6:1536:ur)
   nvidia-smi > "$W/nvidia-smi.txt" 2>&1
-  # a plan other than the arrays above, without editing them (stop 49's plan for the next call: the lm alone,
-  # LM_ARGS="--runs lm-gpu-384x4ur=384:4:6:1536:ur --batch 128 --fill 0.9"; docs/measurements/issue32-gpu.md)
+  # a plan other than the arrays above, without editing them (stop 52's plan for the next call, both recipes from
+  # scratch side by side: TRANSLATORS=1 TR_ARGS="--runs en-fr-r4=en-fr@4:0.6 en-de-r4=en-de@4:0.4"
+  # LM_ARGS="--task lm-xl --runs lm-gpu-384x4ur=384:4:6:1536:ur --batch 128 --fill 0.9"; issue32-gpu.md "Stop 52")
   [ -n "${LM_ARGS:-}" ] && read -r -a LM <<< "$LM_ARGS"
   [ -n "${TR_ARGS:-}" ] && read -r -a TR <<< "$TR_ARGS"
 fi

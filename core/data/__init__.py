@@ -130,13 +130,15 @@ def parallel_of(meta: dict) -> ParallelText:
     return parallel_for(meta["task"], release_of(meta))
 
 
-PROSE = {"lm": "english", "lm-large": "english_large"}  # a real-English lm task → the module of its frozen prose
+PROSE = {"lm": "english", "lm-large": "english_large", "lm-xl": "english_xl"}  # a real-English lm task → its prose
 
 
 def prose_for(task: str):
     """The frozen English prose a language-model task reads: ``lm`` → :mod:`core.data.english`, ``lm-large`` →
-    :mod:`core.data.english_large` (both :class:`core.data.english.ProseCorpus` modules: ``lines(split)``,
-    ``describe()``, ``fingerprint()``, ``card_mismatch(...)``, ``SOURCES``). ValueError for any other task."""
+    :mod:`core.data.english_large`, ``lm-xl`` → :mod:`core.data.english_xl` (release 2: the large corpus and more).
+    Each module gives ``lines(split)``, ``describe()``, ``fingerprint()``, ``card_mismatch(...)`` and ``SOURCES``
+    (:class:`core.data.english.ProseCorpus`, or :class:`~core.data.english.ProseUnion` for a release of several
+    frozen parts). ValueError for any other task."""
     if task not in PROSE:
         raise ValueError(f"{task!r} reads no frozen English prose; only {', '.join(PROSE)} do")
     import importlib

@@ -280,7 +280,7 @@ class ProseCorpus:
         card."""
         meta = frozen.manifest(self.name, root)
         out = {"sources": self.sources, "packages": meta["packages"], "compressed_bytes": meta["data_bytes"],
-               "splits": {}}
+               "frozen": [self.name], "splits": {}}
         for s, ls in _split_lines(self.name, root).items():
             out["splits"][s] = {"paragraphs": len(ls), "chars": sum(len(x) for x in ls),
                                 "words": sum(len(x.split()) for x in ls)}
@@ -308,6 +308,40 @@ class ProseCorpus:
             _split_lines.cache_clear()
             report["written"] = str(root / self.name)
         return report
+
+
+class ProseUnion:
+    """Frozen prose corpora read as one (a later release of a corpus: the first part unchanged, the documents added
+    frozen apart, none of their paragraphs already in an earlier part): the same ``lines`` / ``fingerprint`` /
+    ``card_mismatch`` / ``describe`` as :class:`ProseCorpus`, each split the parts' splits in order."""
+
+    def __init__(self, name: str, parts: tuple[ProseCorpus, ...]):
+        self.name, self.parts = name, parts
+        self.sources = {k: v for part in parts for k, v in part.sources.items()}
+
+    def lines(self, split: str = "train", root: Path = frozen.ROOT) -> list[str]:
+        """The paragraphs of one split of every part, part after part."""
+        return [p for part in self.parts for p in part.lines(split, root)]
+
+    def fingerprint(self, root: Path = frozen.ROOT) -> dict:
+        """As :meth:`ProseCorpus.fingerprint`, over the joined splits and every part's packages."""
+        return {"sha256": {s: hashlib.sha256("\n".join(self.lines(s, root)).encode()).hexdigest()[:16]
+                           for s in SPLITS},
+                "packages": {k: v for part in self.parts for k, v in frozen.manifest(part.name, root)["packages"].items()}}
+
+    def card_mismatch(self, model: str, then: dict, root: Path = frozen.ROOT) -> str | None:
+        """As :meth:`ProseCorpus.card_mismatch`, over the joined corpus."""
+        return ProseCorpus.card_mismatch(self, model, then, root)
+
+    def describe(self, root: Path = frozen.ROOT) -> dict:
+        """As :meth:`ProseCorpus.describe`: sizes per split summed over the parts, every part's sources and
+        packages, and the frozen folders read."""
+        parts = [part.describe(root) for part in self.parts]
+        return {"sources": self.sources, "packages": {k: v for d in parts for k, v in d["packages"].items()},
+                "compressed_bytes": sum(d["compressed_bytes"] for d in parts),
+                "frozen": [f for d in parts for f in d["frozen"]],
+                "splits": {s: {k: sum(d["splits"][s][k] for d in parts) for k in ("paragraphs", "chars", "words")}
+                           for s in SPLITS}}
 
 
 def _installed_versions(**_paths) -> dict[str, str | None]:

@@ -486,6 +486,14 @@ def _lua(path: Path) -> list[tuple[str, str, str]]:
     return out
 
 
+def catalog_messages(path: Path) -> list[str]:
+    """The English messages (msgids) of one catalog: a gettext ``.mo`` or ``.po``, or a Hedgewars ``.lua`` table,
+    translated ones only (a ``.mo`` holds no others), in the catalog's order."""
+    if path.suffix == ".mo":
+        return list(_mo(path))
+    return [en for en, tr, _ in (_lua if path.suffix == ".lua" else _po)(path) if tr]
+
+
 def catalog_documents(root: Path, lang: str, catalogs: dict[str, tuple[str, ...]]) -> list[frozen.Document]:
     """The documents of ``catalogs`` (source → patterns under ``root``, ``{lang}`` filled in). A ``.po`` or ``.lua``
     message belongs to the document of the first file or mission it names (a level, a quest, a mission:

@@ -98,6 +98,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "xl": ("core.variants.xl", "train the small Transformer-XL language model"),
     "corpus-english": ("core.data.english", "re-extract the lm's English text, compare with the frozen copy"),
     "corpus-english-large": ("core.data.english_large", "the same for the larger English corpus (english-large)"),
+    "corpus-english-xl": ("core.data.english_xl", "the same for the part english-xl (release 2) adds to it"),
     "corpus-parallel": ("core.data.parallel", "re-align the human translations, compare with the frozen copy"),
 }
 

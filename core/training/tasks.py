@@ -31,7 +31,7 @@ SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"
 SYNTHETIC = ("copy", "reverse", "sort")
 TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")
 BROAD = ("en-fr", "en-de")  # the translation tasks of the broad corpus (and the human translations)  # broad corpus; the 97-word grammar
-LM_TASKS = ("lm", "lm-large", "lm-tiny")  # real English prose (core.data.english, …english_large); generated stories
+LM_TASKS = ("lm", "lm-large", "lm-xl", "lm-tiny")  # real English prose (core.data.english, …_large, …_xl); generated stories
 REAL_LM = PROSE  # task → the frozen prose corpus it reads (core.data.prose_for)
 TASKS = SYNTHETIC + TRANSLATION + LM_TASKS + ("mlm", "induction")
 # the induction task's tokens: 70 syllables (ba, be, … zu), so a repeated random sequence reads aloud
@@ -418,8 +418,8 @@ class LMTask(Task):
 
     ``lm`` reads real English prose (:mod:`core.data.english`: its train split to learn, valid to choose, test for
     the card) with a byte-level BPE of 8,192 (``vocab_size`` to change it); ``lm-large`` the same way the ≥ 40 MB
-    corpus of :mod:`core.data.english_large`; ``lm-tiny`` the generated stories of :mod:`core.data.lm` (its last
-    5 % held out); a user's text file likewise (its last 5 %)."""
+    corpus of :mod:`core.data.english_large`, ``lm-xl`` its release 2 (:mod:`core.data.english_xl`); ``lm-tiny`` the
+    generated stories of :mod:`core.data.lm` (its last 5 % held out); a user's text file likewise (its last 5 %)."""
 
     model_kind = "decoder-only"
     ENGLISH_VOCAB = 8192
