@@ -21,8 +21,10 @@ BUDGET=${1:-560}; SMOKE=${2:-}
 rm -rf "$W" /tmp/gpu-runs /tmp/gpu-lm-runs; mkdir -p "$W/tr" "$W/lm" "$PARTS" "$DEST"  # the trainer refuses a folder a run left
 export PYTHONPATH=.
 : > "$W/tr.out"  # present in the archive even when the translators do not run
-if [ -n "$SMOKE" ]; then
+if [ -n "$SMOKE" ]; then  # the orchestration on the CPU; TR_ARGS / LM_ARGS still choose the data (a rehearsal)
   TR=(--smoke); LM=(--smoke)
+  [ -n "${LM_ARGS:-}" ] && read -r -a X <<< "$LM_ARGS" && LM+=("${X[@]}")
+  [ -n "${TR_ARGS:-}" ] && read -r -a X <<< "$TR_ARGS" && TR+=("${X[@]}")
 else
   # stop 48: the shipped en-de fine-tuned on release 2 of the human translations at two mixing weights (stop 41 ran
   # en-fr-d384=en-fr:0.6:384:4:1536 en-de-d384=en-de:0.4:384:4:1536); the call must carry assets/models/en-de

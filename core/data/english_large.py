@@ -257,13 +257,18 @@ def extract(tree: Path = Path("/"), debs: Path | None = None) -> list[frozen.Doc
     return [d for source in SOURCES for d in source_documents(source, Path(tree))]
 
 
-def versions(tree: Path = Path("/"), debs: Path | None = None) -> dict[str, str | None]:
-    """The version of every package read: from the ``.deb`` file names in ``debs``, else as installed (dpkg's
+def package_versions(packages: list[str], tree: Path = Path("/"), debs: Path | None = None) -> dict[str, str | None]:
+    """The version of each of ``packages``: from the ``.deb`` file names in ``debs``, else as installed (dpkg's
     status) when ``tree`` is ``/`` (None for an unpacked tree without its ``.deb`` files)."""
     found = parallel.deb_versions(Path(debs)) if debs is not None else {}
     if debs is None and Path(tree) == Path("/"):
-        found = {p: frozen.package_version(p) for p in PACKAGES}
-    return {p: found.get(p) for p in PACKAGES}
+        found = {p: frozen.package_version(p) for p in packages}
+    return {p: found.get(p) for p in packages}
+
+
+def versions(tree: Path = Path("/"), debs: Path | None = None) -> dict[str, str | None]:
+    """The version of every package this corpus reads (:func:`package_versions`)."""
+    return package_versions(PACKAGES, tree, debs)
 
 
 CORPUS = english.ProseCorpus(NAME, SOURCES, REBUILD, extract, versions)
@@ -279,15 +284,21 @@ def rebuild(write: bool = False, root: Path = frozen.ROOT, **paths) -> dict:
     return CORPUS.rebuild(write, root, **paths)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m core.data.english_large [--debs DIR | --root DIR] [--write]``: the rebuild report as JSON."""
+def run_debs_rebuild(prog: str, description: str, rebuild_fn, argv: list[str] | None = None) -> int:
+    """The rebuild command line of a corpus read from downloaded or installed packages: ``--debs DIR`` (download
+    into DIR and read ``DIR/root``) or ``--root DIR``, and ``--write`` (:func:`core.data.english.run_rebuild`)."""
     def run(write: bool, debs: str | None, root: str) -> dict:
-        return rebuild(write=write, **({"debs": Path(debs)} if debs else {"tree": Path(root)}))
-    return english.run_rebuild("python -m core.data.english_large", (
-        "Re-extract the large English corpus from Debian packages and report what changed against the frozen copy "
-        "in assets/corpora/english-large (nothing is written without --write)."), run, argv, extra_args=(
+        return rebuild_fn(write=write, **({"debs": Path(debs)} if debs else {"tree": Path(root)}))
+    return english.run_rebuild(prog, description, run, argv, extra_args=(
         ("--debs", {"help": "download the packages into DIR (apt-get download) and read DIR/root"}),
         ("--root", {"default": "/", "help": "read the packages unpacked or installed under this folder"})))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m core.data.english_large [--debs DIR | --root DIR] [--write]``: the rebuild report as JSON."""
+    return run_debs_rebuild("python -m core.data.english_large", (
+        "Re-extract the large English corpus from Debian packages and report what changed against the frozen copy "
+        "in assets/corpora/english-large (nothing is written without --write)."), rebuild, argv)
 
 
 if __name__ == "__main__":

@@ -199,12 +199,8 @@ def extract(tree: Path = Path("/"), debs: Path | None = None) -> list[frozen.Doc
 
 
 def versions(tree: Path = Path("/"), debs: Path | None = None) -> dict[str, str | None]:
-    """The version of every package read: from the ``.deb`` file names in ``debs``, else as installed when ``tree``
-    is ``/`` (None for an unpacked tree without its ``.deb`` files)."""
-    found = parallel.deb_versions(Path(debs)) if debs is not None else {}
-    if debs is None and Path(tree) == Path("/"):
-        found = {p: frozen.package_version(p) for p in PACKAGES}
-    return {p: found.get(p) for p in PACKAGES}
+    """The version of every package the added part reads (:func:`core.data.english_large.package_versions`)."""
+    return english_large.package_versions(PACKAGES, tree, debs)
 
 
 PART = english.ProseCorpus(PART_NAME, ADDED, REBUILD, extract, versions)
@@ -223,13 +219,9 @@ def rebuild(write: bool = False, root: Path = frozen.ROOT, **paths) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m core.data.english_xl [--debs DIR | --root DIR] [--write]``: the rebuild report as JSON."""
-    def run(write: bool, debs: str | None, root: str) -> dict:
-        return rebuild(write=write, **({"debs": Path(debs)} if debs else {"tree": Path(root)}))
-    return english.run_rebuild("python -m core.data.english_xl", (
+    return english_large.run_debs_rebuild("python -m core.data.english_xl", (
         "Re-extract the part of English prose release 2 that english-large does not hold and report what changed "
-        "against the frozen copy in assets/corpora/english-more (nothing is written without --write)."), run, argv,
-        extra_args=(("--debs", {"help": "download the packages into DIR (apt-get download) and read DIR/root"}),
-                    ("--root", {"default": "/", "help": "read the packages unpacked or installed under this folder"})))
+        "against the frozen copy in assets/corpora/english-more (nothing is written without --write)."), rebuild, argv)
 
 
 if __name__ == "__main__":
