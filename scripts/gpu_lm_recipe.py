@@ -1,7 +1,8 @@
 """The GPU recipe of the language model that reads the large English corpus (issue 32): candidates side by side on
 one GPU, each as long as the device time allows, then the figures the Heads page claims, measured on the GPU.
 
-    PYTHONPATH=. python3 scripts/gpu_lm_recipe.py --out DIR --budget SECONDS [--task lm-large|lm-xl] [--runs NAME=D_MODEL:LAYERS:HEADS:D_FF[:u] ...]
+    PYTHONPATH=. python3 scripts/gpu_lm_recipe.py --out DIR --budget SECONDS [--task lm-large|lm-xl]
+        [--runs NAME=D_MODEL:LAYERS:HEADS:D_FF[:u] ...]
 
 In order, inside ``--budget`` seconds of wall time:
 
@@ -189,8 +190,8 @@ def main() -> int:
         ms = (summary["runs"][name]["probe"] or {}).get("ms_per_step", 500.0)
         steps = 4 if args.smoke else max(300, int(args.fill * train_s * 1000 / ms))
         folder = work / name
-        cmd = [sys.executable, "-m", "core.train", "--out", str(folder), "--task", args.task, *FLAGS, *shape(dims), "--steps", str(steps),
-               "--batch-size", str(batch), "--seq-len", str(seq_len), "--eval-every", str(max(1, steps // 8)),
+        cmd = [sys.executable, "-m", "core.train", "--out", str(folder), "--task", args.task, *FLAGS, *shape(dims),
+               "--steps", str(steps), "--batch-size", str(batch), "--seq-len", str(seq_len), "--eval-every", str(max(1, steps // 8)),
                "--ckpt-every", str(max(1, steps // 8)), "--max-seconds", str(round(max(train_s, 30), 1)),
                "--device", device, "--threads", "4"] + ([] if args.smoke else ["--compile"])
         folder.mkdir(parents=True, exist_ok=True)

@@ -327,7 +327,8 @@ class ProseUnion:
         """As :meth:`ProseCorpus.fingerprint`, over the joined splits and every part's packages."""
         return {"sha256": {s: hashlib.sha256("\n".join(self.lines(s, root)).encode()).hexdigest()[:16]
                            for s in SPLITS},
-                "packages": {k: v for part in self.parts for k, v in frozen.manifest(part.name, root)["packages"].items()}}
+                "packages": {k: v for part in self.parts
+                             for k, v in frozen.manifest(part.name, root)["packages"].items()}}
 
     def card_mismatch(self, model: str, then: dict, root: Path = frozen.ROOT) -> str | None:
         """As :meth:`ProseCorpus.card_mismatch`, over the joined corpus."""

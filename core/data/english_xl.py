@@ -1,11 +1,11 @@
 """English prose release 2 (``english-xl``): the large corpus (:mod:`core.data.english_large`, unchanged) and the
-documents of 20 more Debian packages, frozen apart in ``assets/corpora/english-more/``.
+documents of 19 more Debian packages, frozen apart in ``assets/corpora/english-more/``.
 
 Why (issue 32, stop 49's finding): the shipped lm read its 9.95 M training tokens 19.6 times on a GPU, and the
 ≥ 500 M tokens the issue asks would be 50 passes: the lm's corpus is the limit, not the steps. Debian 12 main holds
 about as much English prose again that the large corpus does not read; this release adds what a survey of it found
 (narrative and tutorial prose first, then the largest manuals), measured before it was added (stop 52, English words
-of running prose not already in english-large; the card of the part says what was frozen):
+of running prose not already in english-large; the part's manifest says what was frozen):
 
 * stories: four games' dialogue and story (Endless Sky's conversations and descriptions, the English messages of
   the Cataclysm: DDA, Naev and FreedroidRPG catalogs) and *Copyright Does Not Exist* (a history of hackers);
@@ -13,7 +13,8 @@ of running prose not already in english-large; the card of the part says what wa
   Erlang, Racket, and the Rust books.
 
 Every document goes through the same reader and filter as the large corpus (``<p>`` elements,
-:func:`core.data.english_large.clean`: running prose, no licence text); a paragraph already in english-large (any
+:func:`core.data.english_large.clean`: running prose, no licence text; a game's string is judged past an opening
+quote, :func:`is_prose`); a paragraph already in english-large (any
 split) is dropped, so the first part's splits stay what the shipped lm was measured on and no paragraph of its valid
 or test split becomes training text here. A game catalog (``.mo``) keeps no file names: its messages, sorted, go in
 documents of :data:`CATALOG_DOCUMENT` consecutive messages (near-identical messages share a beginning, so they stay on

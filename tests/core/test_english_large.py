@@ -252,7 +252,8 @@ def test_the_endless_sky_reader_keeps_conversation_and_descriptions_in_file_orde
 def test_a_catalog_is_read_in_documents_of_consecutive_messages(tmp_path, monkeypatch):
     """A .mo keeps no file names: its English messages, sorted and once each across languages, go in documents of
     CATALOG_DOCUMENT messages; untranslated .po entries and non-prose messages are left out."""
-    messages = [f"Message number {i:03d} tells the player that the door to the north is locked again." for i in range(7)]
+    messages = [f"Message number {i:03d} tells the player that the door to the north is locked again."
+                for i in range(7)]
     for lang in ("fr", "de"):
         folder = tmp_path / f"usr/share/locale/{lang}/LC_MESSAGES"
         folder.mkdir(parents=True)
