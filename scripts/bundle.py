@@ -113,7 +113,8 @@ def lm_limits(task: str) -> str:
                      f"- {v['description']} ({', '.join(v['packages'])}), {v['licence']}" for v in d["sources"].values())
     versions = ", ".join(f"{p} {v}" for p, v in d["packages"].items())
     return (f"\n\n## Corpus\n\n{size / 1e6:.1f} MB of English prose after cleaning, frozen in "
-            f"{' and '.join(f'`assets/corpora/{f}/`' for f in d['frozen'])} ({d['compressed_bytes'] / 1e6:.1f} MB xz; extracted from {versions}, so "
+            f"{' and '.join(f'`assets/corpora/{f}/`' for f in d['frozen'])} "
+            f"({d['compressed_bytes'] / 1e6:.1f} MB xz; extracted from {versions}, so "
             f"a Debian point release cannot change it; `python -m {corpus.__name__}` re-extracts and reports what "
             f"changed):\n\n{srcs}\n\nOnly running text is "
             "kept (code, tables, directives and headings are dropped); each source document goes whole to one split."

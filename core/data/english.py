@@ -237,7 +237,29 @@ def _split_lines(name: str = NAME, root: Path = frozen.ROOT) -> dict[str, tuple[
     return split_documents(frozen.read(name, root))
 
 
-class ProseCorpus:
+class _Fingerprinted:
+    """What a prose corpus and a release of several share: a card's fingerprint checked against :meth:`fingerprint`."""
+
+    def fingerprint(self, root: Path = frozen.ROOT) -> dict:
+        """The sha256 of each split's text and the package versions it came from (each subclass computes it)."""
+        raise NotImplementedError
+
+    def card_mismatch(self, model: str, then: dict, root: Path = frozen.ROOT) -> str | None:
+        """Why a card's corpus fingerprint ``then`` no longer describes the frozen corpus, or None when it does.
+
+        The frozen copy changes only when someone rebuilds it with ``--write``; this names the splits whose text
+        moved, the package versions before and after, and the command that re-measures the card."""
+        now = self.fingerprint(root)
+        changed = [s for s in SPLITS if now["sha256"][s] != then.get("sha256", {}).get(s)]
+        if not changed:
+            return None
+        return (f"the {model} card was measured on other text: the frozen corpus's {', '.join(changed)} split"
+                f"{'s' if len(changed) > 1 else ''} changed (packages then {then.get('packages')}, frozen now "
+                f"{now['packages']}). Re-measure with `python scripts/bundle.py assets/models/{model}` and say in "
+                "the card what changed")
+
+
+class ProseCorpus(_Fingerprinted):
     """A frozen corpus of English prose paragraphs, split by document (:func:`split_of`) and deduplicated
     (:func:`split_documents`): what :mod:`core.data.english` and :mod:`core.data.english_large` share.
 
@@ -260,20 +282,6 @@ class ProseCorpus:
         split = _split_lines(self.name, root)
         return {"sha256": {s: hashlib.sha256("\n".join(split[s]).encode()).hexdigest()[:16] for s in SPLITS},
                 "packages": frozen.manifest(self.name, root)["packages"]}
-
-    def card_mismatch(self, model: str, then: dict, root: Path = frozen.ROOT) -> str | None:
-        """Why a card's corpus fingerprint ``then`` no longer describes the frozen corpus, or None when it does.
-
-        The frozen copy changes only when someone rebuilds it with ``--write``; this names the splits whose text
-        moved, the package versions before and after, and the command that re-measures the card."""
-        now = self.fingerprint(root)
-        changed = [s for s in SPLITS if now["sha256"][s] != then.get("sha256", {}).get(s)]
-        if not changed:
-            return None
-        return (f"the {model} card was measured on other text: the frozen corpus's {', '.join(changed)} split"
-                f"{'s' if len(changed) > 1 else ''} changed (packages then {then.get('packages')}, frozen now "
-                f"{now['packages']}). Re-measure with `python scripts/bundle.py assets/models/{model}` and say in "
-                "the card what changed")
 
     def describe(self, root: Path = frozen.ROOT) -> dict:
         """Size of the corpus per split (paragraphs, characters, words) and where it came from, for a model
@@ -310,7 +318,7 @@ class ProseCorpus:
         return report
 
 
-class ProseUnion:
+class ProseUnion(_Fingerprinted):
     """Frozen prose corpora read as one (a later release of a corpus: the first part unchanged, the documents added
     frozen apart, none of their paragraphs already in an earlier part): the same ``lines`` / ``fingerprint`` /
     ``card_mismatch`` / ``describe`` as :class:`ProseCorpus`, each split the parts' splits in order."""
@@ -329,10 +337,6 @@ class ProseUnion:
                            for s in SPLITS},
                 "packages": {k: v for part in self.parts
                              for k, v in frozen.manifest(part.name, root)["packages"].items()}}
-
-    def card_mismatch(self, model: str, then: dict, root: Path = frozen.ROOT) -> str | None:
-        """As :meth:`ProseCorpus.card_mismatch`, over the joined corpus."""
-        return ProseCorpus.card_mismatch(self, model, then, root)
 
     def describe(self, root: Path = frozen.ROOT) -> dict:
         """As :meth:`ProseCorpus.describe`: sizes per split summed over the parts, every part's sources and

@@ -31,7 +31,8 @@ SYMBOLS = [str(d) for d in range(10)] + [chr(c) for c in range(ord("a"), ord("k"
 SYNTHETIC = ("copy", "reverse", "sort")
 TRANSLATION = ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny")
 BROAD = ("en-fr", "en-de")  # the translation tasks of the broad corpus (and the human translations)  # broad corpus; the 97-word grammar
-LM_TASKS = ("lm", "lm-large", "lm-xl", "lm-tiny")  # real English prose (core.data.english, …_large, …_xl); generated stories
+# real English prose (core.data.english, …_large, …_xl); generated stories
+LM_TASKS = ("lm", "lm-large", "lm-xl", "lm-tiny")
 REAL_LM = PROSE  # task → the frozen prose corpus it reads (core.data.prose_for)
 TASKS = SYNTHETIC + TRANSLATION + LM_TASKS + ("mlm", "induction")
 # the induction task's tokens: 70 syllables (ba, be, … zu), so a repeated random sequence reads aloud
