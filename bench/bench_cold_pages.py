@@ -14,7 +14,9 @@ is in the DOM and Streamlit's script state is ``notRunning`` and stays so for 1 
 waited for). ``--warm`` also reloads the same page on the same server and times it again. ``--passes N`` repeats the
 whole sweep (a fresh server each time). ``--visitor one`` (with ``--serve``): one visitor's browser opens the pages one
 after another, as a student does, instead of a new browser per page (``each``, the default: nothing in the browser's
-cache, the worst case).
+cache, the worst case). ``--visitor nav`` (with ``--serve``): one visitor opens the Start page, then reaches every
+other page by clicking its link in the sidebar, as a class does after the teacher's URL: the app's own navigation,
+no reload, so the front-end code (Plotly's included) is compiled once; the clock starts at the click.
 
 The Start page (``home``) is the baseline every cold page pays on a fresh server: importing torch and the core and
 loading the model. Absolute seconds depend on the machine's load; compare pages measured in one run.
@@ -40,16 +42,31 @@ STATE = ("() => { const a = document.querySelector('[data-testid=stApp]');"
          " !!document.querySelector('.js-plotly-plot .main-svg, [data-testid=stIFrame], iframe')] : null; }")
 
 
-def drawn_after(page, t0: float, timeout: float, settle: float = 1.0,
-                chart_grace: float = 10.0) -> tuple[float, float | None, list[str]]:
+# After a click in the sidebar: the page counts as there once its title differs from the page left (``old``), and a
+# chart counts only if it was not on the page left (those are marked ``data-bench-old`` before the click; a chart
+# node Streamlit reused for the new page is then not counted, so a reuse can only delay the figure, never flatter it).
+NAV_STATE = ("(old) => { const a = document.querySelector('[data-testid=stApp]'); if (!a) return null;"
+             " const h = document.querySelector('h1'); const fresh = !!h && h.innerText !== old;"
+             " return [a.dataset.testScriptState, fresh,"
+             " document.querySelectorAll('[data-testid=stException]').length,"
+             " [...document.querySelectorAll('[data-testid=stAlertContentError]')].map(e => e.innerText),"
+             " fresh && !!document.querySelector('.js-plotly-plot:not([data-bench-old]) .main-svg,"
+             " iframe:not([data-bench-old])')]; }")
+MARK_OLD = ("() => { document.querySelectorAll('.js-plotly-plot, iframe').forEach(e => e.dataset.benchOld = '1');"
+            " const h = document.querySelector('h1'); return h ? h.innerText : ''; }")
+
+
+def drawn_after(page, t0: float, timeout: float, settle: float = 1.0, chart_grace: float = 10.0,
+                old_title: str | None = None) -> tuple[float, float | None, list[str]]:
     """Seconds from ``t0`` until the page first reached "drawn" for ``settle`` seconds, seconds until its first chart
     (None: none within ``chart_grace`` seconds after "drawn": the browser draws a plotly chart after the script has
-    finished), and the error texts shown."""
+    finished), and the error texts shown. ``old_title``: the page was reached from another in the app, whose title
+    this was (:data:`NAV_STATE`)."""
     since = chart = drawn = None
     errors: list[str] = []
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
-        st = page.evaluate(STATE)
+        st = page.evaluate(STATE) if old_title is None else page.evaluate(NAV_STATE, old_title)
         now = time.perf_counter()
         if st and st[4] and chart is None:
             chart = now - t0
@@ -66,6 +83,11 @@ def drawn_after(page, t0: float, timeout: float, settle: float = 1.0,
     raise TimeoutError(f"page not drawn within {timeout:.0f} s")
 
 
+def timings(drawn: float, chart: float | None, errors: list[str]) -> dict:
+    """One visit's record: seconds to drawn and to the first chart (rounded), the errors shown."""
+    return {"cold_s": round(drawn, 2), "chart_s": None if chart is None else round(chart, 2), "errors": errors}
+
+
 def visit(browser, base: str, path: str, model: str, warm: bool, timeout: float, ctx=None) -> dict:
     """One first visit of ``/<path>`` (and, ``warm``, a reload): by a new browser context, or in ``ctx``, a visitor's
     browser that has opened other pages before (its cache holds the front-end code they loaded)."""
@@ -75,8 +97,7 @@ def visit(browser, base: str, path: str, model: str, warm: bool, timeout: float,
         page = ctx.new_page()
         t0 = time.perf_counter()
         page.goto(f"{base}/{path}?model={model}")
-        drawn, chart, errors = drawn_after(page, t0, timeout)
-        out = {"cold_s": round(drawn, 2), "chart_s": None if chart is None else round(chart, 2), "errors": errors}
+        out = timings(*drawn_after(page, t0, timeout))
         if warm:
             t0 = time.perf_counter()
             page.reload()
@@ -84,6 +105,19 @@ def visit(browser, base: str, path: str, model: str, warm: bool, timeout: float,
         return out
     finally:
         page.close() if not own else ctx.close()
+
+
+def navigate(page, path: str, timeout: float) -> dict:
+    """Clicks the sidebar link to ``/<path>`` in ``page`` (a visitor already in the app) and times the page reached."""
+    old_title = page.evaluate(MARK_OLD)
+    link = page.locator(f'[data-testid=stSidebarNav] a[href$="/{path}"]')
+    if not link.is_visible():
+        more = page.locator("[data-testid=stSidebarNavViewButton]")
+        if more.is_visible():
+            more.click()
+    t0 = time.perf_counter()
+    link.click()
+    return timings(*drawn_after(page, t0, timeout, old_title=old_title))
 
 
 def cold_page(browser, path: str, model: str, log_dir: Path, warm: bool, timeout: float) -> dict:
@@ -104,13 +138,22 @@ def one_pass(browser, paths: list[str], args, tmp: Path, number: int) -> dict:
         server = load_test.start_server(tmp / f"data-{number}", tmp / f"serve-{number}.log", warm=True)
         result["warmup_s"] = round(time.perf_counter() - t_start, 1)
         print(f"pass {number}: server start + warm-up {result['warmup_s']} s", flush=True)
-    visitor = browser.new_context(viewport={"width": 1280, "height": 800}) if args.visitor == "one" else None
+    visitor = browser.new_context(viewport={"width": 1280, "height": 800}) if args.visitor != "each" else None
+    tab = None
     try:
         for path in paths:
             url_path = "" if path == "home" else path
             try:
-                r = (visit(browser, server[1], url_path, args.model, args.warm, args.timeout, visitor) if server else
-                     cold_page(browser, url_path, args.model, tmp, args.warm, args.timeout))
+                if args.visitor == "nav" and tab is not None and path != "home":
+                    r = navigate(tab, url_path, args.timeout)
+                elif args.visitor == "nav":
+                    tab = visitor.new_page()
+                    t0 = time.perf_counter()
+                    tab.goto(f"{server[1]}/{url_path}?model={args.model}")
+                    r = timings(*drawn_after(tab, t0, args.timeout))
+                else:
+                    r = (visit(browser, server[1], url_path, args.model, args.warm, args.timeout, visitor) if server
+                         else cold_page(browser, url_path, args.model, tmp, args.warm, args.timeout))
             except (TimeoutError, RuntimeError) as e:
                 r = {"cold_s": None, "chart_s": None, "errors": [str(e)[:300]]}
             result["pages"][path], result["chart"][path] = r["cold_s"], r["chart_s"]
@@ -138,11 +181,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--serve", action="store_true", help="one server per pass, started with python -m app.serve "
                     "(warm-up first)")
     ap.add_argument("--passes", type=int, default=1, help="sweeps of every page, each on fresh servers")
-    ap.add_argument("--visitor", choices=("each", "one"), default="each",
-                    help="--serve: every page opened by a new browser (each: nothing cached in the browser), or one "
-                         "visitor opening the pages one after another (one: the front-end code cached after the "
-                         "first page)")
+    ap.add_argument("--visitor", choices=("each", "one", "nav"), default="each",
+                    help="--serve: every page opened by a new browser (each: nothing cached in the browser), one "
+                         "visitor opening the pages' URLs one after another (one: the front-end code cached after "
+                         "the first page), or one visitor clicking from page to page in the sidebar (nav: the "
+                         "first page by its URL, the rest without a reload)")
     args = ap.parse_args(argv)
+    if args.visitor != "each" and not args.serve:
+        ap.error("--visitor one / nav needs --serve (one warmed server the visitor stays on)")
     from app import nav
     launch = load_test.from_tests("browser").launch
 

@@ -777,7 +777,7 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
 
 
 CARD_SAMPLE_EVERY = 10  # a broad translator's card sample (meta.heldout_sample): every 10th held-out sentence
-_FLOAT_METRICS = ("valid_loss", "test_loss", "perplexity", "unigram_perplexity", "bigram_perplexity",
+_FLOAT_METRICS = ("valid_loss", "test_loss", "perplexity", "bits_per_byte", "unigram_perplexity", "bigram_perplexity",
                   "perplexity_vs_bigram")
 
 
