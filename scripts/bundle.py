@@ -1,12 +1,13 @@
 """Finish a trained checkpoint for shipping: drop the resume state, measure held-out metrics, write them
-into config.json (``meta.heldout``; a translator or an lm of english-large also ``meta.heldout_sample``, every 10th
-held-out sentence or window,
-which tests/core/test_bundled.py re-measures; a translator ``meta.corpus_digest``, the digests of the splits its card
-reads) and the model card.
+into config.json (``meta.heldout``; a translator or an lm of english-large also ``meta.heldout_sample``, every n-th
+held-out sentence or window (``CARD_SAMPLE_EVERY``), which tests/core/test_bundled.py re-measures, and an lm its heads
+(``meta.heads``) with the in-context score of fewer windows (``meta.heads_sample``) for the same test; a translator
+``meta.corpus_digest``, the digests of the splits its card reads) and the model card.
 
     python scripts/bundle.py assets/models/en-fr
     python scripts/bundle.py --float16 assets/models/lm   # the weights rewritten in half precision first, then measured
     python scripts/bundle.py --check assets/models/en-fr assets/models/en-de   # re-measure whole cards; exit 1 if one moved
+    python scripts/bundle.py --samples assets/models/lm   # only the samples the suite re-measures, written anew
 """
 from __future__ import annotations
 
@@ -128,18 +129,65 @@ def sampled(ck) -> bool:
     """Whether the suite re-measures a sample of ``ck``'s card rather than all of it: a translator's (a broad one's
     card decodes about 12,000 sentences: 100 s alone, 200 s beside the rest of the suite; a tiny one's 4,545, 40 s
     beside the rest; an lm of english-large's test split, 2.5 MB of text)."""
-    return ck.meta.get("task") in ("en-fr", "en-de", "en-fr-tiny", "en-de-tiny", "lm-large")
+    return ck.meta.get("task") in CARD_SAMPLE_EVERY
 
 
-def lm_heads(ck) -> dict | None:
+def lm_heads(ck, windows: int | None = None) -> dict | None:
     """An lm of english-large: what its heads do, for the card and the Heads page's claims
-    (:func:`core.find_heads.card_heads`, the in-context score on the valid split); None for other models."""
+    (:func:`core.find_heads.card_heads`, the in-context score on the valid split, over ``windows`` windows or the
+    card's); None for other models."""
     if ck.meta.get("task") != "lm-large":
         return None
     from core import find_heads
     from core.training.tasks import LMTask
     task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name="lm-large")
-    return find_heads.card_heads(ck, task.valid_stream)
+    return find_heads.card_heads(ck, task.valid_stream, windows=windows)
+
+
+def samples(ck) -> dict:
+    """What the suite re-measures of ``ck``'s card: ``heldout_sample`` (every ``CARD_SAMPLE_EVERY``-th held-out
+    sentence or window) and, an lm of english-large, ``heads_sample`` (the in-context score over
+    ``find_heads.SAMPLE_WINDOWS`` windows); {} for a model the suite re-measures whole."""
+    out = {}
+    if sampled(ck):
+        every = CARD_SAMPLE_EVERY[ck.meta["task"]]
+        out["heldout_sample"] = {"every": every, **heldout_metrics(ck, every=every)}
+    if ck.meta.get("task") == "lm-large":
+        from core import find_heads
+        out["heads_sample"] = {"in_context": lm_heads(ck, windows=find_heads.SAMPLE_WINDOWS)["in_context"]}
+    return out
+
+
+def sample_sentence(ck, folder: str) -> str:
+    """The card's sentence on what the suite re-measures of it."""
+    if not sampled(ck):
+        return "tests/core/test_bundled.py re-measures it on every CI run."
+    return (f"tests/core/test_bundled.py re-measures every {CARD_SAMPLE_EVERY[ck.meta['task']]}th held-out sentence "
+            "(or window) of it (`meta.heldout_sample` in config.json) on every CI run; `python scripts/bundle.py "
+            f"--check {folder}` re-measures all of it.")
+
+
+def write_config(path: Path, meta: dict) -> None:
+    """``meta``'s keys written into ``path``'s config.json (atomically)."""
+    config = json.loads((path / "config.json").read_text())
+    config["meta"].update(meta)
+    tmp = path / "config.json.tmp"
+    tmp.write_text(jsonio.dumps(config, indent=2))
+    tmp.replace(path / "config.json")
+
+
+def refresh_samples(folder: str) -> None:
+    """Re-measure and write only what the suite re-measures of a shipped card (:func:`samples`), and the card's
+    sentence about it: the same weights, nothing chosen on it."""
+    path = Path(folder)
+    ck = checkpoint.load(path)
+    measured = samples(ck)
+    write_config(path, measured)
+    card = (path / "card.md").read_text()
+    start = card.index("tests/core/test_bundled.py re-measures", card.index("\n## Held-out evaluation"))
+    card = card[:start] + sample_sentence(ck, folder) + card[card.index("\n\n```json", start):]
+    (path / "card.md").write_text(card)
+    print(jsonio.dumps({"model": path.name, **measured}))
 
 
 def heads_section(h: dict | None) -> str:
@@ -187,7 +235,7 @@ def check(folder: str) -> bool:
     t0 = time.perf_counter()
     bad = card_mismatches(heldout_metrics(ck), ck.meta["heldout"])
     if sampled(ck):
-        sample = dict(ck.meta["heldout_sample"])
+        sample = dict(ck.meta["heldout_sample"])  # the stride it was measured with
         bad += [f"sample {m}" for m in card_mismatches(heldout_metrics(ck, every=sample.pop("every")), sample)]
     print(f"{folder}: {'reproduced' if not bad else 'MOVED: ' + '; '.join(bad)} ({time.perf_counter() - t0:.0f} s)")
     return not bad
@@ -215,24 +263,18 @@ def main(folder: str, float16: bool = False) -> None:
     t0 = time.perf_counter()
     metrics = heldout_metrics(ck)
     secs = time.perf_counter() - t0
-    sample = {"every": CARD_SAMPLE_EVERY, **heldout_metrics(ck, every=CARD_SAMPLE_EVERY)} if sampled(ck) else None
+    meta = {"heldout": metrics, **samples(ck)}
     for name in (STATE_WEIGHTS, STATE_JSON):
         (path / name).unlink(missing_ok=True)
-    config = json.loads((path / "config.json").read_text())
-    config["meta"]["heldout"] = metrics
-    if sample:
-        config["meta"]["heldout_sample"] = sample
     if card_splits(ck):  # tests/core/test_bundled.py says at once when the generator has changed them
-        config["meta"]["corpus_digest"] = card_splits(ck)
+        meta["corpus_digest"] = card_splits(ck)
     if ck.meta.get("task") in REAL_LM:  # the frozen corpus it was measured on (test_bundled compares the card with it)
         from core.data import prose_for
-        config["meta"]["corpus"] = prose_for(ck.meta["task"]).fingerprint()
+        meta["corpus"] = prose_for(ck.meta["task"]).fingerprint()
     heads = lm_heads(ck)
     if heads:
-        config["meta"]["heads"] = heads
-    tmp = path / "config.json.tmp"
-    tmp.write_text(jsonio.dumps(config, indent=2))
-    tmp.replace(path / "config.json")
+        meta["heads"] = heads
+    write_config(path, meta)
     card = (path / "card.md").read_text()
     for section in ("\n## Starting point", "\n## Recipes", "\n## Corpus", "\n## What it does not know", "\n## Heads",
                     "\n## Held-out evaluation"):  # written below
@@ -240,10 +282,7 @@ def main(folder: str, float16: bool = False) -> None:
     card = card.rstrip("\n") + starting_point(ck) + recipes_section(ck) + limits(ck) + heads_section(heads)
     command = "python scripts/bundle.py " + ("--float16 " if float16 else "") + folder
     card += ("\n\n## Held-out evaluation\n\nMeasured with `" + command + f"` ({secs:.0f} s); "
-             + ("tests/core/test_bundled.py re-measures it on every CI run." if not sample else
-                f"tests/core/test_bundled.py re-measures every {CARD_SAMPLE_EVERY}th held-out sentence (or window) of it "
-                "(`meta.heldout_sample` in config.json) on every CI run; `python scripts/bundle.py --check "
-                + folder + "` re-measures all of it.") + "\n\n```json\n"
+             + sample_sentence(ck, folder) + "\n\n```json\n"
              + jsonio.dumps(metrics, indent=2) + "\n```\n")
     (path / "card.md").write_text(card)
     print(jsonio.dumps({"model": path.name, **metrics}))
@@ -252,6 +291,10 @@ def main(folder: str, float16: bool = False) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--check"]:
         sys.exit(0 if all([check(arg) for arg in sys.argv[2:]]) else 1)
+    if sys.argv[1:2] == ["--samples"]:
+        for arg in sys.argv[2:]:
+            refresh_samples(arg)
+        sys.exit(0)
     half = "--float16" in sys.argv[1:]
     for arg in sys.argv[1:]:
         if arg != "--float16":

@@ -20,12 +20,17 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 
 # Under ``--dist loadfile`` (scripts/test.sh, with ``--no-loadscope-reorder``) pytest-xdist hands the test files out
-# in collection order; the longest go first, so that no long browser file is left running alone at the end. Measured
+# in collection order; the longest go first, so that no long file is left running alone at the end. Measured
 # on 2026-11-26 (2 cores, fresh clone): no time saved (1,944.8 s before, 1,966.3 and 2,012.3 s after): the suite is
-# CPU-bound, and the heavy files then slow each other instead. Totals per file from --durations, longest first.
-LONGEST_FIRST = ("e2e/test_presentation_browser.py", "core/test_bundled.py", "e2e/test_lesson_and_pages_browser.py",
-                 "e2e/test_load.py", "core/test_train.py", "core/test_broad.py", "e2e/test_training_browser.py",
-                 "app/test_memory_rss.py", "core/test_induction.py", "e2e/test_serve.py")
+# CPU-bound, and the heavy files then slow each other instead. On 2026-11-28 (a slower machine: 120 GFLOP/s for a
+# 2048² float32 matmul on 2 threads against 190) the list had gone stale: the soak (332 s of test time) was handed out
+# 96th of 99 files, near the end; a replay of that run's per-file times (its JUnit report) in this order
+# gives the two workers 1,637 s and 1,395 s, longest first 1,516 s each. Files of ≥ 50 s in that run, longest first.
+LONGEST_FIRST = ("core/test_bundled.py", "e2e/test_presentation_browser.py", "e2e/test_soak.py", "core/test_train.py",
+                 "e2e/test_training_browser.py", "app/test_pages_part2.py", "app/test_bad_input.py",
+                 "app/test_memory_rss.py", "e2e/test_load.py", "app/test_training_jobs.py",
+                 "e2e/test_export_files_browser.py", "e2e/test_lesson_and_pages_browser.py", "e2e/test_serve.py",
+                 "core/test_parallel.py", "core/test_generated_release.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -776,7 +776,10 @@ def make_task(name: str, *, text: str | None = None, seq_len: int | None = None,
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
 
 
-CARD_SAMPLE_EVERY = 10  # a broad translator's card sample (meta.heldout_sample): every 10th held-out sentence
+# What the suite re-measures of a card (meta.heldout_sample): every n-th held-out sentence of a translator, every n-th
+# test window of an lm of real English. Sized to the suite's 30 minutes on 2 cores: at 10 for all, on a machine of 120
+# GFLOP/s (2026-11-28), the lm's sample took 112 s and each broad translator's 70 s of a 28-minute suite.
+CARD_SAMPLE_EVERY = {"en-fr": 20, "en-de": 20, "en-fr-tiny": 10, "en-de-tiny": 10, **{t: 40 for t in REAL_LM}}
 _FLOAT_METRICS = ("valid_loss", "test_loss", "perplexity", "bits_per_byte", "unigram_perplexity", "bigram_perplexity",
                   "perplexity_vs_bigram")
 
