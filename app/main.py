@@ -21,7 +21,7 @@ from app.nav import sections as nav_sections  # noqa: E402
 from app.shell import sidebar  # noqa: E402  (imports torch and the core)
 
 
-warmup.done(preload)
 nav = st.navigation(nav_sections(), expanded=True)  # grouped Learn / Probe / Build (app/nav.py), none hidden
+warmup.done(preload, start_page=nav.url_path == "")
 st.session_state["view"] = run_guarded(sidebar, "sidebar")  # no traceback or server path ever reaches a page
 run_guarded(nav.run, "page")

@@ -3,7 +3,8 @@
 On a fresh server the first page run spends ~1 s importing torch before anything is drawn, and the
 browser fetches and compiles Streamlit's Plotly component only when the first chart arrives (~1 s more).
 An invisible empty chart sent *before* the import makes those two happen at the same time; it is
-removed before the page draws. Later runs (torch already imported) skip all of this.
+removed before the page draws. Later runs (torch already imported) skip all of this, but for a browser session's
+first run of the Start page, which keeps the chart while the visitor reads it (:func:`done`).
 (Measured with bench/bench_startup.py, A/B: docs/BENCHMARKS.md §7.)
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 import streamlit as st
 
 KEY = "plotly-preload"
+SESSION_KEY = "plotly-preloaded"  # session state: this browser session has had the chart on its Start page
 _HIDE = (f"<style>.st-key-{KEY} {{position: absolute; width: 100%; height: 0; overflow: hidden; "
          "visibility: hidden; pointer-events: none;}</style>")
 
@@ -28,17 +30,29 @@ def preload_plotly(needed: bool | None = None):
     if needed is None:
         needed = "torch" not in sys.modules
     slot = st.empty()
-    if not needed:
-        return slot
+    if needed:
+        _fill(slot)
+    return slot
+
+
+def _fill(slot) -> None:
     import plotly.graph_objects as go
 
     with slot.container(key=KEY):
         st.markdown(_HIDE, unsafe_allow_html=True)  # md: trusted (our CSS)
         st.plotly_chart(go.Figure(layout={"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}}),
                         config={"staticPlot": True, "displayModeBar": False})
-    return slot
 
 
-def done(slot) -> None:
-    """Remove the invisible chart (the slot itself stays, empty, so positions match across runs)."""
+def done(slot, start_page: bool = False) -> None:
+    """Remove the invisible chart (the slot itself stays, empty, so positions match across runs) — except on a
+    browser session's first run of the Start page (``start_page``), which draws no chart of its own: there the
+    chart is put in (or kept) until the session's next run, so the browser fetches and compiles Plotly's code while
+    the visitor reads the links, not after their first click. Measured with ``bench/bench_cold_pages.py --serve
+    --visitor nav`` (the Start page, then every page by its sidebar link): without this, the first page with a
+    chart drew it 2.8-3.6 s after the click and every later one within 1.3 s (docs/BENCHMARKS.md §10)."""
+    if start_page and not st.session_state.get(SESSION_KEY):
+        st.session_state[SESSION_KEY] = True
+        _fill(slot)
+        return
     slot.empty()

@@ -9,9 +9,9 @@ browser opens ``/<page>?model=<model>`` in a fresh context of an already running
 way, ``python -m app.serve``, one server per pass, the clock started once its warm-up has visited every page (a class
 opening pages after the teacher started the server); every page is then a first visit of a new browser context
 (a new visitor) on that server. Per page two times: **first chart** (the first plotly chart drawn, ``.main-svg``, or
-the bertviz frame; none on a page that draws no chart at first, the Start page and Training) and **drawn** (the title
-is in the DOM and Streamlit's script state is ``notRunning`` and stays so for 1 s: a rerun the page triggers itself is
-waited for). ``--warm`` also reloads the same page on the same server and times it again. ``--passes N`` repeats the
+the bertviz frame; not app/warmup.py's invisible one; none on a page that draws no chart at first, the Start page)
+and **drawn** (the title is in the DOM and Streamlit's script state is ``notRunning`` and stays so for 1 s: a rerun
+the page triggers itself is waited for). ``--warm`` also reloads the same page on the same server and times it again. ``--passes N`` repeats the
 whole sweep (a fresh server each time). ``--visitor one`` (with ``--serve``): one visitor's browser opens the pages one
 after another, as a student does, instead of a new browser per page (``each``, the default: nothing in the browser's
 cache, the worst case). ``--visitor nav`` (with ``--serve``): one visitor opens the Start page, then reaches every
@@ -39,7 +39,8 @@ STATE = ("() => { const a = document.querySelector('[data-testid=stApp]');"
          " return a ? [a.dataset.testScriptState, !!document.querySelector('h1'),"
          " document.querySelectorAll('[data-testid=stException]').length,"
          " [...document.querySelectorAll('[data-testid=stAlertContentError]')].map(e => e.innerText),"
-         " !!document.querySelector('.js-plotly-plot .main-svg, [data-testid=stIFrame], iframe')] : null; }")
+         " [...document.querySelectorAll('.js-plotly-plot .main-svg, [data-testid=stIFrame], iframe')]"
+         ".some(e => !e.closest('.st-key-plotly-preload'))] : null; }")
 
 
 # After a click in the sidebar: the page counts as there once its title differs from the page left (``old``), and a
@@ -50,8 +51,8 @@ NAV_STATE = ("(old) => { const a = document.querySelector('[data-testid=stApp]')
              " return [a.dataset.testScriptState, fresh,"
              " document.querySelectorAll('[data-testid=stException]').length,"
              " [...document.querySelectorAll('[data-testid=stAlertContentError]')].map(e => e.innerText),"
-             " fresh && !!document.querySelector('.js-plotly-plot:not([data-bench-old]) .main-svg,"
-             " iframe:not([data-bench-old])')]; }")
+             " fresh && [...document.querySelectorAll('.js-plotly-plot:not([data-bench-old]) .main-svg,"
+             " iframe:not([data-bench-old])')].some(e => !e.closest('.st-key-plotly-preload'))]; }")
 MARK_OLD = ("() => { document.querySelectorAll('.js-plotly-plot, iframe').forEach(e => e.dataset.benchOld = '1');"
             " const h = document.querySelector('h1'); return h ? h.innerText : ''; }")
 

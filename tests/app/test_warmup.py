@@ -32,3 +32,26 @@ def test_the_warm_up_chart_is_gone_after_done():
     at = AppTest.from_function(_page, args=(True,))
     at.run()
     assert len(at.get("plotly_chart")) == 0
+
+
+def _preload_charts(at) -> int:
+    import json
+    return sum(json.loads(el.proto.spec)["layout"].get("height") == 10 for el in at.get("plotly_chart"))
+
+
+def test_a_sessions_first_start_page_keeps_the_chart_until_its_next_run():
+    """The Start page draws no chart: on a browser session's first run of it the invisible chart stays (the browser
+    compiles Plotly's code while the visitor reads), on the session's next run it is gone; a session whose first
+    run is a page with charts of its own does not get it (torch is imported: not a fresh server)."""
+    from apptest import ROOT
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == _preload_charts(at) == 1
+    at.run()
+    assert not at.get("plotly_chart")
+    other = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    other.switch_page("../pages/qk.py")
+    other.run()
+    assert not other.exception
+    assert other.get("plotly_chart") and _preload_charts(other) == 0

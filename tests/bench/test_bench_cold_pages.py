@@ -28,9 +28,14 @@ def test_a_chart_counts_only_on_the_new_page_and_only_if_new():
         assert not chart_seen(page)                                          # only the old chart is there
         page.evaluate("() => document.getElementById('old').innerHTML = '<svg class=\"main-svg\"><g/></svg>'")
         assert not chart_seen(page)                                          # a reused node: not counted
-        page.evaluate("""() => { const d = document.createElement('div'); d.className = 'js-plotly-plot';
-                                 d.innerHTML = '<svg class="main-svg"></svg>';
-                                 document.querySelector('[data-testid=stApp]').appendChild(d); }""")
+        add = """(where) => { const d = document.createElement('div'); d.className = 'js-plotly-plot';
+                              d.innerHTML = '<svg class="main-svg"></svg>';
+                              document.querySelector(where).appendChild(d); }"""
+        page.evaluate("() => { const k = document.createElement('div'); k.className = 'st-key-plotly-preload';"
+                      " document.querySelector('[data-testid=stApp]').appendChild(k); }")
+        page.evaluate(add, ".st-key-plotly-preload")
+        assert not chart_seen(page)                                          # app/warmup.py's invisible chart
+        page.evaluate(add, "[data-testid=stApp]")
         assert chart_seen(page)
         page.evaluate("() => document.querySelector('h1').innerText = 'Attention'")
         assert not chart_seen(page)                                          # no title of its own yet: not there
