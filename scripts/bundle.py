@@ -133,26 +133,26 @@ def sampled(ck) -> bool:
 
 
 def lm_heads(ck, windows: int | None = None) -> dict | None:
-    """An lm of english-large: what its heads do, for the card and the Heads page's claims
-    (:func:`core.find_heads.card_heads`, the in-context score on the valid split, over ``windows`` windows or the
-    card's); None for other models."""
-    if ck.meta.get("task") != "lm-large":
+    """An lm of real English (english-large, english-xl): what its heads do, for the card and the Heads page's claims
+    (:func:`core.find_heads.card_heads`, the in-context score on its corpus's valid split, over ``windows`` windows
+    or the card's); None for other models."""
+    if ck.meta.get("task") not in REAL_LM:
         return None
     from core import find_heads
     from core.training.tasks import LMTask
-    task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name="lm-large")
+    task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name=ck.meta["task"])
     return find_heads.card_heads(ck, task.valid_stream, windows=windows)
 
 
 def samples(ck) -> dict:
     """What the suite re-measures of ``ck``'s card: ``heldout_sample`` (every ``CARD_SAMPLE_EVERY``-th held-out
-    sentence or window) and, an lm of english-large, ``heads_sample`` (the in-context score over
+    sentence or window) and, an lm of real English, ``heads_sample`` (the in-context score over
     ``find_heads.SAMPLE_WINDOWS`` windows); {} for a model the suite re-measures whole."""
     out = {}
     if sampled(ck):
         every = CARD_SAMPLE_EVERY[ck.meta["task"]]
         out["heldout_sample"] = {"every": every, **heldout_metrics(ck, every=every)}
-    if ck.meta.get("task") == "lm-large":
+    if ck.meta.get("task") in REAL_LM:
         from core import find_heads
         out["heads_sample"] = {"in_context": lm_heads(ck, windows=find_heads.SAMPLE_WINDOWS)["in_context"]}
     return out
