@@ -10,6 +10,7 @@ first run of the Start page, which keeps the chart while the visitor reads it (:
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import streamlit as st
 
@@ -21,7 +22,7 @@ _HIDE = (f"<style>.st-key-{KEY} {{position: absolute; width: 100%; height: 0; ov
 
 def preload_plotly(needed: bool | None = None):
     """Put the invisible chart on the page when ``needed`` (default: torch not imported yet in this process).
-    Returns its placeholder, to pass to :func:`done` once the heavy imports are over.
+    Returns its placeholder (a :class:`Preload`), to pass to :func:`done` once the heavy imports are over.
 
     The placeholder is created on *every* run, filled or not: Streamlit matches a rerun's elements to the last
     run's by position, so a slot present only on the first run would shift every element of the page by one on
@@ -32,7 +33,14 @@ def preload_plotly(needed: bool | None = None):
     slot = st.empty()
     if needed:
         _fill(slot)
-    return slot
+    return Preload(slot, needed)
+
+
+@dataclass
+class Preload:
+    """The slot at the top of the page, and whether this run has put the invisible chart in it."""
+    slot: object
+    filled: bool
 
 
 def _fill(slot) -> None:
@@ -44,7 +52,7 @@ def _fill(slot) -> None:
                         config={"staticPlot": True, "displayModeBar": False})
 
 
-def done(slot, start_page: bool = False) -> None:
+def done(preload: Preload, start_page: bool = False) -> None:
     """Remove the invisible chart (the slot itself stays, empty, so positions match across runs) — except on a
     browser session's first run of the Start page (``start_page``), which draws no chart of its own: there the
     chart is put in (or kept) until the session's next run, so the browser fetches and compiles Plotly's code while
@@ -53,6 +61,7 @@ def done(slot, start_page: bool = False) -> None:
     chart drew it 2.8-3.6 s after the click and every later one within 1.3 s (docs/BENCHMARKS.md §10)."""
     if start_page and not st.session_state.get(SESSION_KEY):
         st.session_state[SESSION_KEY] = True
-        _fill(slot)
+        if not preload.filled:  # a fresh server's first run has it already: a second one would repeat its key
+            _fill(preload.slot)
         return
-    slot.empty()
+    preload.slot.empty()

@@ -55,3 +55,19 @@ def test_a_sessions_first_start_page_keeps_the_chart_until_its_next_run():
     other.run()
     assert not other.exception
     assert other.get("plotly_chart") and _preload_charts(other) == 0
+
+
+def _fresh_server_start_page():
+    from app import warmup
+
+    preload = warmup.preload_plotly(True)   # a fresh server: torch not imported yet
+    warmup.done(preload, start_page=True)  # and the session's first run of the Start page keeps it
+
+
+def test_a_fresh_servers_first_run_of_the_start_page_puts_the_chart_in_once():
+    """Both reasons to send the chart in one run (a fresh server, a session's first Start page): one chart, no
+    duplicate key (the first version filled the slot twice: every fresh server's first visitor got an error)."""
+    at = AppTest.from_function(_fresh_server_start_page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert _preload_charts(at) == len(at.get("plotly_chart")) == 1

@@ -44,6 +44,12 @@ PICTURES = {"": "home", "lesson": "lesson", "qk": "qk", "positional": "positiona
             "layers": "layers", "training": "training", "mlm": "mlm", "coreference": "coreference"}
 
 
+# The page's own charts: not app/warmup.py's invisible one, which the Start page keeps on a session's first run and
+# which the browser need not draw (it sits in a box of no height, hidden)
+PAGE_CHARTS = ("() => [...document.querySelectorAll('.js-plotly-plot')]"
+               ".filter(p => !p.closest('.st-key-plotly-preload'))")
+
+
 def settle(page):
     settle_page(page, timeout=TIMEOUT)
     try:  # the shell's projector CSS (html at 22 px) can land a moment after the page reads idle (seen once on
@@ -56,7 +62,7 @@ def settle(page):
         pass
     else:
         settle_page(page, timeout=TIMEOUT)
-    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].every(p => p.querySelector('.main-svg'))",
+    page.wait_for_function(f"() => ({PAGE_CHARTS})().every(p => p.querySelector('.main-svg'))",
                            timeout=60_000)
     steady(page, 300)
 
@@ -65,7 +71,7 @@ _STEADY = """(quiet) => {
     const main = document.querySelector('[data-testid=stMain]');
     const sig = JSON.stringify([getComputedStyle(document.documentElement).fontSize,
         main && [main.scrollWidth, main.scrollHeight],
-        [...document.querySelectorAll('.js-plotly-plot')].map(p => {
+        (""" + PAGE_CHARTS + """)().map(p => {
             const svg = p.querySelector('.main-svg');
             return svg && [svg.getAttribute('width'), svg.getAttribute('height'), p.querySelectorAll('text').length];
         })]);
