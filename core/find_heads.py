@@ -366,10 +366,16 @@ def card_heads(ck, stream: torch.Tensor | None = None, windows: int | None = Non
            "heads_off": [list(h) for h in heads], "second_copy_loss_heads_off": off["second_copy"],
            "chance_loss": math.log(ck.model.cfg.vocab_size - framing(ck)["vocab_low"])}
     if stream is not None:
-        late = min(500, ck.model.cfg.max_len - 2)
-        out["in_context"] = in_context_score(ck.model, stream, early=min(50, late // 2), late=late,
-                                             windows=windows or CARD["windows"])
+        out["in_context"] = card_in_context(ck.model, stream, windows)
     return out
+
+
+def card_in_context(model, stream: torch.Tensor, windows: int | None = None) -> dict:
+    """The in-context score a card reports (:func:`in_context_score`): loss at token 500 − at token 50, or at the
+    latest token ``model``'s context allows − at half of it, over ``windows`` windows of ``stream`` (default: the
+    card's)."""
+    late = min(500, model.cfg.max_len - 2)
+    return in_context_score(model, stream, early=min(50, late // 2), late=late, windows=windows or CARD["windows"])
 
 
 # The in-context score the suite re-measures of a card (meta.heads_sample): the first 64 of its windows, 13 s on one

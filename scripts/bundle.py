@@ -132,16 +132,19 @@ def sampled(ck) -> bool:
     return ck.meta.get("task") in CARD_SAMPLE_EVERY
 
 
-def lm_heads(ck, windows: int | None = None) -> dict | None:
+def valid_stream(ck):
+    """The valid split of a real-English lm's own corpus, as token ids (what its card's in-context score reads)."""
+    from core.training.tasks import LMTask
+    return LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name=ck.meta["task"]).valid_stream
+
+
+def lm_heads(ck) -> dict | None:
     """An lm of real English (english-large, english-xl): what its heads do, for the card and the Heads page's claims
-    (:func:`core.find_heads.card_heads`, the in-context score on its corpus's valid split, over ``windows`` windows
-    or the card's); None for other models."""
+    (:func:`core.find_heads.card_heads`, the in-context score on its corpus's valid split); None for other models."""
     if ck.meta.get("task") not in REAL_LM:
         return None
     from core import find_heads
-    from core.training.tasks import LMTask
-    task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name=ck.meta["task"])
-    return find_heads.card_heads(ck, task.valid_stream, windows=windows)
+    return find_heads.card_heads(ck, valid_stream(ck))
 
 
 def samples(ck) -> dict:
@@ -154,7 +157,8 @@ def samples(ck) -> dict:
         out["heldout_sample"] = {"every": every, **heldout_metrics(ck, every=every)}
     if ck.meta.get("task") in REAL_LM:
         from core import find_heads
-        out["heads_sample"] = {"in_context": lm_heads(ck, windows=find_heads.SAMPLE_WINDOWS)["in_context"]}
+        out["heads_sample"] = {"in_context": find_heads.card_in_context(ck.model, valid_stream(ck),
+                                                                        windows=find_heads.SAMPLE_WINDOWS)}
     return out
 
 

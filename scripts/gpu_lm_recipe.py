@@ -123,9 +123,7 @@ def measure(folder: str, device: str, smoke: bool = False) -> dict:
     task = LMTask(tokenizer=ck.tokenizer, seq_len=ck.model.cfg.max_len, name=ck.meta.get("task", "lm-large"))
     n = 8 if smoke else None
     out = {"float32": task.evaluate(ck.model, n=n)}
-    late = min(500, ck.model.cfg.max_len - 2)
-    out["in_context"] = find_heads.in_context_score(ck.model, task.valid_stream, early=min(50, late // 2), late=late,
-                                                    windows=8 if smoke else 256)
+    out["in_context"] = find_heads.card_in_context(ck.model, task.valid_stream, windows=8 if smoke else None)
     out["heads"] = find_heads.report(ck, seq_len=16 if smoke else 100, batch=4 if smoke else 32)
     with torch.no_grad():
         for p in ck.model.parameters():
