@@ -2,18 +2,19 @@
 
     python bench/soak.py [--sessions 20] [--minutes 8] [--out soak.json]
 
-Starts its own ``python -m app.serve`` (a free 127.0.0.1 port, headless, ATTENTION_LAB_DATA in a temporary folder)
-and waits for its warm-up to have visited every page; with more than one model, one more visitor then opens every page
-with each model once (short sentences), so that loading a model is not counted as growth. ``--sessions`` visitors (app/visitor.py: Streamlit's websocket protocol, no browser, so 20 fit beside the app
-on 2 cores) cycle over every page of the navigation, each visit a shared link with a bundled model and a sentence of
-about 2,000 characters no visit used before (the worst case for every cache: nothing is ever reused). Meanwhile one
-more visitor keeps the Training page busy: "Start training" with the page's defaults, again when the run has saved its
-model, until the server's cap on saved models refuses the next one (that refusal is part of the test, not a failure).
-``--uploads N`` (default 1) more learners, each in headless Chromium (an upload is a browser's HTTP request, which
-the websocket visitors do not make), upload the worst text the Training page accepts — about 2 MB of random
-1,000-character "words", the longest a word may be — and train the language model on it with a few steps, again and
-again in fresh sessions; each run (upload to "Saved as") is timed and any run that fails or is refused other than by
-the saved-model caps fails the soak.
+Starts its own ``python -m app.serve`` (a free 127.0.0.1 port, headless, ATTENTION_LAB_DATA in a temporary folder) and
+waits for its warm-up to have visited every page; with more than one model, one more visitor then opens every page
+with each model once (short sentences), so that loading a model is not counted as growth. ``--sessions`` visitors
+(app/visitor.py: Streamlit's websocket protocol, no browser, so 20 fit beside the app on 2 cores) cycle over every
+page of the navigation, each visit a shared link with a bundled model and a sentence of about 2,000 characters no
+visit used before (the worst case for every cache: nothing is ever reused). Meanwhile one more visitor keeps the
+Training page busy: "Start training" with the page's defaults, again when the run has saved its model, until the
+server's cap on saved models refuses the next one (that refusal is part of the test, not a failure). ``--uploads N``
+(default 1) more learners, each in headless Chromium (an upload is a browser's HTTP request, which the websocket
+visitors do not make), upload the worst text the Training page accepts — about 2 MB of random 1,000-character "words",
+the longest a word may be — and train the language model on it with a few steps, again and again in fresh sessions;
+each run (upload to "Saved as") is timed and any run that fails or is refused other than by the saved-model caps fails
+the soak.
 
 Every second the server's own resident memory (without the training job's process) is sampled. The run fails (exit
 1) when a page shows an exception or does not finish, or when memory keeps growing after the caches are full. "Full"
@@ -208,18 +209,20 @@ def upload_session(base: str, end: Callable[[], float], text: Path, runs: list[d
 
 def run_soak(sessions: int = 20, seconds: float = 480, pages: list[str] | None = None, models=MODELS,
              timeout_s: float = 300, train: bool = True, cache_mb: int | None = None, uploads: int = 1,
-             after_fill_s: float = 60, fill_limit_s: float = 300) -> dict:
+             after_fill_s: float = 60, fill_limit_s: float = 300, env: dict | None = None) -> dict:
     """Run the soak (see the module's docstring) and return its record: ``visits`` (session, page, model, seconds,
     problem), ``samples`` (seconds, MB), ``saved_models``, ``uploads`` (one row per upload run) and the ``summary``.
     ``cache_mb``: the run cache's budget (``ATTENTION_LAB_CACHE_BYTES``; the app's own is 768 MiB): a small one
     fills within a short run. ``uploads``: learners uploading the worst accepted text (:func:`upload_session`).
     The run lasts ``seconds``, or until ``after_fill_s`` past the caches' fill point (:func:`filled_at`) if that is
-    later; a run whose pages have not filled ``fill_limit_s`` in (a slow machine) ends then, without a growth."""
+    later; a run whose pages have not filled ``fill_limit_s`` in (a slow machine) ends then, without a growth. ``env``:
+    more environment variables for the server. The record's ``t0_monotonic`` is the samples' zero on
+    ``time.monotonic()``'s clock."""
     from app import nav, visitor
 
     pages = pages if pages is not None else nav.url_paths()
     work = Path(tempfile.mkdtemp(prefix="attention-lab-soak-"))
-    env = {"ATTENTION_LAB_CACHE_BYTES": str(cache_mb << 20)} if cache_mb else {}
+    env = {**({"ATTENTION_LAB_CACHE_BYTES": str(cache_mb << 20)} if cache_mb else {}), **(env or {})}
     # python -m app.serve: every page visited once before the soak starts, so its first visits load no model
     proc, base = load_test.start_server(work / "data", work / "server.log", warm=True, env=env)
     visits: list[dict] = []
@@ -329,7 +332,7 @@ def run_soak(sessions: int = 20, seconds: float = 480, pages: list[str] | None =
                "upload_seconds": [r["seconds"] for r in upload_runs if r["status"] == "done"],
                "upload_errors": [r for r in upload_runs
                                  if r["status"] not in ("done", "capped", "unfinished") or r["problems"]]}
-    return {"visits": visits, "samples": samples, "uploads": upload_runs, "summary": summary}
+    return {"visits": visits, "samples": samples, "uploads": upload_runs, "summary": summary, "t0_monotonic": t0}
 
 
 def main(argv=None) -> int:

@@ -342,6 +342,21 @@ def page_to_page():
     return (f"{max(charts):.2f}",)
 
 
+def gc_freeze():
+    """docs/BENCHMARKS.md's garbage-collector section: the share of the span the not-frozen runs spent in full
+    collections (lowest-highest), the smallest ratio of visits a second, frozen over the not-frozen run before it (from
+    the JSON the section's command wrote), and the section's number."""
+    n, body = section("docs/BENCHMARKS.md", "garbage collector")
+    t = table(body, "their time (share of the span)")
+    shares = [number(re.search(r"\(([\d.]+) %\)", c).group(1))
+              for r, c in zip(t["run"], t["their time (share of the span)"]) if r == "not frozen"]
+    out = re.search(r"--out (\S+)", body).group(1)
+    runs = json.loads((ROOT / out).read_text())["runs"]
+    ratios = [b["visits_per_s"] / a["visits_per_s"] for a, b in zip(runs[::2], runs[1::2])
+              if not a["frozen"] and b["frozen"]]
+    return f"{min(shares):.1f}", f"{max(shares):.1f}", f"{math.floor(100 * min(ratios)) / 100:.2f}", n
+
+
 def class_of_30():
     n, body = section("docs/RELIABILITY.md", "Many users at once")
     size = re.search(r"^### A class of (\d+)", body, flags=re.M)
@@ -421,6 +436,9 @@ CLAIMS = [
           "docs/BENCHMARKS.md, section 'First visit of every page'", warm_up),
     Claim("page-to-page", r"every page's first chart appears\s+within ([\d.]+) s of the click",
           "docs/BENCHMARKS.md, section 'First visit of every page', the sidebar-click table", page_to_page),
+    Claim("gc-freeze", r"they had taken ([\d.]+)-([\d.]+) % of its time, and the same visitors got ([\d.]+)× the"
+          r"\s+visits done a second \(docs/BENCHMARKS\.md §(\d+)\)", "docs/BENCHMARKS.md, section 'garbage collector'",
+          gc_freeze),
     Claim("class-of-30", r"the (\d+)-student run is in docs/RELIABILITY\.md §(\d+)",
           "docs/RELIABILITY.md, section 'Many users at once'", class_of_30),
 ]
