@@ -90,7 +90,8 @@ def filled_at(visits: list[dict], pages: list[str], k: int = 3) -> float | None:
 # The floor's window: the server's memory rises and falls by 100-200 MB as pages' working memory comes and goes (a
 # saw of 30-60 s in the reduced run). On a 690 s run with no growth (0.7 MB / 100 visits over it), the Theil-Sen slope
 # of every sample over a 150 s span read -98 to +155 MB / 100 visits depending on where the span began (sd 60), the
-# slope of 20 s minima -65 to +60 (sd 31); one CI run read 137 on the old measure against a bound of 120.
+# slope of 20 s minima -65 to +72 (sd 35) (`python bench/soak.py --replay docs/measurements/soak-690s-2026-11-28.json`);
+# one CI run read 137 on the old measure against a bound of 120.
 FLOOR_WINDOW_S = 20.0
 
 
@@ -110,7 +111,8 @@ def floor(samples: list[tuple[float, float]], since: float, window_s: float) -> 
     for t, m in samples:
         if t >= since:
             windows.setdefault(int((t - since) // window_s), []).append((t, m))
-    return [min(w, key=lambda s: s[1]) for _, w in sorted(windows.items()) if w[-1][0] - w[0][0] >= 0.8 * window_s]
+    end = max((t for t, _ in samples), default=since)  # a window the run ended early in is not whole
+    return [min(w, key=lambda s: s[1]) for k, w in sorted(windows.items()) if end >= since + (k + 0.8) * window_s]
 
 
 def growth_per_100_visits(samples: list[tuple[float, float]], visits: list[dict], since: float | None,
@@ -125,7 +127,8 @@ def growth_per_100_visits(samples: list[tuple[float, float]], visits: list[dict]
         return None
     span = after[-1][0] - after[0][0]
     n = sum(1 for v in visits if since < v["at"] + v["seconds"] <= after[-1][0])
-    return round(slope(floor(after, since, window_s)) * span / max(n, 1) * 100, 1)
+    low = floor(after, since, window_s)
+    return round(slope(low) * span / max(n, 1) * 100, 1) if len(low) >= 2 else None
 
 
 def _in_own_thread(coroutine):
@@ -335,6 +338,26 @@ def run_soak(sessions: int = 20, seconds: float = 480, pages: list[str] | None =
     return {"visits": visits, "samples": samples, "uploads": upload_runs, "summary": summary, "t0_monotonic": t0}
 
 
+def spans(record: dict, span_s: float, step_s: float = 5.0) -> dict:
+    """How steady the growth measure is on a recorded run (``--out``): the growth over every ``span_s`` span that
+    starts ``step_s`` apart after the fill point, on the memory's floor (this module's measure) and on every sample
+    (the measure before it), with their least, greatest and standard deviation."""
+    import statistics
+
+    samples, visits, fill = record["samples"], record["visits"], record["summary"]["filled_at_s"]
+    out = {}
+    for name, window in (("floor", FLOOR_WINDOW_S), ("every sample", 0.1)):  # a window shorter than the
+        # sampling period (1 s) keeps every sample as its own floor
+        got = []
+        start = fill
+        while start + span_s <= samples[-1][0]:
+            got.append(growth_per_100_visits([x for x in samples if x[0] <= start + span_s], visits, start,
+                                             window_s=window))
+            start += step_s
+        out[name] = {"spans": len(got), "min": min(got), "max": max(got), "sd": round(statistics.pstdev(got), 1)}
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=20)
@@ -348,7 +371,13 @@ def main(argv=None) -> int:
     ap.add_argument("--models", nargs="+", default=list(MODELS), help="the models the visits cycle through")
     ap.add_argument("--cache-mb", type=int, help="the run cache's budget (the app's default: 768)")
     ap.add_argument("--out", type=Path, help="write every visit and every memory sample here")
+    ap.add_argument("--replay", type=Path, help="run nothing: read a record --out wrote and print, for every --span "
+                    "seconds after its fill point (5 s apart), the growth on the floor and on every sample")
+    ap.add_argument("--span", type=float, default=150.0, help="with --replay: the span measured (the suite's: 150)")
     args = ap.parse_args(argv)
+    if args.replay:
+        print(json.dumps(spans(json.loads(args.replay.read_text()), args.span)))
+        return 0
     record = run_soak(args.sessions, args.minutes * 60, train=not args.no_train, models=tuple(args.models),
                       cache_mb=args.cache_mb, uploads=args.uploads, after_fill_s=args.after_fill)
     s = record["summary"]

@@ -94,3 +94,12 @@ def test_the_soak_uploads_the_worst_text_the_page_accepts(tmp_path):
     uploads.release_upload(uploads.save_upload(data, "worst.txt"))  # accepted (a refusal raises ValueError)
     with pytest.raises(ValueError, match="word"):
         uploads.save_upload(data.replace(b" ", b"x", 1), "worse.txt")  # one word longer: refused
+
+
+def test_a_recorded_run_replays_both_measures_over_every_span():
+    """``python bench/soak.py --replay``: the floor is steadier than every sample on a saw with no growth."""
+    samples = [(float(t), 1000.0 + 5.0 * (t % 40)) for t in range(400)]
+    record = {"samples": samples, "visits": [visit("a", t) for t in range(1, 400)], "summary": {"filled_at_s": 20.0}}
+    got = soak.spans(record, span_s=150)
+    assert got["floor"]["spans"] == got["every sample"]["spans"] == 46  # starts 20, 25, ... 245
+    assert max(abs(got["floor"]["min"]), abs(got["floor"]["max"])) <= 5 < got["every sample"]["max"]
