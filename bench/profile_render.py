@@ -1,6 +1,6 @@
 """Where one page render spends the server's CPU: the model, the figures, Streamlit (for the class-of-30 target).
 
-    python bench/profile_render.py [--page attention] [--renders 5] [--top 25]
+    python bench/profile_render.py [--page attention] [--renders 5] [--top 25] [--next N] [--no-profile]
 
 Runs the app in Streamlit's AppTest (no browser, no websocket: only the page script's own work) with the default
 model, warms the page with two sentences, then renders it ``--renders`` times, each time with a sentence it has not
@@ -27,8 +27,11 @@ SENTENCE = "The {} number {} didn't cross the street because it was too wide."
 ANIMALS = ["animal", "dog", "cat", "horse", "cow", "bird", "fish", "goat"]
 
 
-def profiled_renders(page: str, renders: int) -> tuple[cProfile.Profile, float, float]:
-    """``renders`` renders of ``page`` with new sentences under one profiler: (profile, wall s, CPU s) per render."""
+def profiled_renders(page: str, renders: int, next_clicks: int = 0,
+                     profiled: bool = True) -> tuple[cProfile.Profile, float, float]:
+    """``renders`` renders of ``page`` with new sentences under one profiler: (profile, wall s, CPU s) per render;
+    ``next_clicks``: the page's "Next" button clicked that many times first (the Lesson's steps); ``profiled``
+    False: timed without the profiler (whose own cost inflates Python-heavy code), the profile left empty."""
     profile = cProfile.Profile()
     on = [False]
     run_script = local_script_runner.LocalScriptRunner._run_script
@@ -48,10 +51,16 @@ def profiled_renders(page: str, renders: int) -> tuple[cProfile.Profile, float, 
         at.run()
         at.switch_page(f"../pages/{page}.py")
         at.run()
+        for _ in range(next_clicks):
+            nxt = [b for b in at.button if "Next" in b.label]
+            if not nxt:
+                raise SystemExit(f"/{page} has no Next button to click")
+            nxt[0].click()
+            at.run()
         for text in ("The cat didn't cross the road because it was too tired.", "The dog sat on the mat."):
             at.session_state["text"] = text
             at.run()
-        on[0] = True
+        on[0] = profiled
         wall, cpu = time.perf_counter(), time.process_time()
         for i in range(renders):
             at.session_state["text"] = SENTENCE.format(ANIMALS[i % len(ANIMALS)], i)
@@ -85,10 +94,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--page", default="attention", help="a file name in pages/ without .py (default attention)")
     ap.add_argument("--renders", type=int, default=5)
     ap.add_argument("--top", type=int, default=25, help="functions to list by cumulative time")
+    ap.add_argument("--next", type=int, default=0, help="click the page's Next button this many times first "
+                    "(the Lesson: 3 reaches step 4, one head's Q, K, V and weights)")
+    ap.add_argument("--no-profile", action="store_true", help="time the renders without the profiler")
     args = ap.parse_args(argv)
     if not (ROOT / "pages" / f"{args.page}.py").is_file():
         ap.error(f"no page pages/{args.page}.py")
-    profile, wall, cpu = profiled_renders(args.page, max(1, args.renders))
+    profile, wall, cpu = profiled_renders(args.page, max(1, args.renders), args.next, not args.no_profile)
+    if args.no_profile:
+        print(json.dumps({"page": args.page, "next": args.next, "renders": args.renders, "wall_s": round(wall, 4),
+                          "cpu_s": round(cpu, 4), "profiled": False}))
+        return 0
     split = {k: v / max(1, args.renders) for k, v in shares(profile).items()}
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(args.top)
