@@ -9,7 +9,7 @@ import torch
 
 from app import progress as progress_bar
 from app.cache import bounded
-from app.figures import DIVERGING, style, label, symmetric_range
+from app.figures import DIVERGING, label, spec, style, symmetric_range, table
 from app.shell import load_model
 from core.probes import coref, summaries
 from core.data import broad, translation
@@ -231,22 +231,20 @@ def grid_figure(lk: torch.Tensor, candidates, antecedent: str, *, title: str, pr
               for h in range(n_h)] for l in range(n_l)]
     text = [["✓" if resolving is not None and resolving[l][h] else "" for h in range(n_h)] for l in range(n_l)]
     zmax = zmax or symmetric_range(lk[..., 0] - lk[..., 1])
-    fig = go.Figure(go.Heatmap(z=diff, x=list(range(n_h)), y=list(range(n_l)), colorscale=DIVERGING, zmin=-zmax, zmax=zmax,
-                               text=text, texttemplate="%{text}", customdata=hover,
-                               hovertemplate="%{customdata}<extra></extra>",
-                               colorbar=dict(title=f"{label(candidates[0])} − {label(candidates[1])}")))
-    fig.update_xaxes(title="head", tickvals=list(range(n_h)))
-    fig.update_yaxes(title="layer", tickvals=list(range(n_l)), autorange="reversed")
-    fig.update_layout(title=f"{title} · antecedent: {label(antecedent)}")  # short: the sentence goes in a caption
+    hm = dict(type="heatmap", z=table(diff), x=list(range(n_h)), y=list(range(n_l)), colorscale=DIVERGING, zmin=-zmax,
+              zmax=zmax, text=table(text), texttemplate="%{text}", customdata=table(hover), hovertemplate="%{customdata}<extra></extra>",
+              colorbar={"title": {"text": f"{label(candidates[0])} − {label(candidates[1])}"}})
+    fig = spec(hm, title=f"{title} · antecedent: {label(antecedent)}",  # short: the sentence goes in a caption
+               xaxis={"title": {"text": "head"}, "tickvals": list(range(n_h))},
+               yaxis={"title": {"text": "layer"}, "tickvals": list(range(n_l)), "autorange": "reversed"})
     return style(fig, present, height=220 + 45 * n_l, dark=dark)
 
 
 def share_figure(share: torch.Tensor, *, title: str, present=False, dark=False) -> go.Figure:
-    fig = go.Figure(go.Heatmap(z=share.tolist(), zmin=0, zmax=1, colorscale="Viridis", texttemplate="%{z:.2f}",
-                               hovertemplate="layer %{y} head %{x}: %{z:.3f}<extra></extra>"))
-    fig.update_xaxes(title="head", tickvals=list(range(share.shape[1])))
-    fig.update_yaxes(title="layer", tickvals=list(range(share.shape[0])), autorange="reversed")
-    fig.update_layout(title=title)
+    fig = spec(dict(type="heatmap", z=share.tolist(), zmin=0, zmax=1, colorscale="Viridis", texttemplate="%{z:.2f}",
+                    hovertemplate="layer %{y} head %{x}: %{z:.3f}<extra></extra>"), title=title,
+               xaxis={"title": {"text": "head"}, "tickvals": list(range(share.shape[1]))},
+               yaxis={"title": {"text": "layer"}, "tickvals": list(range(share.shape[0])), "autorange": "reversed"})
     return style(fig, present, height=180 + 45 * share.shape[0], dark=dark)
 
 

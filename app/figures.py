@@ -29,16 +29,27 @@ def label(tok: str) -> str:
     return html.escape(str(tok), quote=False)
 
 
-def style(fig: go.Figure, present: bool, height: int | None = None, dark: bool = False) -> go.Figure:
-    """Theme and type sizes; the title wrapped and given room above the plot (:func:`app.theme.title_layout`); in
-    presentation mode every title, axis, legend and cell text at projector size (app/theme.py). Call it last: a
-    title set afterwards is neither wrapped nor given room."""
-    fig.update_layout(template=theme.TEMPLATE["dark" if dark else "light"],
-                      font=dict(size=20 if present else 13), margin=dict(l=10, r=10, t=70 if present else 50, b=10))
+def spec(*traces: dict, title: str = "", **layout) -> dict:
+    """A figure as a plain dict (plotly's JSON form, styled by :func:`style`): ``traces``, each a dict with its
+    ``type`` (keys whose value is None left out, as plotly leaves them unset), and layout properties, nested dicts."""
+    return {"data": [{k: v for k, v in t.items() if v is not None} for t in traces],
+            "layout": {"title": {"text": title}, **layout}}
+
+
+def style(fig: dict, present: bool, height: int | None = None, dark: bool = False) -> go.Figure:
+    """A :func:`spec` themed and sized, made a go.Figure (once: app/theme.py, "A figure is styled as a plain dict"):
+    the title wrapped and given room above the plot (:func:`app.theme.title_layout`); in presentation mode every
+    title, axis, legend and cell text at projector size. Call it last: a title set on the go.Figure afterwards is
+    neither wrapped nor given room."""
+    layout = fig.setdefault("layout", {})
+    theme.merge(layout, {"font": {"size": 20 if present else 13},
+                         "margin": {"l": 10, "r": 10, "t": 70 if present else 50, "b": 10}})
     if height:
-        fig.update_layout(height=height)
+        layout["height"] = height
     theme.text_colour(fig, dark)
-    return theme.present_layout(fig) if present else theme.title_layout(fig, False)
+    fig = theme.present_layout(fig) if present else theme.title_layout(fig, False)
+    layout["template"] = theme.TEMPLATE_SPEC["dark" if dark else "light"]
+    return go.Figure(fig)
 
 
 def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_name: str = "weight",
@@ -50,13 +61,12 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
     custom = _hover_cells(qs, ks) if len(qs) * len(ks) <= HOVER_CELLS else None
     where = "query %{customdata[0]} → key %{customdata[1]}" if custom is not None else "query %{y} → key %{x}"
     colorscale = DIVERGING if scores else sequential_scale(present, dark)
-    hm = go.Heatmap(z=zlist, x=list(range(len(ks))), y=list(range(len(qs))), customdata=custom,
-                    colorscale=colorscale, zmid=0 if scores else None, zmin=None if scores else 0,
-                    hovertemplate=f"{where}<br>{value_name} %{{z:.6f}}<extra></extra>", colorbar=dict(title=value_name))
-    fig = go.Figure(hm)
-    fig.update_xaxes(tickvals=list(range(len(ks))), ticktext=ks, title="key")
-    fig.update_yaxes(tickvals=list(range(len(qs))), ticktext=qs, autorange="reversed", title="query")
-    fig.update_layout(title=title)
+    hm = dict(type="heatmap", z=zlist, x=list(range(len(ks))), y=list(range(len(qs))), customdata=custom,
+              colorscale=colorscale, zmid=0 if scores else None, zmin=None if scores else 0,
+              hovertemplate=f"{where}<br>{value_name} %{{z:.6f}}<extra></extra>", colorbar={"title": {"text": value_name}})
+    fig = spec(hm, title=title, xaxis={"tickvals": list(range(len(ks))), "ticktext": ks, "title": {"text": "key"}},
+               yaxis={"tickvals": list(range(len(qs))), "ticktext": qs, "autorange": "reversed",
+                      "title": {"text": "query"}})
     n = max(len(qs), 4)
     return style(fig, present, height=min(900, 160 + n * (34 if present else 26)), dark=dark)
 
@@ -80,15 +90,15 @@ def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present:
     custom = _tile_hover(qs, ks, n_l, n_h) if tiles.numel() <= HOVER_CELLS else None
     where = "%{customdata[0]}<br>%{customdata[1]} → %{customdata[2]}" if custom is not None else "row %{y}, column %{x}"
     # the values go as one float32 array (sent as binary; nested lists are checked cell by cell); NaN between tiles
-    fig = go.Figure(go.Heatmap(z=tiles.numpy(), colorscale=sequential_scale(present, dark), zmin=0, zmax=1,
-                               showscale=False, customdata=custom, hoverongaps=False,
-                               hovertemplate=f"{where}: %{{z:.4f}}<extra></extra>"))
-    fig.update_xaxes(title="head", tickvals=[h * step_k + (tk - 1) / 2 for h in range(n_h)],
-                     ticktext=[label(n) for n in head_labels] if head_labels is not None else [f"H{h}" for h in range(n_h)],
-                     showgrid=False, zeroline=False)
-    fig.update_yaxes(title="layer", tickvals=[l * step_q + (tq - 1) / 2 for l in range(n_l)],
-                     ticktext=[f"L{l}" for l in range(n_l)], autorange="reversed", showgrid=False, zeroline=False)
-    fig.update_layout(title=title)
+    hm = dict(type="heatmap", z=tiles.numpy(), colorscale=sequential_scale(present, dark), zmin=0, zmax=1,
+              showscale=False, customdata=custom, hoverongaps=False, hovertemplate=f"{where}: %{{z:.4f}}<extra></extra>")
+    heads = [label(n) for n in head_labels] if head_labels is not None else [f"H{h}" for h in range(n_h)]
+    fig = spec(hm, title=title,
+               xaxis={"title": {"text": "head"}, "tickvals": [h * step_k + (tk - 1) / 2 for h in range(n_h)],
+                      "ticktext": heads, "showgrid": False, "zeroline": False},
+               yaxis={"title": {"text": "layer"}, "tickvals": [l * step_q + (tq - 1) / 2 for l in range(n_l)],
+                      "ticktext": [f"L{l}" for l in range(n_l)], "autorange": "reversed", "showgrid": False,
+                      "zeroline": False})
     return style(fig, present, height=140 + 150 * n_l, dark=dark)
 
 
@@ -111,13 +121,12 @@ def query_bars(weights: torch.Tensor, k_tokens, query_token: str, *, present: bo
                dark: bool = False) -> go.Figure:
     """Attention of one query over all keys, one bar group per head: ``weights [H, Tk]``."""
     ks = [label(t) for t in k_tokens]
-    fig = go.Figure()
-    for h in range(weights.shape[0]):
-        fig.add_bar(name=f"head {h}", x=list(range(len(ks))), y=weights[h].float().tolist(), customdata=ks,
-                    hovertemplate=f"head {h}: %{{customdata}} %{{y:.4f}}<extra></extra>")
-    fig.update_xaxes(tickvals=list(range(len(ks))), ticktext=ks)
-    fig.update_layout(barmode="group", title=f"Where “{label(query_token)}” looks, per head", xaxis_title="key token",
-                      yaxis_title="weight", legend_title_text="head")
+    fig = spec(*(dict(type="bar", name=f"head {h}", x=list(range(len(ks))), y=weights[h].float().tolist(), customdata=ks,
+                      hovertemplate=f"head {h}: %{{customdata}} %{{y:.4f}}<extra></extra>")
+                 for h in range(weights.shape[0])),
+               title=f"Where “{label(query_token)}” looks, per head", barmode="group",
+               xaxis={"tickvals": list(range(len(ks))), "ticktext": ks, "title": {"text": "key token"}},
+               yaxis={"title": {"text": "weight"}}, legend={"title": {"text": "head"}})
     return style(fig, present, height=380, dark=dark)
 
 
@@ -126,21 +135,22 @@ def bars(values, names, *, title: str, x_title: str, y_title: str, present: bool
     """Plain bar chart with escaped labels (probabilities, norms, one row of attention); both axes named."""
     vals = [float(v) for v in values]
     colors = ["#d62728" if i == highlight else "#1f77b4" for i in range(len(vals))]
-    fig = go.Figure(go.Bar(x=list(range(len(vals))), y=vals, marker_color=colors,
-                           customdata=[label(n) for n in names],
-                           hovertemplate="%{customdata}: %{y:.6f}<extra></extra>"))
-    fig.update_xaxes(tickvals=list(range(len(vals))), ticktext=[label(n) for n in names])
-    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title)
+    names = [label(n) for n in names]
+    fig = spec(dict(type="bar", x=list(range(len(vals))), y=vals, marker={"color": colors}, customdata=names,
+                    hovertemplate="%{customdata}: %{y:.6f}<extra></extra>"), title=title,
+               xaxis={"tickvals": list(range(len(vals))), "ticktext": names, "title": {"text": x_title}},
+               yaxis={"title": {"text": y_title}})
     return style(fig, present, height=340, dark=dark)
 
 
 def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str,
           present: bool = False, dark: bool = False) -> go.Figure:
-    fig = go.Figure()
+    traces = []
     for name, ys in series.items():
         ys = [float(v) for v in ys]
-        fig.add_scatter(x=list(x) if x is not None else list(range(len(ys))), y=ys, mode="lines", name=label(name))
-    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title)
+        traces.append(dict(type="scatter", x=list(x) if x is not None else list(range(len(ys))), y=ys, mode="lines",
+                           name=label(name)))
+    fig = spec(*traces, title=title, xaxis={"title": {"text": x_title}}, yaxis={"title": {"text": y_title}})
     return style(fig, present, height=360, dark=dark)
 
 
@@ -158,17 +168,24 @@ def log_axes(fig: go.Figure, *, present: bool = False, dark: bool = False) -> go
 HOVER_CELLS = 40_000
 
 
-def _cells(z: torch.Tensor) -> list:
-    """A heatmap's values as nested lists of floats, non-finite ones (−∞ of a mask, NaN) as None, which plotly
+def table(rows: list) -> np.ndarray:
+    """Nested lists (rows of cells; a cell may be a list) as one numpy array of the same Python objects: plotly checks
+    and copies a nested list cell by cell (half of a chart's cost), an array at once, and writes both as the same
+    JSON (numbers, strings, null)."""
+    return np.array(rows, dtype=object)
+
+
+def _cells(z: torch.Tensor) -> np.ndarray:
+    """A heatmap's values as a :func:`table` of floats, non-finite ones (−∞ of a mask, NaN) as None, which plotly
     leaves blank (``tolist`` first: reading a tensor element by element cost seconds on a 512 × 384 table)."""
-    return [[v if math.isfinite(v) else None for v in row] for row in z.detach().double().cpu().tolist()]
+    return table([[v if math.isfinite(v) else None for v in row] for row in z.detach().double().cpu().tolist()])
 
 
-def _hover_cells(rows, cols, swap: bool = False) -> list:
-    """Per cell ``[row label, column label]`` (``swap``: ``[column, row]``)."""
+def _hover_cells(rows, cols, swap: bool = False) -> np.ndarray:
+    """Per cell ``[row label, column label]`` (``swap``: ``[column, row]``), as a :func:`table`."""
     if swap:
-        return [[[c, r] for c in cols] for r in rows]
-    return [[[r, c] for c in cols] for r in rows]
+        return table([[[c, r] for c in cols] for r in rows])
+    return table([[[r, c] for c in cols] for r in rows])
 
 
 def _ticks(labels, n):
@@ -183,6 +200,15 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str, x_title
            show_values: bool = False, zmin=None, zmax=None, height: int | None = None) -> go.Figure:
     """A general heatmap (rows = y, columns = x). Non-finite cells (−∞ of a mask, NaN) are left blank and,
     with ``show_values``, written as ``−∞`` / ``NaN`` so nothing is hidden."""
+    fig = _matrix_spec(z, x_labels, y_labels, title=title, x_title=x_title, y_title=y_title, value_name=value_name,
+                       present=present, dark=dark, diverging=diverging, show_values=show_values, zmin=zmin, zmax=zmax)
+    n_y = z.shape[0]
+    return style(fig, present, height=height or min(900, 200 + max(n_y, 4) * (30 if present else 24)), dark=dark)
+
+
+def _matrix_spec(z: torch.Tensor, x_labels, y_labels, *, title: str, x_title: str, y_title: str, value_name: str,
+                 present: bool, dark: bool, diverging: bool, show_values: bool, zmin, zmax) -> dict:
+    """:func:`matrix` as a spec, not yet styled."""
     n_y, n_x = z.shape
     zlist = _cells(z)
     xs, ys = _ticks(x_labels, n_x), _ticks(y_labels, n_y)
@@ -192,26 +218,21 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str, x_title
     hover_x = "%{customdata[0]}" if custom is not None else "%{x}"
     hover_y = "%{customdata[1]}" if custom is not None else "%{y}"
     scale = DIVERGING if diverging else sequential_scale(present, dark)
-    hm = go.Heatmap(z=zlist, x=list(range(n_x)), y=list(range(n_y)), customdata=custom, colorscale=scale,
-                    zmid=0 if diverging and zmin is None else None, zmin=zmin, zmax=zmax,
-                    hovertemplate=f"{y_title or 'row'} {hover_y}, {x_title or 'column'} {hover_x}"
-                                  f"<br>{value_name} %{{z:.6g}}<extra></extra>", colorbar=dict(title=value_name))
+    hm = dict(type="heatmap", z=zlist, x=list(range(n_x)), y=list(range(n_y)), customdata=custom, colorscale=scale,
+              zmid=0 if diverging and zmin is None else None, zmin=zmin, zmax=zmax,
+              hovertemplate=f"{y_title or 'row'} {hover_y}, {x_title or 'column'} {hover_x}"
+                            f"<br>{value_name} %{{z:.6g}}<extra></extra>", colorbar={"title": {"text": value_name}})
     if show_values:
         def cell(v):
             if v != v:
                 return "NaN"
             return ("−∞" if v < 0 else "∞") if v in (float("inf"), float("-inf")) else f"{v:.2f}"
-        hm.text = [[cell(v) for v in row] for row in z.detach().float().cpu().tolist()]
-        hm.texttemplate = "%{text}"
-    fig = go.Figure(hm)
-    if xs:
-        fig.update_xaxes(tickvals=list(range(n_x)), ticktext=xs)
-    if ys:
-        fig.update_yaxes(tickvals=list(range(n_y)), ticktext=ys)
-    fig.update_xaxes(title=x_title)
-    fig.update_yaxes(title=y_title, autorange="reversed")
-    fig.update_layout(title=title)
-    return style(fig, present, height=height or min(900, 200 + max(n_y, 4) * (30 if present else 24)), dark=dark)
+        hm["text"] = table([[cell(v) for v in row] for row in z.detach().float().cpu().tolist()])
+        hm["texttemplate"] = "%{text}"
+    xaxis = {"tickvals": list(range(n_x)), "ticktext": xs} if xs else {}
+    yaxis = {"tickvals": list(range(n_y)), "ticktext": ys} if ys else {}
+    return spec(hm, title=title, xaxis={**xaxis, "title": {"text": x_title}},
+                yaxis={**yaxis, "title": {"text": y_title}, "autorange": "reversed"})
 
 
 TOKEN_KINDS = ("special token", "starts a word", "continues a word")
@@ -233,13 +254,12 @@ def token_strip(tokens, ids, starts=None, *, title: str = "", present: bool = Fa
     toks = [label(t) for t in tokens]
     kinds = token_kinds(ids, starts if starts is not None else [True] * len(ids))
     scale = [[pos, c] for k, c in enumerate(_KIND_COLOURS) for pos in (k / 3, (k + 1) / 3)]
-    fig = go.Figure(go.Heatmap(z=[[k + 0.5 for k in kinds]], x=list(range(len(toks))), y=[0], zmin=0, zmax=3,
-                               text=[[f"{t}<br>{int(i)}" for t, i in zip(toks, ids)]], texttemplate="%{text}",
-                               customdata=[[TOKEN_KINDS[k] for k in kinds]], colorscale=scale, showscale=False,
-                               hovertemplate="%{text}<br>%{customdata}<extra></extra>"))
-    fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=toks, title="token (position)")
-    fig.update_yaxes(visible=False)
-    fig.update_layout(title=title)
+    fig = spec(dict(type="heatmap", z=[[k + 0.5 for k in kinds]], x=list(range(len(toks))), y=[0], zmin=0, zmax=3,
+                    text=[[f"{t}<br>{int(i)}" for t, i in zip(toks, ids)]], texttemplate="%{text}",
+                    customdata=[[TOKEN_KINDS[k] for k in kinds]], colorscale=scale, showscale=False,
+                    hovertemplate="%{text}<br>%{customdata}<extra></extra>"), title=title,
+               xaxis={"tickvals": list(range(len(toks))), "ticktext": toks, "title": {"text": "token (position)"}},
+               yaxis={"visible": False})
     return style(fig, present, height=200 if not present else 260, dark=dark)
 
 
@@ -247,26 +267,26 @@ def mask_map(mask: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present
              dark: bool = False) -> go.Figure:
     """An additive mask as a picture: dark = the query may look at the key (0), light = masked (−∞)."""
     allowed = torch.isfinite(mask.float()).float()
-    fig = matrix(allowed, k_tokens, q_tokens, title=title, x_title="key", y_title="query", value_name="allowed",
-                 present=present, dark=dark, zmin=0, zmax=1, show_values=False)
+    fig = _matrix_spec(allowed, k_tokens, q_tokens, title=title, x_title="key", y_title="query", value_name="allowed",
+                       present=present, dark=dark, diverging=False, zmin=0, zmax=1, show_values=False)
     n_q, n_k = allowed.shape
     if n_q * n_k <= 900:
-        fig.data[0].text = [["0" if a else "−∞" for a in row] for row in allowed.bool().tolist()]
-        fig.data[0].texttemplate = "%{text}"
-    fig.data[0].showscale = False
-    return theme.cell_text(fig, present)
+        fig["data"][0]["text"] = table([["0" if a else "−∞" for a in row] for row in allowed.bool().tolist()])
+        fig["data"][0]["texttemplate"] = "%{text}"
+    fig["data"][0]["showscale"] = False
+    return style(fig, present, height=min(900, 200 + max(n_q, 4) * (30 if present else 24)), dark=dark)
 
 
 def grouped_bars(series: dict, names, *, title: str, x_title: str, y_title: str, present: bool = False,
                  dark: bool = False) -> go.Figure:
     """One bar group per name (token, layer), one colour per series, named in the legend; both axes named."""
     xs = [label(n) for n in names]
-    fig = go.Figure()
-    for key, values in series.items():
-        fig.add_bar(name=label(key), x=list(range(len(xs))), y=[float(v) for v in values], customdata=xs,
-                    hovertemplate=f"{label(key)} · %{{customdata}}: %{{y:.6f}}<extra></extra>")
-    fig.update_xaxes(tickvals=list(range(len(xs))), ticktext=xs)
-    fig.update_layout(barmode="group", title=title, xaxis_title=x_title, yaxis_title=y_title, showlegend=True)
+    fig = spec(*(dict(type="bar", name=label(key), x=list(range(len(xs))), y=[float(v) for v in values], customdata=xs,
+                      hovertemplate=f"{label(key)} · %{{customdata}}: %{{y:.6f}}<extra></extra>")
+                 for key, values in series.items()),
+               title=title, barmode="group", showlegend=True,
+               xaxis={"tickvals": list(range(len(xs))), "ticktext": xs, "title": {"text": x_title}},
+               yaxis={"title": {"text": y_title}})
     return style(fig, present, height=360, dark=dark)
 
 
@@ -274,21 +294,19 @@ def trajectories(coords: torch.Tensor, tokens, stages, *, selected: int, share=N
                  present: bool = False, dark: bool = False) -> go.Figure:
     """2-D PCA of token vectors ``coords [S, T, 2]``: every token's path through the stages (faint)
     and the tokens at stage ``selected`` (labelled)."""
-    fig = go.Figure()
     toks = [label(t) for t in tokens]
-    for t, name in enumerate(toks):
-        fig.add_scatter(x=coords[:, t, 0].tolist(), y=coords[:, t, 1].tolist(), mode="lines", opacity=0.25,
-                        line=dict(width=1), showlegend=False, hoverinfo="skip")
+    traces = [dict(type="scatter", x=coords[:, t, 0].tolist(), y=coords[:, t, 1].tolist(), mode="lines", opacity=0.25,
+                   line={"width": 1}, showlegend=False, hoverinfo="skip") for t in range(len(toks))]
     sel = coords[selected]
-    fig.add_scatter(x=sel[:, 0].tolist(), y=sel[:, 1].tolist(), mode="markers+text", text=toks,
-                    textposition="top center", marker=dict(size=12 if present else 9), name=label(stages[selected]),
-                    customdata=[[i, n] for i, n in enumerate(toks)],
-                    hovertemplate="%{customdata[1]} (token %{customdata[0]})<br>PC1 %{x:.3f}, PC2 %{y:.3f}"
-                                  "<extra></extra>")
+    traces.append(dict(type="scatter", x=sel[:, 0].tolist(), y=sel[:, 1].tolist(), mode="markers+text", text=toks,
+                       textposition="top center", marker={"size": 12 if present else 9}, name=label(stages[selected]),
+                       customdata=[[i, n] for i, n in enumerate(toks)],
+                       hovertemplate="%{customdata[1]} (token %{customdata[0]})<br>PC1 %{x:.3f}, PC2 %{y:.3f}"
+                                     "<extra></extra>"))
     axes = ["PC1", "PC2"]
     if share is not None:
         axes = [f"PC{i + 1} ({float(s) * 100:.0f}% of variance)" for i, s in enumerate(share)]
-    fig.update_layout(title=title, xaxis_title=axes[0], yaxis_title=axes[1])
+    fig = spec(*traces, title=title, xaxis={"title": {"text": axes[0]}}, yaxis={"title": {"text": axes[1]}})
     return style(fig, present, height=480, dark=dark)
 
 
@@ -328,13 +346,12 @@ def effect_grid(effect: torch.Tensor, rows, *, title: str = "", zmax: float | No
              + ("↻" if flips is not None and float(flips[i][j]) > 0 else "")
              for j, v in enumerate(row.tolist())] for i, row in enumerate(z)]
     custom = [[rows[i]] * n_h for i in range(n_r)]
-    hm = go.Heatmap(z=[[None if v != v else v for v in row] for row in z.tolist()], x=list(range(n_h)),
-                    y=list(range(n_r)), zmin=-zmax, zmax=zmax, zmid=0, colorscale=DIVERGING, text=text,
-                    texttemplate="%{text}", customdata=custom,
-                    hovertemplate=f"%{{customdata}} head %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
-                    colorbar=dict(title=value_name))
-    fig = go.Figure(hm)
-    fig.update_xaxes(title="head", tickvals=list(range(n_h)))
-    fig.update_yaxes(title="attention, layer", tickvals=list(range(n_r)), ticktext=rows, autorange="reversed")
-    fig.update_layout(title=title)
+    hm = dict(type="heatmap", z=table([[None if v != v else v for v in row] for row in z.tolist()]), x=list(range(n_h)),
+              y=list(range(n_r)), zmin=-zmax, zmax=zmax, zmid=0, colorscale=DIVERGING, text=table(text),
+              texttemplate="%{text}", customdata=table(custom),
+              hovertemplate=f"%{{customdata}} head %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+              colorbar={"title": {"text": value_name}})
+    fig = spec(hm, title=title, xaxis={"title": {"text": "head"}, "tickvals": list(range(n_h))},
+               yaxis={"title": {"text": "attention, layer"}, "tickvals": list(range(n_r)), "ticktext": rows,
+                      "autorange": "reversed"})
     return style(fig, present, height=height or 150 + 30 * n_r, dark=dark)

@@ -97,29 +97,60 @@ def heat_scale(dark: bool) -> list:
     return [[0, "#0e1117"], [1, "#ffffff"]] if dark else [[0, "#ffffff"], [1, "#000000"]]
 
 
-def _n_columns(trace) -> int:
-    z = trace.z
+def _n_columns(trace: dict) -> int:
+    z = trace.get("z")
     try:
         return max(len(row) for row in z) if z is not None and len(z) and hasattr(z[0], "__len__") else 1
     except TypeError:
         return 1
 
 
-def cell_text(fig: go.Figure, present: bool, width: int = PLOT_WIDTH) -> go.Figure:
+# A figure is styled as a plain dict, plotly's own JSON form ({"data": [traces, each with its "type"], "layout":
+# {...}}), and made a go.Figure once, at the end (app.figures.style). plotly validates a go.Figure on every update:
+# 3-6 ms a call, ten calls to style one chart (40-60 ms a chart, most of a Lesson step's run); the dict is checked
+# once, when the go.Figure is made (docs/BENCHMARKS.md §13).
+COLORBAR_TRACES = ("heatmap", "contour", "histogram2d", "histogram2dcontour", "surface")  # a colorbar of their own
+
+
+def merge(dst: dict, src: dict) -> dict:
+    """``src`` merged into ``dst`` as plotly's ``update_layout`` merges: nested dicts key by key (copied, never
+    shared between two places of a figure), anything else replaced, ``None`` removes the key."""
+    for key, value in src.items():
+        if value is None:
+            dst.pop(key, None)
+        elif isinstance(value, dict):
+            if not isinstance(dst.get(key), dict):
+                dst[key] = {}
+            merge(dst[key], value)
+        else:
+            dst[key] = value
+    return dst
+
+
+def axes(spec: dict, letter: str) -> list[dict]:
+    """Every x (``letter`` "x") or y axis of a figure spec, created empty where missing: plotly's ``update_xaxes``
+    reaches the first axis whether or not the figure set it, and every numbered one it has."""
+    layout = spec.setdefault("layout", {})
+    names = [f"{letter}axis"] + sorted((k for k in layout if re.fullmatch(rf"{letter}axis\d+", k)),
+                                       key=lambda k: int(k[5:]))
+    return [layout.setdefault(name, {}) for name in names]
+
+
+def cell_text(spec: dict, present: bool, width: int = PLOT_WIDTH) -> dict:
     """Heatmap cell text at a size the room can read: in presentation mode CELL px where a cell is at least
-    MIN_CELL_PX wide, else hidden (the exact value stays in the hover). ``width``: the chart's width in px.
-    Call it again after adding cell text to a styled figure."""
+    MIN_CELL_PX wide, else hidden (the exact value stays in the hover). ``width``: the chart's width in px."""
     if not present:
-        return fig
-    subplots = max(1, len([k for k in fig.layout if k.startswith("xaxis")]))
-    for trace in fig.data:
-        if trace.type != "heatmap" or (trace.texttemplate in (None, "") and trace.text is None):
+        return spec
+    subplots = len(axes(spec, "x"))
+    for trace in spec.get("data", ()):
+        if trace.get("type") != "heatmap" or (trace.get("texttemplate") in (None, "") and trace.get("text") is None):
             continue
         if width / subplots / _n_columns(trace) >= MIN_CELL_PX:
-            trace.textfont = dict(size=CELL)
+            trace["textfont"] = {"size": CELL}
         else:
-            trace.texttemplate, trace.text = "", None
-    return fig
+            trace["texttemplate"] = ""
+            trace.pop("text", None)
+    return spec
 
 
 # The colour of each trace (a head, a layer, a model) in the order plotly hands them out: 16 colours per theme, each
@@ -154,20 +185,24 @@ pio.templates["attention-lab-light"] = _template("plotly_white")
 pio.templates["attention-lab-dark"] = _template("plotly_dark")
 pio.templates.default = "attention-lab-light"  # what go.Figure() copies in before a page's theme is set
 TEMPLATE = {"light": "attention-lab-light", "dark": "attention-lab-dark"}
+# Each as plotly's JSON form, what app.figures.style puts in a figure spec: plotly checks a template given by name and
+# deep-copies it (14 ms a figure), a dict it only checks (7 ms). Named, not left to plotly's default: importing
+# Streamlit's plotly_chart module sets that default to Streamlit's own template, whenever it happens to be imported.
+TEMPLATE_SPEC = {mode: pio.templates[name].to_plotly_json() for mode, name in TEMPLATE.items()}
 
 TEXT = {"light": "#31333f", "dark": "#fafafa"}  # Streamlit's own text colours: 12.6:1 and 17:1 on its backgrounds
 
 
-def text_colour(fig: go.Figure, dark: bool) -> go.Figure:
+def text_colour(spec: dict, dark: bool) -> dict:
     """Chart text in the page's text colour (Streamlit's chart theme draws ticks and axis titles in a grey that
     reads 3.7:1 on white; WCAG AA asks 4.5:1), and traces in :data:`HEAD_COLOURS`."""
     colour = TEXT["dark" if dark else "light"]
-    fig.update_layout(colorway=HEAD_COLOURS["dark" if dark else "light"], font=dict(color=colour),
-                      title=dict(font=dict(color=colour)),
-                      legend=dict(font=dict(color=colour), title=dict(font=dict(color=colour))))
-    fig.update_xaxes(tickfont=dict(color=colour), title_font=dict(color=colour))
-    fig.update_yaxes(tickfont=dict(color=colour), title_font=dict(color=colour))
-    return fig
+    merge(spec.setdefault("layout", {}), {
+        "colorway": list(HEAD_COLOURS["dark" if dark else "light"]), "font": {"color": colour},
+        "title": {"font": {"color": colour}}, "legend": {"font": {"color": colour}, "title": {"font": {"color": colour}}}})
+    for axis in axes(spec, "x") + axes(spec, "y"):
+        merge(axis, {"tickfont": {"color": colour}, "title": {"font": {"color": colour}}})
+    return spec
 
 
 TITLE_CHARS = 32  # a chart title line at TITLE px that fits half the page at 1024×768 (≈ 13 px a character)
@@ -194,11 +229,11 @@ def wrap_title(title: str, width: int = TITLE_CHARS) -> str:
     return "<br>".join(out)
 
 
-def _top_axis(fig: go.Figure) -> bool:
-    return any(getattr(fig.layout[k], "side", None) == "top" for k in fig.layout if k.startswith("xaxis"))
+def _top_axis(spec: dict) -> bool:
+    return any(axis.get("side") == "top" for axis in axes(spec, "x"))
 
 
-def title_layout(fig: go.Figure, present: bool) -> go.Figure:
+def title_layout(spec: dict, present: bool) -> dict:
     """The chart title wrapped to the narrowest chart of its mode (TITLE_CHARS at TITLE px in presentation mode,
     TITLE_CHARS_PLAIN at TITLE_PLAIN px out of it) and hung from the top of the figure, with a top margin that holds
     every line above the plot. Plotly's own place for a title is the middle of the top margin whatever its number of
@@ -206,53 +241,57 @@ def title_layout(fig: go.Figure, present: bool) -> go.Figure:
     does not know the title) reached up into it. Axes of the app's charts are therefore drawn at the bottom and
     left, where automargin grows the margin freely; a figure that keeps an axis on top gets room for one line of tick
     labels and its title (a rotated label needs more: keep such axes at the bottom)."""
+    layout = spec.setdefault("layout", {})
     size = TITLE if present else TITLE_PLAIN
     lines = 0
-    if fig.layout.title.text:
-        fig.layout.title.text = wrap_title(fig.layout.title.text, TITLE_CHARS if present else TITLE_CHARS_PLAIN)
-        lines = fig.layout.title.text.count("<br>") + 1
-    axis = (AXIS_TITLE + TICK if present else 2 * TITLE_PLAIN) + 24 if _top_axis(fig) else 0
+    title = layout.get("title") or {}
+    if title.get("text"):
+        title["text"] = wrap_title(title["text"], TITLE_CHARS if present else TITLE_CHARS_PLAIN)
+        lines = title["text"].count("<br>") + 1
+    axis = (AXIS_TITLE + TICK if present else 2 * TITLE_PLAIN) + 24 if _top_axis(spec) else 0
     top = TITLE_PAD + round(1.3 * size * lines) + 14 + axis
     # plotly hangs a title of several lines 0.7 em higher than one of a single line (its first line then starts
     # above the figure, cut): pushed down by as much
     pad = TITLE_PAD + (round(0.7 * size) if lines > 1 else 0)
-    fig.update_layout(title=dict(font=dict(size=size), yref="container", y=1, yanchor="top", pad=dict(t=pad)),
-                      margin=dict(t=max(top, 40)))
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    return _room_for_y_title(fig, present, max(top, 40))
+    merge(layout, {"title": {"font": {"size": size}, "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": pad}},
+                   "margin": {"t": max(top, 40)}})
+    for axis in axes(spec, "x") + axes(spec, "y"):
+        axis["automargin"] = True
+    return _room_for_y_title(spec, present, max(top, 40))
 
 
-def _room_for_y_title(fig: go.Figure, present: bool, top: int) -> go.Figure:
+def _room_for_y_title(spec: dict, present: bool, top: int) -> dict:
     """A figure of one plot, tall enough that its y axis title (written upright, centred on the plot) is no longer
     than the plot: a longer one reaches up into the chart title (the Training page's "Held-out metrics", a bar chart
     340 px high under a title of two lines)."""
-    ys = [k for k in fig.layout if k.startswith("yaxis")]
-    title = fig.layout.yaxis.title.text if len(ys) == 1 else None
-    if not (title and fig.layout.height):
-        return fig
+    ys = axes(spec, "y")
+    title = (ys[0].get("title") or {}).get("text") if len(ys) == 1 else None
+    height = spec["layout"].get("height")
+    if not (title and height):
+        return spec
     axis = AXIS_TITLE if present else 14
     need = 0.6 * axis * len(re.sub(r"<[^>]*>", "", str(title)))  # ≈ 0.55 em a character, and some air
     bottom = (2 * (TICK + AXIS_TITLE) if present else 60) + 10  # x tick labels and title under the plot
-    if fig.layout.height - top - bottom < need:
-        fig.layout.height = round(top + bottom + need)
-    return fig
+    if height - top - bottom < need:
+        spec["layout"]["height"] = round(top + bottom + need)
+    return spec
 
 
-def present_layout(fig: go.Figure) -> go.Figure:
+def present_layout(spec: dict) -> dict:
     """Presentation sizes set on the figure itself (explicit layout values win over any template, Streamlit's
     included): chart title (and its room: :func:`title_layout`), every axis's title and ticks, legend, colour bars,
     annotations (subplot titles)."""
-    title_layout(fig, True)
-    fig.update_layout(font=dict(size=TICK),
-                      legend=dict(font=dict(size=TICK), title=dict(font=dict(size=TICK))),
-                      hoverlabel=dict(font=dict(size=TICK)))
-    fig.update_xaxes(tickfont=dict(size=TICK), title_font=dict(size=AXIS_TITLE), automargin=True)
-    fig.update_yaxes(tickfont=dict(size=TICK), title_font=dict(size=AXIS_TITLE), automargin=True)
-    for ann in fig.layout.annotations or ():
-        ann.font = dict(size=max(TICK, (ann.font.size or 0) if ann.font else 0))
-    for trace in fig.data:
-        if "colorbar" in trace and getattr(trace, "showscale", None) is not False:
-            trace.colorbar.tickfont = dict(size=TICK)
-            trace.colorbar.title.font = dict(size=TICK)
-    return cell_text(fig, True)
+    title_layout(spec, True)
+    layout = spec["layout"]
+    merge(layout, {"font": {"size": TICK}, "legend": {"font": {"size": TICK}, "title": {"font": {"size": TICK}}},
+                   "hoverlabel": {"font": {"size": TICK}}})
+    for axis in axes(spec, "x") + axes(spec, "y"):
+        merge(axis, {"tickfont": {"size": TICK}, "title": {"font": {"size": AXIS_TITLE}}, "automargin": True})
+    for ann in layout.get("annotations") or ():
+        ann["font"] = {"size": max(TICK, (ann.get("font") or {}).get("size") or 0)}
+    for trace in spec.get("data", ()):
+        if trace.get("type") in COLORBAR_TRACES and trace.get("showscale") is not False:
+            bar = trace.setdefault("colorbar", {})
+            bar["tickfont"] = {"size": TICK}
+            bar.setdefault("title", {})["font"] = {"size": TICK}
+    return cell_text(spec, True)

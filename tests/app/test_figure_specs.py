@@ -1,0 +1,101 @@
+"""Figures are built as plain dicts and made a go.Figure once (app/theme.py, "A figure is styled as a plain dict"):
+the merge that replaces plotly's update calls, the template every figure carries whatever plotly's default is, the
+arrays that plotly checks at once and writes as the same JSON as nested lists, and no builder updating a go.Figure
+after making it (what made a chart cost 60 ms)."""
+import copy
+import json
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+import torch
+from plotly.basedatatypes import BaseFigure, BasePlotlyType
+
+from app import coref_view, figures, theme
+
+TOKENS = ["The", "<b>cat</b>", "sat", "."]
+
+
+def test_merge_is_plotlys_update_nested_copied_and_none_removes():
+    layout = {"title": {"text": "t", "font": {"size": 12}}, "height": 300}
+    shared = {"font": {"color": "#000"}}
+    theme.merge(layout, {"title": {"font": {"color": "red"}}, "xaxis": shared, "yaxis": shared, "height": None})
+    assert layout == {"title": {"text": "t", "font": {"size": 12, "color": "red"}},
+                      "xaxis": {"font": {"color": "#000"}}, "yaxis": {"font": {"color": "#000"}}}
+    layout["xaxis"]["font"]["color"] = "blue"  # the two axes got copies, not one shared dict
+    assert layout["yaxis"]["font"]["color"] == "#000" and shared["font"]["color"] == "#000"
+    assert theme.merge({"title": "plain"}, {"title": {"text": "x"}}) == {"title": {"text": "x"}}
+
+
+def test_axes_reaches_the_first_axis_and_every_numbered_one_in_order():
+    spec = {"layout": {"xaxis10": {}, "xaxis2": {"side": "top"}, "yaxis": {"title": {"text": "y"}}}}
+    assert [id(a) for a in theme.axes(spec, "x")] == [id(spec["layout"][k]) for k in ("xaxis", "xaxis2", "xaxis10")]
+    assert theme.axes(spec, "y") == [{"title": {"text": "y"}}]
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_every_figure_carries_our_template_whatever_plotlys_default(monkeypatch, dark):
+    """Importing Streamlit's plotly_chart module sets plotly's default template to Streamlit's: a figure that relied on
+    the default came out in Streamlit's placeholder colours (#000011 …) outside the app."""
+    monkeypatch.setattr(pio.templates, "default", "plotly")
+    before = copy.deepcopy(theme.TEMPLATE_SPEC)
+    fig = figures.matrix(torch.rand(3, 4), None, TOKENS[:3], title="t", x_title="x", y_title="y", dark=dark)
+    ours = pio.templates[theme.TEMPLATE["dark" if dark else "light"]].to_plotly_json()
+    assert fig.to_dict()["layout"]["template"] == ours
+    assert sorted(fig.to_dict()["layout"]["template"]["data"]) == sorted(theme.TRACE_TYPES)
+    fig.layout.template.layout.font.color = "#123456"  # the figure's copy, not the shared one
+    assert theme.TEMPLATE_SPEC == before
+
+
+def test_a_table_is_written_as_the_same_json_as_nested_lists():
+    z = [[0.25, None, -1.5], [3.0, 2.0, None]]
+    custom = [[["a", "x"], ["b", "x"], ["c", "x"]], [["a", "y"], ["b", "y"], ["c", "y"]]]
+    text = [["0", "−∞", ""], ["1", "2", "NaN"]]
+    lists = go.Figure(go.Heatmap(z=z, customdata=custom, text=text))
+    tables = go.Figure(go.Heatmap(z=figures.table(z), customdata=figures.table(custom), text=figures.table(text)))
+    assert pio.to_json(tables.to_dict(), validate=False) == pio.to_json(lists.to_dict(), validate=False)
+    assert figures.table(custom).shape == (2, 3, 2)
+
+
+BUILDERS = {  # each with presentation mode on or off
+    "heatmap": lambda p: figures.heatmap(torch.rand(4, 4), TOKENS, TOKENS, title="w", present=p),
+    "grid": lambda p: figures.grid(torch.rand(2, 2, 3, 3), TOKENS[:3], TOKENS[:3], title="g", present=p),
+    "query_bars": lambda p: figures.query_bars(torch.rand(2, 4), TOKENS, "it", present=p),
+    "bars": lambda p: figures.bars([0.1, 0.2], ["a", "b"], title="b", x_title="x", y_title="y", highlight=0,
+                                   present=p),
+    "lines": lambda p: figures.lines({"loss": [3, 2]}, title="l", x_title="x", y_title="y", present=p),
+    "matrix": lambda p: figures.matrix(torch.randn(4, 5), None, TOKENS, title="Q", x_title="d", y_title="t",
+                                       show_values=True, diverging=True, present=p),
+    "token_strip": lambda p: figures.token_strip(["a", "b"], [7, 8], [True, False], title="s", present=p),
+    "mask_map": lambda p: figures.mask_map(torch.zeros(3, 3), TOKENS[:3], TOKENS[:3], title="m", present=p),
+    "grouped_bars": lambda p: figures.grouped_bars({"e": [1, 2]}, ["h0", "h1"], title="g", x_title="x",
+                                                   y_title="y", present=p),
+    "trajectories": lambda p: figures.trajectories(torch.randn(2, 3, 2), TOKENS[:3], ["a", "b"], selected=1,
+                                                   present=p),
+    "effect_grid": lambda p: figures.effect_grid(torch.randn(2, 3), ["enc L0", "dec L0"], title="e", present=p),
+    "coref_grid": lambda p: coref_view.grid_figure(torch.rand(2, 3, 2), ["animal", "street"], "animal", title="A",
+                                                   present=p),
+    "coref_share": lambda p: coref_view.share_figure(torch.rand(2, 3), title="s", present=p),
+}
+
+
+@pytest.mark.parametrize("present", [False, True])
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_every_builder_makes_its_figure_once_and_never_updates_it(monkeypatch, name, present):
+    made = []
+    init = BaseFigure.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(1)
+        return init(self, *args, **kwargs)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a go.Figure updated after it was made: build the spec, then style() it")
+
+    monkeypatch.setattr(BaseFigure, "__init__", counted)
+    for where, method in ((BaseFigure, "update"), (BaseFigure, "update_layout"), (BaseFigure, "add_trace"),
+                          (BaseFigure, "update_traces"), (BasePlotlyType, "update")):
+        monkeypatch.setattr(where, method, refuse)
+    fig = BUILDERS[name](present)
+    assert isinstance(fig, go.Figure) and len(made) == 1, (name, len(made))
+    json.loads(pio.to_json(fig, validate=False))  # and it still writes out
