@@ -357,6 +357,15 @@ def gc_freeze():
     return f"{min(shares):.1f}", f"{max(shares):.1f}", f"{math.floor(100 * min(ratios)) / 100:.2f}", n
 
 
+def figure_specs():
+    """docs/BENCHMARKS.md's chart-building section: the lowest and highest median wall-time ratio over its pages, from
+    the JSON its command wrote, and the section's number."""
+    n, body = section("docs/BENCHMARKS.md", "Building a chart")
+    out = re.search(r"--out (\S+)", body).group(1)
+    ratios = [page["median_wall_s"]["ratio"] for page in json.loads((ROOT / out).read_text())["pages"].values()]
+    return f"{min(ratios):.2f}", f"{max(ratios):.2f}", n
+
+
 def class_of_30():
     n, body = section("docs/RELIABILITY.md", "Many users at once")
     size = re.search(r"^### A class of (\d+)", body, flags=re.M)
@@ -439,6 +448,8 @@ CLAIMS = [
     Claim("gc-freeze", r"they had taken ([\d.]+)-([\d.]+) % of its time, and the same visitors got ([\d.]+)× the"
           r"\s+visits done a second \(docs/BENCHMARKS\.md §(\d+)\)", "docs/BENCHMARKS.md, section 'garbage collector'",
           gc_freeze),
+    Claim("figure-specs", r"a page renders ([\d.]+)-([\d.]+)× faster for it \(docs/BENCHMARKS\.md §(\d+)\)",
+          "docs/BENCHMARKS.md, section 'Building a chart', and the JSON of its command", figure_specs),
     Claim("class-of-30", r"the (\d+)-student run is in docs/RELIABILITY\.md §(\d+)",
           "docs/RELIABILITY.md, section 'Many users at once'", class_of_30),
 ]
