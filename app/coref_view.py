@@ -232,7 +232,8 @@ def grid_figure(lk: torch.Tensor, candidates, antecedent: str, *, title: str, pr
     text = [["✓" if resolving is not None and resolving[l][h] else "" for h in range(n_h)] for l in range(n_l)]
     zmax = zmax or symmetric_range(lk[..., 0] - lk[..., 1])
     hm = dict(type="heatmap", z=table(diff), x=list(range(n_h)), y=list(range(n_l)), colorscale=DIVERGING, zmin=-zmax,
-              zmax=zmax, text=table(text), texttemplate="%{text}", customdata=table(hover), hovertemplate="%{customdata}<extra></extra>",
+              zmax=zmax, text=table(text), texttemplate="%{text}", customdata=table(hover),
+              hovertemplate="%{customdata}<extra></extra>",
               colorbar={"title": {"text": f"{label(candidates[0])} − {label(candidates[1])}"}})
     fig = spec(hm, title=f"{title} · antecedent: {label(antecedent)}",  # short: the sentence goes in a caption
                xaxis={"title": {"text": "head"}, "tickvals": list(range(n_h))},

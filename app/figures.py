@@ -63,7 +63,8 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
     colorscale = DIVERGING if scores else sequential_scale(present, dark)
     hm = dict(type="heatmap", z=zlist, x=list(range(len(ks))), y=list(range(len(qs))), customdata=custom,
               colorscale=colorscale, zmid=0 if scores else None, zmin=None if scores else 0,
-              hovertemplate=f"{where}<br>{value_name} %{{z:.6f}}<extra></extra>", colorbar={"title": {"text": value_name}})
+              hovertemplate=f"{where}<br>{value_name} %{{z:.6f}}<extra></extra>",
+              colorbar={"title": {"text": value_name}})
     fig = spec(hm, title=title, xaxis={"tickvals": list(range(len(ks))), "ticktext": ks, "title": {"text": "key"}},
                yaxis={"tickvals": list(range(len(qs))), "ticktext": qs, "autorange": "reversed",
                       "title": {"text": "query"}})
@@ -91,7 +92,8 @@ def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present:
     where = "%{customdata[0]}<br>%{customdata[1]} → %{customdata[2]}" if custom is not None else "row %{y}, column %{x}"
     # the values go as one float32 array (sent as binary; nested lists are checked cell by cell); NaN between tiles
     hm = dict(type="heatmap", z=tiles.numpy(), colorscale=sequential_scale(present, dark), zmin=0, zmax=1,
-              showscale=False, customdata=custom, hoverongaps=False, hovertemplate=f"{where}: %{{z:.4f}}<extra></extra>")
+              showscale=False, customdata=custom, hoverongaps=False,
+              hovertemplate=f"{where}: %{{z:.4f}}<extra></extra>")
     heads = [label(n) for n in head_labels] if head_labels is not None else [f"H{h}" for h in range(n_h)]
     fig = spec(hm, title=title,
                xaxis={"title": {"text": "head"}, "tickvals": [h * step_k + (tk - 1) / 2 for h in range(n_h)],
@@ -121,8 +123,8 @@ def query_bars(weights: torch.Tensor, k_tokens, query_token: str, *, present: bo
                dark: bool = False) -> go.Figure:
     """Attention of one query over all keys, one bar group per head: ``weights [H, Tk]``."""
     ks = [label(t) for t in k_tokens]
-    fig = spec(*(dict(type="bar", name=f"head {h}", x=list(range(len(ks))), y=weights[h].float().tolist(), customdata=ks,
-                      hovertemplate=f"head {h}: %{{customdata}} %{{y:.4f}}<extra></extra>")
+    fig = spec(*(dict(type="bar", name=f"head {h}", x=list(range(len(ks))), y=weights[h].float().tolist(),
+                      customdata=ks, hovertemplate=f"head {h}: %{{customdata}} %{{y:.4f}}<extra></extra>")
                  for h in range(weights.shape[0])),
                title=f"Where “{label(query_token)}” looks, per head", barmode="group",
                xaxis={"tickvals": list(range(len(ks))), "ticktext": ks, "title": {"text": "key token"}},
@@ -202,8 +204,11 @@ def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str, x_title
     with ``show_values``, written as ``−∞`` / ``NaN`` so nothing is hidden."""
     fig = _matrix_spec(z, x_labels, y_labels, title=title, x_title=x_title, y_title=y_title, value_name=value_name,
                        present=present, dark=dark, diverging=diverging, show_values=show_values, zmin=zmin, zmax=zmax)
-    n_y = z.shape[0]
-    return style(fig, present, height=height or min(900, 200 + max(n_y, 4) * (30 if present else 24)), dark=dark)
+    return style(fig, present, height=height or _matrix_height(z.shape[0], present), dark=dark)
+
+
+def _matrix_height(n_rows: int, present: bool) -> int:
+    return min(900, 200 + max(n_rows, 4) * (30 if present else 24))
 
 
 def _matrix_spec(z: torch.Tensor, x_labels, y_labels, *, title: str, x_title: str, y_title: str, value_name: str,
@@ -274,7 +279,7 @@ def mask_map(mask: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present
         fig["data"][0]["text"] = table([["0" if a else "−∞" for a in row] for row in allowed.bool().tolist()])
         fig["data"][0]["texttemplate"] = "%{text}"
     fig["data"][0]["showscale"] = False
-    return style(fig, present, height=min(900, 200 + max(n_q, 4) * (30 if present else 24)), dark=dark)
+    return style(fig, present, height=_matrix_height(n_q, present), dark=dark)
 
 
 def grouped_bars(series: dict, names, *, title: str, x_title: str, y_title: str, present: bool = False,

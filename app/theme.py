@@ -199,7 +199,8 @@ def text_colour(spec: dict, dark: bool) -> dict:
     colour = TEXT["dark" if dark else "light"]
     merge(spec.setdefault("layout", {}), {
         "colorway": list(HEAD_COLOURS["dark" if dark else "light"]), "font": {"color": colour},
-        "title": {"font": {"color": colour}}, "legend": {"font": {"color": colour}, "title": {"font": {"color": colour}}}})
+        "title": {"font": {"color": colour}},
+        "legend": {"font": {"color": colour}, "title": {"font": {"color": colour}}}})
     for axis in axes(spec, "x") + axes(spec, "y"):
         merge(axis, {"tickfont": {"color": colour}, "title": {"font": {"color": colour}}})
     return spec
