@@ -31,16 +31,18 @@ def label(tok: str) -> str:
 
 def spec(*traces: dict, title: str = "", **layout) -> dict:
     """A figure as a plain dict (plotly's JSON form, styled by :func:`style`): ``traces``, each a dict with its
-    ``type`` (keys whose value is None left out, as plotly leaves them unset), and layout properties, nested dicts."""
+    ``type``, and layout properties, nested dicts (keys whose value is None left out of both, as plotly leaves them
+    unset)."""
     return {"data": [{k: v for k, v in t.items() if v is not None} for t in traces],
-            "layout": {"title": {"text": title}, **layout}}
+            "layout": theme.merge({"title": {"text": title}}, layout)}
 
 
-def style(fig: dict, present: bool, height: int | None = None, dark: bool = False) -> go.Figure:
+def style(fig: dict, present: bool, height: int | None = None, dark: bool = False,
+          last: dict | None = None) -> go.Figure:
     """A :func:`spec` themed and sized, made a go.Figure (once: app/theme.py, "A figure is styled as a plain dict"):
     the title wrapped and given room above the plot (:func:`app.theme.title_layout`); in presentation mode every
-    title, axis, legend and cell text at projector size. Call it last: a title set on the go.Figure afterwards is
-    neither wrapped nor given room."""
+    title, axis, legend and cell text at projector size. ``last``: layout properties merged in after all that (they
+    win over the theme's). Call it last: a title set on the go.Figure afterwards is neither wrapped nor given room."""
     layout = fig.setdefault("layout", {})
     theme.merge(layout, {"font": {"size": 20 if present else 13},
                          "margin": {"l": 10, "r": 10, "t": 70 if present else 50, "b": 10}})
@@ -48,14 +50,16 @@ def style(fig: dict, present: bool, height: int | None = None, dark: bool = Fals
         layout["height"] = height
     theme.text_colour(fig, dark)
     fig = theme.present_layout(fig) if present else theme.title_layout(fig, False)
+    theme.merge(layout, last or {})
     layout["template"] = theme.TEMPLATE_SPEC["dark" if dark else "light"]
     return go.Figure(fig)
 
 
 def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_name: str = "weight",
-            present: bool = False, dark: bool = False, scores: bool = False) -> go.Figure:
+            present: bool = False, dark: bool = False, scores: bool = False, compact: bool = False) -> go.Figure:
     """One attention map: rows = queries, columns = keys (named under the map: labels drawn on top, rotated, reached
-    into the title, app.theme.title_layout); hover shows both tokens and the exact value."""
+    into the title, app.theme.title_layout); hover shows both tokens and the exact value. ``compact``: one of a row
+    of small maps (the Training page's snapshots): 300 px high, no colour bar, no axis titles, narrow margins."""
     qs, ks = [label(t) for t in q_tokens], [label(t) for t in k_tokens]
     zlist = _cells(matrix)
     custom = _hover_cells(qs, ks) if len(qs) * len(ks) <= HOVER_CELLS else None
@@ -69,7 +73,12 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
                yaxis={"tickvals": list(range(len(qs))), "ticktext": qs, "autorange": "reversed",
                       "title": {"text": "query"}})
     n = max(len(qs), 4)
-    return style(fig, present, height=min(900, 160 + n * (34 if present else 26)), dark=dark)
+    if compact:
+        fig["data"][0]["showscale"] = False
+    small = {"height": 300, "margin": {"l": 5, "r": 5, "t": 60, "b": 5}, "xaxis": {"title": None},
+             "yaxis": {"title": None}}
+    return style(fig, present, height=min(900, 160 + n * (34 if present else 26)), dark=dark,
+                 last=small if compact else None)
 
 
 def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present: bool = False,
@@ -145,14 +154,20 @@ def bars(values, names, *, title: str, x_title: str, y_title: str, present: bool
     return style(fig, present, height=340, dark=dark)
 
 
-def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str,
-          present: bool = False, dark: bool = False) -> go.Figure:
+def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str, present: bool = False,
+          dark: bool = False, points: dict | None = None, legend: bool | None = None, y_range=None) -> go.Figure:
+    """Lines over a shared ``x`` (default 0, 1, …), one per entry of ``series``; ``points``: more lines, each
+    ``name: (xs, ys)`` on its own x, drawn with a marker at each point (measurements taken now and then);
+    ``legend``: show the legend (default: plotly's, shown for two lines or more); ``y_range``: [low, high]."""
     traces = []
     for name, ys in series.items():
         ys = [float(v) for v in ys]
         traces.append(dict(type="scatter", x=list(x) if x is not None else list(range(len(ys))), y=ys, mode="lines",
                            name=label(name)))
-    fig = spec(*traces, title=title, xaxis={"title": {"text": x_title}}, yaxis={"title": {"text": y_title}})
+    traces += [dict(type="scatter", x=list(px), y=list(py), mode="lines+markers", name=label(name))
+               for name, (px, py) in (points or {}).items()]
+    fig = spec(*traces, title=title, showlegend=legend, xaxis={"title": {"text": x_title}},
+               yaxis={"title": {"text": y_title}, "range": list(y_range) if y_range is not None else None})
     return style(fig, present, height=360, dark=dark)
 
 

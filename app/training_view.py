@@ -71,24 +71,17 @@ def live(job, present: bool, dark: bool) -> None:
                                       present=present, dark=dark), key="tr_loss")
         evals = ts.eval_series(snap)
         if evals:
-            fig = figures.lines({}, title="Held-out metrics", x_title="step", y_title=", ".join(evals),
-                                present=present, dark=dark)
-            for metric, (ex, ey) in evals.items():
-                fig.add_scatter(x=ex, y=ey, mode="lines+markers", name=metric)
-            fig.update_layout(showlegend=True)
-            g2.plotly_chart(fig, key="tr_metrics")
+            g2.plotly_chart(figures.lines({}, title="Held-out metrics", x_title="step", y_title=", ".join(evals),
+                                          points=evals, legend=True, present=present, dark=dark), key="tr_metrics")
         else:
             g2.caption("Held-out metrics (exact match, pronoun accuracy or perplexity) appear at each evaluation.")
     if snap["head_scores"]:
         h1, h2 = st.columns(2)
         for col, kind, title in ((h1, "induction", "Induction score of each head"),
                                  (h2, "previous_token", "Previous-token score of each head")):
-            series = ts.head_score_series(snap, kind)
-            fig = figures.lines({}, title=title, x_title="step", y_title="score", present=present, dark=dark)
-            for head, (hx, hy) in series.items():
-                fig.add_scatter(x=hx, y=hy, mode="lines+markers", name=head)
-            fig.update_yaxes(range=[0, 1])
-            col.plotly_chart(fig, key=f"tr_heads_{kind}")
+            col.plotly_chart(figures.lines({}, title=title, x_title="step", y_title="score",
+                                           points=ts.head_score_series(snap, kind), y_range=[0, 1], present=present,
+                                           dark=dark), key=f"tr_heads_{kind}")
         st.caption("Measured at each evaluation on 16 new repeated sequences (core.find_heads): induction = the "
                    "attention from each token of the second copy to the token after its first occurrence; "
                    "previous-token = the attention from each token to the one before it. 1.0 = all of a head's "
@@ -105,12 +98,7 @@ def live(job, present: bool, dark: bool) -> None:
             if "weights" not in s:
                 col.caption(f"step {s['step']}: no picture ({md(s['error'])})")
                 continue
-            fig = figures.heatmap(s["weights"], s["q_tokens"], s["k_tokens"], title=f"step {s['step']}",
-                                  present=present, dark=dark)
-            fig.update_traces(showscale=False)
-            fig.update_layout(height=300, margin=dict(l=5, r=5, t=60, b=5))
-            fig.update_xaxes(title=None)
-            fig.update_yaxes(title=None)
-            col.plotly_chart(fig, key=f"tr_snap_{i}")
+            col.plotly_chart(figures.heatmap(s["weights"], s["q_tokens"], s["k_tokens"], title=f"step {s['step']}",
+                                             present=present, dark=dark, compact=True), key=f"tr_snap_{i}")
     if status in tj.FINISHED and not job.published:
         st.rerun(scope="app")  # the page (sidebar, buttons, comparison) catches up with the finished run

@@ -76,6 +76,10 @@ BUILDERS = {  # each with presentation mode on or off
     "coref_grid": lambda p: coref_view.grid_figure(torch.rand(2, 3, 2), ["animal", "street"], "animal", title="A",
                                                    present=p),
     "coref_share": lambda p: coref_view.share_figure(torch.rand(2, 3), title="s", present=p),
+    "training_metrics": lambda p: figures.lines({}, title="m", x_title="step", y_title="acc", present=p, legend=True,
+                                                points={"exact": ([1, 2], [0.1, 0.2])}, y_range=[0, 1]),
+    "training_snapshot": lambda p: figures.heatmap(torch.rand(3, 3), TOKENS[:3], TOKENS[:3], title="step 5",
+                                                   compact=True, present=p),
 }
 
 
@@ -99,3 +103,26 @@ def test_every_builder_makes_its_figure_once_and_never_updates_it(monkeypatch, n
     fig = BUILDERS[name](present)
     assert isinstance(fig, go.Figure) and len(made) == 1, (name, len(made))
     json.loads(pio.to_json(fig, validate=False))  # and it still writes out
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_the_training_pages_small_maps_and_measured_lines(present):
+    """The Training page's snapshots (no colour bar, no axis titles, 300 px, narrow margins: set after the theme, so
+    they win over its title room) and its held-out metrics and head scores (each measurement series on its own x,
+    with markers; the legend; a fixed y range)."""
+    snap = figures.heatmap(torch.rand(3, 3), TOKENS[:3], TOKENS[:3], title="step 5", compact=True, present=present)
+    d = snap.to_dict()
+    assert d["data"][0]["showscale"] is False and d["layout"]["height"] == 300
+    assert d["layout"]["margin"] == {"l": 5, "r": 5, "t": 60, "b": 5}
+    assert all("text" not in (d["layout"][axis].get("title") or {}) for axis in ("xaxis", "yaxis"))
+    full = figures.heatmap(torch.rand(3, 3), TOKENS[:3], TOKENS[:3], title="step 5", present=present).to_dict()
+    assert full["layout"]["xaxis"]["title"]["text"] == "key" and full["layout"]["height"] != 300
+    evals = {"exact <match>": ([10, 20, 30], [0.1, 0.5, 0.9]), "pronouns": ([15], [0.4])}
+    fig = figures.lines({"loss": [3.0, 2.0]}, [1, 2], title="t", x_title="step", y_title="y", points=evals,
+                        legend=True, y_range=[0, 1], present=present).to_dict()
+    assert [(t["mode"], t["name"], list(t["x"])) for t in fig["data"]] == [
+        ("lines", "loss", [1, 2]), ("lines+markers", "exact &lt;match&gt;", [10, 20, 30]),
+        ("lines+markers", "pronouns", [15])]
+    assert fig["layout"]["showlegend"] is True and list(fig["layout"]["yaxis"]["range"]) == [0, 1]
+    plain = figures.lines({"loss": [3.0]}, title="t", x_title="x", y_title="y", present=present).to_dict()
+    assert "showlegend" not in plain["layout"] and "range" not in plain["layout"]["yaxis"]
