@@ -189,6 +189,11 @@ TEMPLATE = {"light": "attention-lab-light", "dark": "attention-lab-dark"}
 # deep-copies it (14 ms a figure), a dict it only checks (7 ms). Named, not left to plotly's default: importing
 # Streamlit's plotly_chart module sets that default to Streamlit's own template, whenever it happens to be imported.
 TEMPLATE_SPEC = {mode: pio.templates[name].to_plotly_json() for mode, name in TEMPLATE.items()}
+# Figures are written out (Streamlit's plotly_chart, pio.to_json) by the standard json module, not orjson: orjson
+# (3.8.3 here) cannot write a numpy array of Python objects (our cell tables, app.figures.table) and, failing, keeps
+# a reference to it, so every chart's tables stayed in memory for good (50 MB per thousand Lesson figures; the soak
+# read 86-126 MB per 100 visits). plotly then retries with a slower cleaning pass anyway: json is faster here too.
+pio.json.config.default_engine = "json"
 
 TEXT = {"light": "#31333f", "dark": "#fafafa"}  # Streamlit's own text colours: 12.6:1 and 17:1 on its backgrounds
 

@@ -126,3 +126,17 @@ def test_the_training_pages_small_maps_and_measured_lines(present):
     assert fig["layout"]["showlegend"] is True and list(fig["layout"]["yaxis"]["range"]) == [0, 1]
     plain = figures.lines({"loss": [3.0]}, title="t", x_title="x", y_title="y", present=present).to_dict()
     assert "showlegend" not in plain["layout"] and "range" not in plain["layout"]["yaxis"]
+
+
+def test_writing_a_figure_out_keeps_no_reference_to_its_tables():
+    """Streamlit writes every chart with pio.to_json; with orjson as plotly's engine, a failed attempt on an object
+    array kept a reference to it, and each chart's cell tables stayed in memory for good (the soak's growth)."""
+    import sys
+    fig = figures.matrix(torch.rand(4, 6), None, TOKENS, title="Q", x_title="d", y_title="t", show_values=True)
+    d = fig.to_dict()
+    tables = [d["data"][0][k] for k in ("z", "customdata", "text")]
+    assert all(getattr(t, "dtype", None) == object for t in tables)
+    before = [sys.getrefcount(t) for t in tables]
+    for _ in range(3):
+        pio.to_json(d, validate=False)
+    assert [sys.getrefcount(t) for t in tables] == before
