@@ -77,12 +77,17 @@ def model_link(name: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{root}/{query}"
 
 
-# A finished job's model is on disk; make sure no stale cache entry shadows it.
+# A finished job's model is on disk; make sure no stale cache entry shadows it. The sidebar was drawn before this
+# point (app/main.py): a run that finished since then is missing from its Model list, so the page runs once more.
+published = False
 for job in jobs:
     if job.finished and not job.published:
         if job.snapshot()["saved"]:
             forget_model(job.name)
+            published = True
         job.published = True
+if published:
+    st.rerun()
 
 st.title("Training")
 st.caption("The sentence is not used while training (a model learns from a whole corpus); once a run is saved, "
