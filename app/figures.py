@@ -5,6 +5,7 @@ so repeated tokens ("the" … "the") keep their own rows and columns.
 """
 from __future__ import annotations
 
+import functools
 import html
 import math
 
@@ -52,7 +53,24 @@ def style(fig: dict, present: bool, height: int | None = None, dark: bool = Fals
     fig = theme.present_layout(fig) if present else theme.title_layout(fig, False)
     theme.merge(layout, last or {})
     layout["template"] = theme.TEMPLATE_SPEC["dark" if dark else "light"]
-    return go.Figure(fig)
+    for trace in fig.get("data", ()):
+        for holder in (trace, trace.get("marker") or {}):
+            if isinstance(holder.get("colorscale"), str):
+                holder["colorscale"] = _named_scale(holder["colorscale"])
+    return go.Figure(fig, _validate=VALIDATE)
+
+
+# plotly checks a figure's every property as it makes the go.Figure (7-11 ms a chart, a tenth of a Lesson step's
+# run). Our builders write the same properties on every call, and the tests make every builder's figure both ways
+# and compare what the browser would get (tests/app/test_figure_specs.py); the app skips the check. The one thing
+# the check changes is a named colour scale, which plotly.js does not know by plotly.py's names ("RdBu_r"), so
+# style() spells it out, as the check would.
+VALIDATE = False
+
+
+@functools.lru_cache(maxsize=None)
+def _named_scale(name: str) -> tuple:
+    return go.Heatmap(colorscale=name).colorscale  # plotly's own reading of the name (its check, made once)
 
 
 def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_name: str = "weight",
@@ -155,10 +173,13 @@ def bars(values, names, *, title: str, x_title: str, y_title: str, present: bool
 
 
 def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str, present: bool = False,
-          dark: bool = False, points: dict | None = None, legend: bool | None = None, y_range=None) -> go.Figure:
+          dark: bool = False, points: dict | None = None, legend: bool | None = None, y_range=None,
+          log: str = "") -> go.Figure:
     """Lines over a shared ``x`` (default 0, 1, …), one per entry of ``series``; ``points``: more lines, each
     ``name: (xs, ys)`` on its own x, drawn with a marker at each point (measurements taken now and then);
-    ``legend``: show the legend (default: plotly's, shown for two lines or more); ``y_range``: [low, high]."""
+    ``legend``: show the legend (default: plotly's, shown for two lines or more); ``y_range``: [low, high];
+    ``log``: the axes drawn logarithmic, "x", "y" or "xy" (in presentation mode only powers of ten labelled, as
+    :func:`log_axes`)."""
     traces = []
     for name, ys in series.items():
         ys = [float(v) for v in ys]
@@ -166,8 +187,11 @@ def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str, prese
                            name=label(name)))
     traces += [dict(type="scatter", x=list(px), y=list(py), mode="lines+markers", name=label(name))
                for name, (px, py) in (points or {}).items()]
-    fig = spec(*traces, title=title, showlegend=legend, xaxis={"title": {"text": x_title}},
-               yaxis={"title": {"text": y_title}, "range": list(y_range) if y_range is not None else None})
+    scale = {axis: {"type": "log", "dtick": 1 if present else None} if axis[0] in log else {}
+             for axis in ("xaxis", "yaxis")}
+    fig = spec(*traces, title=title, showlegend=legend, xaxis={"title": {"text": x_title}, **scale["xaxis"]},
+               yaxis={"title": {"text": y_title}, "range": list(y_range) if y_range is not None else None,
+                      **scale["yaxis"]})
     return style(fig, present, height=360, dark=dark)
 
 

@@ -105,6 +105,30 @@ def test_every_builder_makes_its_figure_once_and_never_updates_it(monkeypatch, n
     json.loads(pio.to_json(fig, validate=False))  # and it still writes out
 
 
+VARIANTS = dict(BUILDERS, **{  # the colour scales that are named (plotly.py's names) or spelled out by the theme
+    "heatmap_scores_dark": lambda p: figures.heatmap(torch.randn(4, 4), TOKENS, TOKENS, title="s", scores=True,
+                                                     present=p, dark=True),
+    "matrix_sequential_dark": lambda p: figures.matrix(torch.rand(3, 4), None, TOKENS[:3], title="w", x_title="k",
+                                                       y_title="q", present=p, dark=True),
+    "grid_dark_nonfinite": lambda p: figures.grid(torch.tensor([[[[0.5, float("nan")], [float("inf"), 0.1]]]]),
+                                                  TOKENS[:2], TOKENS[:2], title="g", present=p, dark=True),
+})
+
+
+@pytest.mark.parametrize("present", [False, True])
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_the_browser_gets_what_plotlys_checks_would_have_made(monkeypatch, name, present):
+    """The app makes its figures without plotly's property checks (app/figures.py, VALIDATE); each builder's figure,
+    made with the checks and with the colour scale left by its name as before, writes out the very same JSON."""
+    torch.manual_seed(0)
+    fast = pio.to_json(VARIANTS[name](present), validate=False)
+    monkeypatch.setattr(figures, "VALIDATE", True)
+    monkeypatch.setattr(figures, "_named_scale", lambda scale: scale)
+    torch.manual_seed(0)
+    checked = pio.to_json(VARIANTS[name](present), validate=False)
+    assert json.loads(fast) == json.loads(checked)
+
+
 @pytest.mark.parametrize("present", [False, True])
 def test_the_training_pages_small_maps_and_measured_lines(present):
     """The Training page's snapshots (no colour bar, no axis titles, 300 px, narrow margins: set after the theme, so
