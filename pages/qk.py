@@ -6,9 +6,11 @@ import streamlit as st
 from app import figures
 from app.shell import page_run, sync_url, url_int
 from app.text import md
-from core.probes.analysis import attention_row
+from core.probes.analysis import attention_row, scaling_experiment, softmax_sharpness as sharpness
 from core.probes.coref import default_query
 from core.trace import KIND_NAMES
+
+scaling_experiment_cached = st.cache_data(scaling_experiment, max_entries=64)
 
 st.title("Q·K walkthrough")
 st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V"
@@ -53,3 +55,42 @@ st.plotly_chart(figures.bars(row["output"], [str(i) for i in range(d_k)], title=
                              dark=view.dark), key="out")
 diff = float((row["weights"] - row["traced_weights"]).abs().max())
 st.caption(f"Recomputed by hand here vs the model's own traced weights: max |difference| = {diff:.2e}.")
+
+st.subheader("6. Why divide by √d_k?")
+st.markdown(
+    "If the components of q and k were independent, with mean 0 and variance 1, q·k would be a sum of d_k such "
+    "products: mean 0, **variance d_k** (Vaswani et al. 2017, footnote 4). Large scores push softmax towards a single "
+    "weight of 1, where its gradient ∂w/∂s = diag(w) − w wᵀ all but vanishes and learning stalls; dividing by √d_k "
+    "brings the variance back to 1, whatever the width of the heads.")
+live = row["mask"] == 0
+sharp = {name: sharpness(s + row["bias"] + row["mask"])
+         for name, s in ((f"÷√{d_k} (the model)", row["scaled"]), ("not divided", row["dots"]))}
+st.plotly_chart(figures.grouped_bars({name: v["weights"] for name, v in sharp.items()}, k_tokens,
+                                     title=f"This row's softmax, with and without the 1/√{d_k}", x_title="key token",
+                                     y_title="weight", present=view.present, dark=view.dark), key="qk_unscaled")
+st.dataframe([{"scores": name, "largest weight": float(v["max_weight"]), "entropy (nats)": float(v["entropy"]),
+               "‖∂w/∂s‖ (gradient size)": float(v["grad_norm"])} for name, v in sharp.items()],
+             hide_index=True, width="stretch")
+if int(live.sum()) > 1:
+    st.caption(f"On this row, the dot products q·k spread with a standard deviation of "
+               f"{float(row['dots'][live].std()):.3f}, the scores q·k/√{d_k} of {float(row['scaled'][live].std()):.3f}.")
+
+st.markdown("**Measured on random vectors**: q and k with independent standard normal components, 256 queries "
+            "against a number of keys, for each width d_k (computed now, seeded).")
+n_keys = st.slider("Keys per query", 2, 64, max(2, min(64, int(live.sum()))), key="qk_n_keys")
+d_ks = [2 ** i for i in range(2, 11)]
+exp = scaling_experiment_cached(tuple(d_ks), n_keys)
+v1, v2 = st.columns(2)
+v1.plotly_chart(figures.lines({"q·k": exp["var_raw"], "q·k / √d_k": exp["var_scaled"]}, d_ks, log="xy",
+                              title="Variance of the scores: d_k, then 1", x_title="d_k", y_title="variance",
+                              present=view.present, dark=view.dark), key="qk_var")
+v2.plotly_chart(figures.lines({"largest weight, not divided": exp["max_raw"],
+                               "largest weight, ÷√d_k": exp["max_scaled"],
+                               "‖∂w/∂s‖, not divided": exp["grad_raw"], "‖∂w/∂s‖, ÷√d_k": exp["grad_scaled"]},
+                              d_ks, log="x", title="Unscaled, softmax saturates as d_k grows", x_title="d_k",
+                              y_title="mean over queries", present=view.present, dark=view.dark), key="qk_sat")
+at = d_ks.index(d_k) if d_k in d_ks else None
+if at is not None:
+    st.caption(f"At this model's d_k = {d_k}: variance {exp['var_raw'][at]:.1f} unscaled, {exp['var_scaled'][at]:.3f} "
+               f"scaled; the largest weight {exp['max_raw'][at]:.3f} against {exp['max_scaled'][at]:.3f} "
+               f"(1/{n_keys} = {1 / n_keys:.3f} would be uniform).")

@@ -56,3 +56,37 @@ def attention_row(trace, name: str, head: int, query: int, batch: int = 0) -> di
     weights = torch.softmax(scaled + bias + mask, dim=-1)
     return {"q": q, "k": k, "v": v, "dots": dots, "scaled": scaled, "bias": bias, "mask": mask,
             "weights": weights, "output": weights @ v, "traced_weights": trace[f"{name}.weights"][batch, head, query]}
+
+
+def softmax_sharpness(scores: torch.Tensor) -> dict:
+    """How peaked ``softmax(scores)`` is, along the last dimension (keys at −∞ get weight exactly 0): the weights,
+    their entropy in nats, the largest weight, and the size of the softmax's gradient, the Frobenius norm of
+    ∂w/∂s = diag(w) − w wᵀ, which falls to 0 as one weight nears 1 (why Vaswani et al. 2017, sec. 3.2.1, scale
+    the dot products by 1/√d_k: large scores leave softmax "in regions where it has extremely small gradients")."""
+    w = torch.softmax(scores.double(), dim=-1)
+    entropy = -torch.where(w > 0, w * torch.log(w), torch.zeros_like(w)).sum(-1)
+    jacobian = torch.diag_embed(w) - w.unsqueeze(-1) * w.unsqueeze(-2)
+    return {"weights": w, "entropy": entropy, "max_weight": w.max(-1).values,
+            "grad_norm": jacobian.flatten(-2).norm(dim=-1)}
+
+
+def scaling_experiment(d_ks, n_keys: int = 16, rows: int = 256, seed: int = 0) -> dict:
+    """Why the 1/√d_k (Vaswani et al. 2017, footnote 4), measured: for each d_k, ``rows`` queries and ``n_keys``
+    keys with independent components of mean 0 and variance 1; q·k is then a sum of d_k such products, of variance
+    d_k, and q·k/√d_k of variance 1. Returns, per d_k (lists in the order of ``d_ks``): the measured variance of the
+    dot products unscaled and scaled, and the mean over rows of the softmax's largest weight, entropy and gradient
+    norm (:func:`softmax_sharpness`) for each."""
+    g = torch.Generator().manual_seed(seed)
+    out = {key: [] for key in ("var_raw", "var_scaled", "max_raw", "max_scaled", "entropy_raw", "entropy_scaled",
+                               "grad_raw", "grad_scaled")}
+    for d_k in d_ks:
+        q = torch.randn(rows, 1, d_k, generator=g)
+        k = torch.randn(rows, n_keys, d_k, generator=g)
+        dots = (k @ q.transpose(1, 2)).squeeze(-1).double()
+        for kind, s in (("raw", dots), ("scaled", dots / math.sqrt(d_k))):
+            sharp = softmax_sharpness(s)
+            out[f"var_{kind}"].append(float(s.var()))
+            out[f"max_{kind}"].append(float(sharp["max_weight"].mean()))
+            out[f"entropy_{kind}"].append(float(sharp["entropy"].mean()))
+            out[f"grad_{kind}"].append(float(sharp["grad_norm"].mean()))
+    return out

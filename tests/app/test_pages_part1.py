@@ -110,6 +110,23 @@ def test_qk_walkthrough_matches_the_trace():
     assert diff < 1e-5
     table = at.dataframe[0].value
     assert abs(table["softmax weight"].sum() - 1.0) < 1e-5
+    # 6. without the 1/√d_k: the same dot products (plus bias and mask) through softmax, and how sharp each is
+    import torch
+
+    def vec(values):
+        return torch.tensor([float(v) for v in values], dtype=torch.float64)
+
+    d_k = int(next(c for c in table.columns if c.startswith("÷√")).split("√")[1].split(" ")[0])
+    mask = vec(float("-inf") if m == "−∞" else 0.0 for m in table["mask M"])
+    unscaled = torch.softmax(vec(table["q·k"]) + vec(table["bias (ALiBi)"]) + mask, -1)
+    bars = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("This row's softmax"))
+    assert [t["name"] for t in bars["data"]] == [f"÷√{d_k} (the model)", "not divided"]
+    assert torch.allclose(vec(bars["data"][0]["y"]), vec(table["softmax weight"]), atol=1e-5)
+    assert torch.allclose(vec(bars["data"][1]["y"]), unscaled, atol=1e-5)
+    sharp = at.dataframe[1].value
+    assert abs(sharp["largest weight"][1] - float(unscaled.max())) < 1e-5
+    variance = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("Variance of the scores"))
+    assert variance["layout"]["xaxis"]["type"] == "log" and variance["data"][0]["x"][0] == 4
 
 
 def test_decode_steps_advance_and_run_to_end():

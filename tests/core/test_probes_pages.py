@@ -339,3 +339,29 @@ def test_source_ids_match_runner():
     ck = checkpoint.load(registry.resolve(name))
     text = "3 1 4 1 5"
     assert masking.source_ids(ck.tokenizer, ck.model.cfg, text) == run(ck, text).src_ids
+
+
+def test_softmax_sharpness_against_autograd_and_torch_distributions():
+    from core.probes.analysis import softmax_sharpness
+    scores = torch.tensor([[2.0, -1.0, 0.5, float("-inf")], [30.0, 0.0, -4.0, 1.0]], dtype=torch.float64)
+    got = softmax_sharpness(scores)
+    for r in range(2):
+        jac = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), scores[r])
+        assert torch.allclose(got["grad_norm"][r], jac.norm(), atol=1e-12)
+        probs = torch.softmax(scores[r], -1)
+        assert torch.allclose(got["entropy"][r], torch.distributions.Categorical(probs=probs).entropy(), atol=1e-12)
+    assert got["weights"][0, 3] == 0 and torch.allclose(got["weights"].sum(-1), torch.ones(2, dtype=torch.float64))
+    assert got["max_weight"][1] > 0.999999 and got["grad_norm"][1] < 1e-5  # saturated: no gradient left
+
+
+def test_the_dot_products_have_variance_d_k_and_the_scaled_ones_1():
+    """Vaswani et al. 2017, footnote 4: with independent unit-variance components, Var(q·k) = d_k; q·k/√d_k has
+    variance 1, so the softmax does not saturate as the heads widen (measured on 4,096 samples each)."""
+    from core.probes.analysis import scaling_experiment
+    d_ks = [4, 64, 1024]
+    exp = scaling_experiment(d_ks, n_keys=16)
+    for d_k, raw, scaled in zip(d_ks, exp["var_raw"], exp["var_scaled"]):
+        assert abs(raw / d_k - 1) < 0.12 and abs(scaled - 1) < 0.12, (d_k, raw, scaled)
+    assert exp["max_raw"][0] < exp["max_raw"][1] < exp["max_raw"][2] and exp["max_raw"][2] > 0.9
+    assert exp["grad_raw"][2] < exp["grad_raw"][0] / 3
+    assert max(exp["max_scaled"]) - min(exp["max_scaled"]) < 0.05 and max(exp["max_scaled"]) < 0.4
