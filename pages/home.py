@@ -19,7 +19,7 @@ IDEAS = {  # url path → the ideas of the papers that page shows
               "layers → decoder → output → “it”",
     "attention": "Multi-head attention: every head of every layer; encoder self, masked decoder self, "
                  "cross-attention",
-    "qk": "Scaled dot-product attention, softmax(QKᵀ/√d_k + M)V, one row by hand",
+    "qk": "Scaled dot-product attention, softmax(QKᵀ/√d_k + M)V, one row by hand, and why the √d_k",
     "positional": "Positional encoding: sinusoids, the rotation (shift) property, learned positions, RoPE, ALiBi",
     "masking": "Masking: causal (no peeking at the future), padding, sliding window, your own mask",
     "decode": "Autoregressive decoding: greedy, beam search, sampling with temperature / top-k / top-p",
@@ -35,7 +35,8 @@ IDEAS = {  # url path → the ideas of the papers that page shows
     "training": "Training: the warmup learning-rate schedule, label smoothing, watching attention form",
     "efficient": "Attention's quadratic cost and its remedies: Performer, linear attention, Reformer's LSH, "
                  "Longformer's window + global tokens, FlashAttention's tiles and online softmax",
-    "recurrence": "Transformer-XL's segment memory and relative positions; pre-LN vs post-LN and warmup; "
+    "recurrence": "Transformer-XL's segment memory and a learned bias per distance (relative positions); pre-LN vs "
+                  "post-LN and warmup; "
                   "recurrence vs attention",
 }
 keep = {k: st.query_params[k] for k in ("model", "text", "tgt", "present", "theme") if k in st.query_params}

@@ -74,7 +74,7 @@ def test_tiny_run_registers_a_model(app, tmp_path):
     at = app
     at.selectbox(key="tr_task").set_value("copy").run()
     for key, value in [("tr_d_model", 32), ("tr_layers", 1), ("tr_heads", 2), ("tr_d_ff", 64), ("tr_steps", 30),
-                       ("tr_batch", 16), ("tr_warmup", 10)]:
+                       ("tr_batch", 16), ("tr_warmup", 10), ("tr_smoothing", 0.0)]:
         at.number_input(key=key).set_value(value)
     at.text_input(key="tr_name").set_value("my-copy")
     at.run()
@@ -92,6 +92,7 @@ def test_tiny_run_registers_a_model(app, tmp_path):
         pytest.fail("the training job did not finish within 120 s")
     assert any("my-copy" in shown(s.value) for s in at.success)
     assert (tmp_path / "models" / "my-copy" / "config.json").exists()
+    assert at.session_state["train_jobs"][-1].cfg.label_smoothing == 0.0  # the page's ε reached the run (default 0.1)
     assert "my-copy" in at.sidebar.selectbox(key="model").options
     assert len(at.get("plotly_chart")) >= 2  # loss curve and attention snapshots
 
