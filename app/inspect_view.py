@@ -31,6 +31,11 @@ def permutation(name: str, ids: tuple, seed: int) -> dict:
 
 
 @bounded
+def shifted(name: str, ids: tuple, shift: int) -> dict:
+    return positions.shift_test(_model(name).model, list(ids), shift)
+
+
+@bounded
 def padding(name: str, ids: tuple, short_text: str) -> dict | None:
     ck = _model(name)
     short = masking.source_ids(ck.tokenizer, ck.model, short_text)

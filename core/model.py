@@ -344,16 +344,19 @@ class Transformer(nn.Module):
         return trace or None
 
     # ----------------------------------------------------------------- passes
-    def encode(self, src, *, token_types=None, trace=None, ablate=None, hooks=None):
-        """Encoder stack: returns (memory ``[B, Ts, d]``, key-padding bool ``[B, Ts]`` or None)."""
-        self._check(src, "src")
+    def encode(self, src, *, start=0, token_types=None, trace=None, ablate=None, hooks=None):
+        """Encoder stack: returns (memory ``[B, Ts, d]``, key-padding bool ``[B, Ts]`` or None). ``start``: the
+        position of the first token (0; another only to show what positions do, core.probes.positions.shift_test)."""
+        self._check(src, "src", start)
+        if start and (self.cfg.window is not None or self.cfg.pos_encoding == "alibi"):
+            raise ValueError("an encoder pass from a later position is defined for added and rotary positions only")
         hk = self._hooks(trace, ablate, hooks)
         pad = src.eq(self.cfg.pad_id)
         pad = pad if bool(pad.any()) else None
-        win, bias, rope = self.self_attention_terms(src.shape[1], 0, src.device)
+        win, bias, rope = self.self_attention_terms(src.shape[1], start, src.device)
         mask = combine(None if pad is None else padding_mask(pad), win)
         ctx = RunContext(hk, mask=mask, bias=bias, rope=rope)
-        x = self.embed(src, token_types=token_types, trace=hk, name="encoder.embed")
+        x = self.embed(src, start=start, token_types=token_types, trace=hk, name="encoder.embed")
         x = hk.point("encoder.output", self.encoder(x, ctx, "encoder"))
         return x, pad
 

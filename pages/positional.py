@@ -2,7 +2,7 @@
 import streamlit as st
 
 from app import figures
-from app.inspect_view import permutation, positional_kinds
+from app.inspect_view import permutation, positional_kinds, shifted
 from app.shell import page_run
 from app.text import md
 from core.probes import positions
@@ -75,7 +75,9 @@ with t_learned:
         st.info("This model has no learned position table. " + (f"Bundled models with learned positions: {', '.join(learned)}."
                 if learned else "None of the bundled models uses learned positions."))
 with t_rope:
-    st.markdown("RoPE rotates q and k by their positions instead of adding a vector: q·k then depends on m − n only.")
+    st.markdown("RoPE rotates q and k by their positions instead of adding a vector: q·k then depends on m − n only. "
+                "Below, on random q and k; under the tabs, on your sentence and a whole model (" +
+                (f"{md(view.name)} uses RoPE)." if cfg.pos_encoding == "rope" else "pick `lm`, which uses RoPE)."))
     rs = positions.rope_scores(max(2, cfg.d_head - cfg.d_head % 2), n_pos, float(base), seed=st.number_input("Random q, k seed", 0, 999, 0))
     c1, c2 = st.columns(2)
     c1.plotly_chart(figures.matrix(rs, x_title="key position n", y_title="query position m", value_name="q·k", diverging=True,
@@ -96,6 +98,39 @@ with t_alibi:
     st.caption("ALiBi is one case of *relative* position encodings: softmax(QKᵀ/√d_k + B)V with B a Toeplitz "
                f"matrix, B[i, j] depending on i − j only. Here two entries with the same i − j differ by at most {drift:.1e}. "
                "Transformer-XL learns such a bias per head (the Transformer-XL page).")
+
+st.subheader("Absolute or relative? Your sentence, read from a later position")
+room = model.max_positions - len(res.src_ids)
+kinds = positional_kinds()
+ADDED = ("learned", "sinusoidal")  # a vector added to each token; the others act inside attention, or are absent
+others = ", ".join(f"{n} ({k})" for n, k in kinds.items()
+                   if (k in ADDED) != (cfg.pos_encoding in ADDED) and n in ("lm", "lm-tiny", "mlm", "en-fr"))
+if cfg.pos_encoding == "alibi" or cfg.window is not None:
+    st.info("This model adds ALiBi's −slope·|i − j| or a window to its scores: relative by construction, so the test "
+            "below is for models with added or rotary positions" + (f" (bundled: {others})." if others else "."))
+elif room < 1:
+    st.info(f"This sentence already fills the model's {model.max_positions} positions; shorten it to move it later.")
+else:
+    shift = st.slider("Read the sentence from position", 1, room, min(room, 20), key="pe_shift_start",
+                      help="The same tokens, with positions shift, shift + 1, … instead of 0, 1, …")
+    sh = shifted(view.name, tuple(res.src_ids), int(shift))
+    same = max(sh["weights"]) < 1e-4
+    st.markdown(f"**{md(view.name)}** ({cfg.pos_encoding} positions) read the sentence twice with its "
+                f"{sh['stack']}: from position 0 and from position {shift}. " +
+                ("Its attention is **the same** both times, up to float rounding: " +
+                 ("it has no positions at all (only a decoder's causal mask orders it)." if cfg.pos_encoding == "none"
+                  else "it sees how far apart two tokens are, never where they are.") if same else
+                 "Its attention **changed**: a position vector is added to each token, so the model could learn to "
+                 "use where a word is, not only how far apart two words are."))
+    st.dataframe([{"layer": i, "largest |Δ weight|": w, "largest |Δ score|": sc}
+                  for i, (w, sc) in enumerate(zip(sh["weights"], sh["scores"]))], hide_index=True, width="stretch")
+    told = f"The {sh['stack']}'s output moved by up to {sh['output']:.1e} of its largest value"
+    if "log_probs" in sh:
+        first, later = sh["top"]
+        changed = sum(a != b for a, b in zip(first, later))
+        told += (f"; the predicted token changed at {changed} of {len(first)} positions (largest change of a "
+                 f"log-probability: {sh['log_probs']:.1e})")
+    st.caption(told + "." + (f" Compare a model of the other kind in the sidebar: {others}." if others else ""))
 
 st.header("5. Your sentence: token + position = input")
 stacks = [s for s in ("encoder", "decoder") if f"{s}.embed.out" in res.trace]

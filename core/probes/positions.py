@@ -159,3 +159,45 @@ def permutation_test(model: Transformer, ids: list[int], perm: list[int]) -> dic
     return out
 
 
+
+
+def shift_test(model: Transformer, ids: list[int], shift: int) -> dict:
+    """The same token ids read twice, from position 0 and from position ``shift``, by the stack that reads a
+    sentence (the encoder; a decoder-only model's decoder). Where the attention sees positions only relative to
+    each other (RoPE) both reads compute the same scores, weights and outputs, up to rounding; where a position
+    vector is added to each token (learned, sinusoidal), they differ — the model was free to use where a word is,
+    not only how far apart two words are. Returns, per layer, the largest |difference| of the attention weights
+    (every head, query and key) and of the layer-wise scores, the largest |difference| of the stack's output
+    relative to its largest value, and for models with an output over the vocabulary (encoder-only,
+    decoder-only) the largest |difference| of the log-probabilities and each read's top token at each position.
+    Models with ALiBi or a window (their masks are built for a cache) are refused: ALiBi adds −slope·|i − j|,
+    relative by construction."""
+    cfg = model.cfg
+    if cfg.pos_encoding == "alibi" or cfg.window is not None:
+        raise ValueError("the shift test runs on models with added (learned, sinusoidal), rotary or no positions")
+    if shift < 0 or shift + len(ids) > model.max_positions:
+        raise ValueError(f"read from position {shift}, the {len(ids)} tokens would reach position "
+                         f"{shift + len(ids) - 1}; this model has positions 0–{model.max_positions - 1}")
+    x = torch.tensor([ids])
+    reads = []
+    with torch.no_grad():
+        for start in (0, shift):
+            tr = Trace()
+            if cfg.kind == "decoder-only":
+                out, stack = model.decode(x, start=start, trace=tr), "decoder"
+            else:
+                out, stack = model.encode(x, start=start, trace=tr)[0], "encoder"
+            logp = torch.log_softmax(model.project(out).double(), -1)[0] if cfg.kind != "encoder-decoder" else None
+            reads.append((tr, out[0].double(), logp))
+    (t0, o0, l0), (t1, o1, l1) = reads
+    layers = range(cfg.n_layers(stack))
+    name = f"{stack}.{{}}.self_attn"
+    result = {"stack": stack, "shift": shift,
+              "weights": [float((t0[name.format(i) + ".weights"] - t1[name.format(i) + ".weights"]).abs().max())
+                          for i in layers],
+              "scores": [float((t0[name.format(i) + ".scores"] - t1[name.format(i) + ".scores"])
+                               .nan_to_num(0.0, 0.0, 0.0).abs().max()) for i in layers],
+              "output": float((o0 - o1).abs().max() / o0.abs().max().clamp_min(1e-12))}
+    if l0 is not None:
+        result |= {"log_probs": float((l0 - l1).abs().max()), "top": (l0.argmax(-1).tolist(), l1.argmax(-1).tolist())}
+    return result

@@ -85,6 +85,13 @@ def test_positional_checks_hold(model):
     # the ALiBi tab states that its bias is Toeplitz (relative positions), and measures it
     toeplitz = next(c.value for c in at.caption if "Toeplitz" in c.value)
     assert "differ by at most 0.0e+00" in toeplitz
+    # the sentence read from a later position: unchanged attention exactly where positions are relative
+    from core.probes.positions import positional_kinds
+    told = next(m.value for m in at.markdown if "read the sentence twice" in m.value)
+    relative = positional_kinds()[model] in ("rope", "none")
+    assert ("**the same**" in told) == relative and ("**changed**" in told) != relative
+    largest = max(next(d.value for d in at.dataframe if "largest |Δ weight|" in d.value)["largest |Δ weight|"])
+    assert (largest < 1e-4) == relative, largest
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -197,3 +197,48 @@ def test_alibi_bias_recorded_in_decoder_trace():
     # the scores exclude the bias; the weights include it
     scores, w = tr["decoder.0.self_attn.scores"], tr["decoder.0.self_attn.weights"]
     torch.testing.assert_close(w, torch.softmax(scores + bias + causal_mask(5), -1), rtol=0, atol=1e-6)
+
+
+# --------------------------------------------------------------------- shifted reads of a whole model
+def _tiny(pos_encoding, kind="decoder-only"):
+    torch.manual_seed(0)
+    layers = {"n_decoder_layers": 2} if kind == "decoder-only" else {"n_encoder_layers": 2, "n_decoder_layers": 0}
+    cfg = ModelConfig(kind=kind, vocab_size=30, d_model=16, n_heads=4, d_ff=32, max_len=40,
+                      pos_encoding=pos_encoding, dropout=0.0, **layers)
+    return Transformer(cfg).eval()
+
+
+@pytest.mark.parametrize("kind", ["decoder-only", "encoder-only"])
+@pytest.mark.parametrize("pos,relative", [("rope", True), ("none", True), ("learned", False), ("sinusoidal", False)])
+def test_a_shifted_read_changes_nothing_only_where_positions_are_relative(kind, pos, relative):
+    from core.probes.positions import shift_test
+    model = _tiny(pos, kind)
+    with torch.no_grad():  # added positions start their learned table from small values: make them count
+        if pos == "learned":
+            model.embed.positions.weight.normal_(0, 1)
+    ids = [3, 7, 7, 12, 5, 9, 1, 22]
+    got = shift_test(model, ids, 25)
+    assert got["stack"] == ("decoder" if kind == "decoder-only" else "encoder") and len(got["weights"]) == 2
+    if relative:
+        assert max(got["weights"]) < 1e-5 and got["output"] < 1e-5 and got["log_probs"] < 1e-4
+        assert got["top"][0] == got["top"][1]
+    else:
+        assert max(got["weights"]) > 1e-3 and got["output"] > 1e-3
+
+
+def test_an_encoder_read_from_a_later_position_adds_those_positions():
+    model = _tiny("sinusoidal", "encoder-only")
+    from core.trace import Trace
+    tr = Trace()
+    model.encode(torch.tensor([[3, 4, 5]]), start=6, trace=tr)
+    torch.testing.assert_close(tr["encoder.embed.positions"], sinusoidal(40, 16)[6:9])
+
+
+def test_the_shift_test_refuses_what_it_cannot_shift():
+    from core.probes.positions import shift_test
+    with pytest.raises(ValueError, match="positions 0–39"):
+        shift_test(_tiny("rope"), [1, 2, 3], 38)
+    with pytest.raises(ValueError, match="added .* rotary"):
+        shift_test(_tiny("alibi"), [1, 2, 3], 2)
+    with pytest.raises(ValueError, match="added and rotary"):
+        _tiny("alibi", "encoder-only").encode(torch.tensor([[1, 2]]), start=3)
