@@ -36,8 +36,8 @@ IDEAS = {  # url path → the ideas of the papers that page shows
     "efficient": "Attention's quadratic cost and its remedies: Performer, linear attention, Reformer's LSH, "
                  "Longformer's window + global tokens, FlashAttention's tiles and online softmax",
     "recurrence": "Transformer-XL's segment memory and a learned bias per distance (relative positions); pre-LN vs "
-                  "post-LN and warmup; "
-                  "recurrence vs attention",
+                  "post-LN and warmup; recurrence vs attention: an LSTM, the same with attention (Luong et al. "
+                  "2015) and a Transformer, and where each looks on symbols you type",
 }
 keep = {k: st.query_params[k] for k in ("model", "text", "tgt", "present", "theme") if k in st.query_params}
 for section, pages in nav.sections().items():

@@ -1,4 +1,5 @@
-"""Transformer-XL segment recurrence on the live sentence, and post-LN vs pre-LN training stability."""
+"""Transformer-XL segment recurrence on the live sentence, post-LN vs pre-LN training stability, and recurrence vs
+attention (an LSTM, the same with attention, a Transformer) on symbols the user types."""
 import json
 import os
 from pathlib import Path
@@ -9,7 +10,7 @@ from app import figures
 from app.shell import sentence_box
 from app.text import md
 from core.training import stability
-from core.variants import xl
+from core.variants import recurrence, xl
 from core.io.tokenizer import BOS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +22,12 @@ FALLBACK = "The dog saw a sheep in the path. It chased the sheep across the path
 @st.cache_resource(show_spinner="Loading the Transformer-XL model…")
 def load_xl(path: str):
     return xl.load(path)
+
+
+@st.cache_resource(show_spinner="Loading the recurrence models…", max_entries=2)
+def load_recurrence(folder: str, config: str, date: str):
+    """The trained models beside the results of the run of ``date`` (a new run is loaded anew)."""
+    return recurrence.load_models(folder, recurrence.config_of(json.loads(config)))
 
 
 view = st.session_state.get("view")
@@ -123,4 +130,44 @@ else:
                         key=f"rec_{metric}")
     sizes = "; ".join(f"{k}: {v:,} parameters" for k, v in rec["params"].items())
     st.caption(f"`{rec.get('command', '?')}` — {rec['config']['steps']} steps, batch {rec['config']['batch_size']}, "
-               f"same batches and seed for both; {sizes}; held-out sequences, {rec['seconds']} s on CPU.")
+               f"same batches and seed for all; {sizes}; held-out sequences, {rec['seconds']} s on CPU.")
+
+    st.subheader("Attention before the Transformer (Luong et al. 2015)")
+    st.markdown(
+        "Is it attention or the Transformer that removes the bottleneck? The middle model is the same LSTM "
+        "encoder-decoder plus attention: at output step t its state h_t scores every encoder state h̄_s, "
+        "score = h_tᵀ W_a h̄_s, the softmax of the scores is the **alignment** α_t, the context c_t = Σ_s α_ts h̄_s "
+        "joins h_t in h̃_t = tanh(W_c [c_t; h_t]), which predicts the next symbol (Bahdanau et al. 2014 score with a "
+        "small network instead). The Transformer then dropped the recurrence and kept the attention.")
+    cfg = recurrence.config_of(rec["config"])
+    task, trained = load_recurrence(str(REC.parent), json.dumps(rec["config"]), rec.get("date", ""))
+    if set(trained) != set(recurrence.NAMES):
+        st.info(f"The trained models are not in {REC.parent}: rerun `{md(rec.get('command', ''))}` with "
+                f"`--weights {REC.parent}`.")
+    else:
+        longest = cfg.max_len + 4
+        typed = st.text_input(f"Symbols to {cfg.task} (0-9 and a-j, separated by spaces; trained on {cfg.min_len} to "
+                              f"{cfg.max_len})", "3 1 4 1 5 9 2 6 5 3 5 8", max_chars=4 * longest, key="rec_symbols")
+        try:
+            demo = recurrence.copy_demo(task, trained, typed, longest)
+        except ValueError as e:
+            st.error(md(e))
+        else:
+            if len(demo["symbols"]) > cfg.max_len:
+                st.warning(f"{len(demo['symbols'])} symbols: longer than anything these models were trained on "
+                           f"(at most {cfg.max_len}).")
+            st.dataframe([{"model": recurrence.NAMES[k], "output": " ".join(out),
+                           "right": "yes" if out == demo["target"] else "no"}
+                          for k, out in demo["outputs"].items()], hide_index=True, width="stretch")
+            src = demo["symbols"] + ["[EOS]"]
+            a1, a2 = st.columns(2)
+            for col, key, what, weights in (
+                    (a1, "lstm-attention", "LSTM + attention: the alignment α", demo["alignment"]),
+                    (a2, "transformer", "Transformer: last layer's cross-attention, mean of the heads",
+                     demo["cross"])):
+                produced = demo["outputs"][key]
+                rows = [f"{i + 1}: {t}" for i, t in enumerate(produced)] + ["[EOS]"] * (len(weights) - len(produced))
+                col.plotly_chart(figures.heatmap(weights, rows, src, title=what, **plot), key=f"rec_align_{key}")
+            st.caption("Rows: each output step (what it wrote); columns: the source symbols. On copy a model that "
+                       "reads the right source symbol at each step draws the diagonal; the plain LSTM has no such "
+                       "picture to draw — it only has its final state.")

@@ -1,4 +1,5 @@
-"""Recurrence vs attention: an LSTM seq2seq baseline (no attention) against a small Transformer.
+"""Recurrence vs attention: an LSTM seq2seq baseline (no attention), the same with attention (Luong et al. 2015),
+and a small Transformer.
 
 Sutskever et al. (2014)-style encoder-decoder: the encoder LSTM reads ``x … EOS``; its final
 ``(h, c)`` is the *only* thing the decoder LSTM gets about the source. Everything must pass through
@@ -9,7 +10,7 @@ The task is the lab's synthetic ``copy`` (or ``reverse``) from :mod:`core.traini
 token interface (``PAD``/``BOS``/``EOS`` from :mod:`core.io.tokenizer`, batches from
 :func:`core.training.tasks.seq2seq_batch`). For ``copy`` of a length-``n`` sequence, every symbol is read at
 encoder step ``i`` and written at decoder step ``i``, so ``n`` recurrent steps separate where a token is
-read from where it is needed — the distance is exactly the length. :func:`run` trains both models on
+read from where it is needed — the distance is exactly the length. :func:`run` trains the three models on
 the same batches for the same steps from the same seed and returns accuracy per length.
 
 CLI: ``python -m core.variants.recurrence --out assets/recurrence/results.json`` (the page reads that file).
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_model, save_model
 from torch import nn
 
 from ..config import ModelConfig
@@ -76,6 +79,55 @@ class LSTMSeq2Seq(nn.Module):
         return [r[:r.index(EOS)] if EOS in r else r for r in rows]
 
 
+class LSTMAttnSeq2Seq(LSTMSeq2Seq):
+    """The same LSTM encoder-decoder, plus attention over every encoder state (Luong et al. 2015, "global"
+    attention with the "general" score; Bahdanau et al. 2014 is the additive form of the same idea). At decoder step
+    t, with decoder state h_t and encoder states h̄_s:
+
+        score(h_t, h̄_s) = h_tᵀ W_a h̄_s,   α_t = softmax_s(score),   c_t = Σ_s α_ts h̄_s,
+        h̃_t = tanh(W_c [c_t; h_t]),       p(y_t | …) = softmax(W_s h̃_t).
+
+    No input feeding (h̃_t is not fed to the next step), so a teacher-forced pass runs the decoder LSTM at once."""
+
+    def __init__(self, vocab_size: int, d_emb: int = 64, hidden: int = 128, layers: int = 1, max_len: int = 128):
+        super().__init__(vocab_size, d_emb, hidden, layers, max_len)
+        self.w_a = nn.Linear(hidden, hidden, bias=False)
+        self.w_c = nn.Linear(2 * hidden, hidden, bias=False)
+
+    def encode(self, src: torch.Tensor):
+        """(final (h, c), every encoder state ``[B, S, hidden]``, key padding ``[B, S]``)."""
+        lengths = src.ne(PAD).sum(1).clamp(min=1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), lengths, batch_first=True, enforce_sorted=False)
+        states, final = self.encoder(packed)
+        states = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=src.shape[1])[0]
+        return final, states, src.eq(PAD)
+
+    def decode(self, tgt: torch.Tensor, state, alignments: list | None = None):
+        final, states, pad = state
+        hidden, final = self.decoder(self.embed(tgt), final)
+        scores = hidden @ self.w_a(states).transpose(1, 2)  # [B, T, S]: h_tᵀ W_a h̄_s
+        alpha = torch.softmax(scores.masked_fill(pad[:, None, :], float("-inf")), dim=-1)
+        if alignments is not None:
+            alignments.append(alpha)
+        context = alpha @ states
+        attentional = torch.tanh(self.w_c(torch.cat([context, hidden], dim=-1)))
+        return self.out(attentional), (final, states, pad)
+
+    @torch.no_grad()
+    def align(self, src: torch.Tensor, max_new: int | None = None) -> tuple[list[int], torch.Tensor]:
+        """Greedy output for one source ``[1, S]`` and its alignment ``[steps, S]``: α_t over the source at each
+        output step (the picture of Bahdanau et al. 2014, fig. 3)."""
+        self.eval()
+        state, tok, out, alphas = self.encode(src), torch.tensor([[BOS]]), [], []
+        for _ in range(max_new or self.max_len):
+            logits, state = self.decode(tok, state, alphas)
+            tok = logits[:, -1].argmax(-1, keepdim=True)
+            out.append(int(tok))
+            if out[-1] == EOS:
+                break
+        return out[:-1] if out and out[-1] == EOS else out, torch.cat(alphas, 1)[0]
+
+
 @dataclasses.dataclass
 class RecurrenceConfig:
     """Settings of the LSTM-vs-Transformer comparison: task and lengths, training, both models' sizes,
@@ -97,17 +149,44 @@ class RecurrenceConfig:
     eval_per_length: int = 100
     seed: int = 0
     threads: int | None = 1
+    weights: str | None = None  # a folder: each trained model's weights saved there (MODEL_FILES), for the page
 
 
-def build_models(cfg: RecurrenceConfig, vocab_size: int):
-    """The LSTM seq2seq and the encoder-decoder Transformer of ``cfg``, each initialised from ``cfg.seed``."""
+NAMES = {"lstm": "LSTM seq2seq (no attention)", "lstm-attention": "LSTM seq2seq + attention (Luong et al. 2015)",
+         "transformer": "Transformer (attention)"}
+MODEL_FILES = {key: f"{key}.safetensors" for key in NAMES}
+
+
+def build_models(cfg: RecurrenceConfig, vocab_size: int) -> dict:
+    """``{key of NAMES: model}``: the LSTM seq2seq, the same with attention, and the encoder-decoder Transformer of
+    ``cfg``, each initialised from ``cfg.seed``."""
     torch.manual_seed(cfg.seed)
     lstm = LSTMSeq2Seq(vocab_size, cfg.lstm_emb, cfg.lstm_hidden, max_len=cfg.max_len + 4)
+    torch.manual_seed(cfg.seed)
+    attn = LSTMAttnSeq2Seq(vocab_size, cfg.lstm_emb, cfg.lstm_hidden, max_len=cfg.max_len + 4)
     torch.manual_seed(cfg.seed)
     tf = Transformer(ModelConfig(kind="encoder-decoder", vocab_size=vocab_size, d_model=cfg.d_model,
                                  n_heads=cfg.heads, n_encoder_layers=cfg.layers, n_decoder_layers=cfg.layers,
                                  d_ff=cfg.d_ff, dropout=0.0, max_len=cfg.max_len + 8, norm="pre"))
-    return lstm, tf
+    return {"lstm": lstm, "lstm-attention": attn, "transformer": tf}
+
+
+def config_of(saved: dict) -> RecurrenceConfig:
+    """The RecurrenceConfig of a results file's ``config`` (fields it does not know are left out)."""
+    return RecurrenceConfig(**{k: v for k, v in saved.items() if k in RecurrenceConfig.__dataclass_fields__})
+
+
+def load_models(folder, cfg: RecurrenceConfig) -> tuple[SyntheticTask, dict]:
+    """The task and the trained models a run saved in ``folder`` (``cfg.weights``), in eval mode; a model whose
+    file is missing is left out."""
+    task = SyntheticTask(cfg.task, min_len=cfg.min_len, max_len=cfg.max_len)
+    models = {}
+    for key, model in build_models(cfg, task.tokenizer.vocab_size).items():
+        path = Path(folder) / MODEL_FILES[key]
+        if path.exists():
+            load_model(model, str(path))
+            models[key] = model.eval()
+    return task, models
 
 
 def _logits(model, src, tgt_in):
@@ -154,7 +233,7 @@ def accuracy_by_length(model, task: SyntheticTask, lengths, n: int = 100, seed: 
 
 
 def run(cfg: RecurrenceConfig | None = None, on_progress=None) -> dict:
-    """Train the LSTM and the Transformer; ``{"config", "lengths", "params", "curves": {model: {metric: [...]}},
+    """Train the three models (NAMES); ``{"config", "lengths", "params", "curves": {model: {metric: [...]}},
     "losses", "seconds"}``. Deterministic for a seed (same init seed, same batches)."""
     cfg = cfg or RecurrenceConfig()
     before = torch.get_num_threads()
@@ -163,21 +242,58 @@ def run(cfg: RecurrenceConfig | None = None, on_progress=None) -> dict:
     try:
         t0 = time.perf_counter()
         task = SyntheticTask(cfg.task, min_len=cfg.min_len, max_len=cfg.max_len)
-        lstm, tf = build_models(cfg, task.tokenizer.vocab_size)
+        models = build_models(cfg, task.tokenizer.vocab_size)
         lengths = list(range(cfg.min_len, cfg.max_len + 1))
-        models = {"LSTM seq2seq (no attention)": lstm, "Transformer (attention)": tf}
         curves, losses, params = {}, {}, {}
-        for i, (name, model) in enumerate(models.items()):
+        for i, (key, model) in enumerate(models.items()):
+            name = NAMES[key]
             torch.manual_seed(cfg.seed)
             losses[name] = train_model(model, task, cfg)
             curves[name] = accuracy_by_length(model, task, lengths, cfg.eval_per_length)
             params[name] = model.num_parameters()
+            if cfg.weights:
+                Path(cfg.weights).mkdir(parents=True, exist_ok=True)
+                save_model(model, str(Path(cfg.weights) / MODEL_FILES[key]))  # tied weights stored once
             if on_progress is not None:
                 on_progress(i + 1, len(models), name)
     finally:
         torch.set_num_threads(before)
     return {"config": dataclasses.asdict(cfg), "lengths": lengths, "params": params, "curves": curves,
             "losses": losses, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def copy_demo(task: SyntheticTask, models: dict, text: str, longest: int) -> dict:
+    """The symbols of ``text`` (space-separated) through each trained model of :func:`load_models`, greedily:
+    ``{"symbols", "target", "outputs": {key: symbols}, "alignment": α [steps, S] of the attention LSTM,
+    "cross": the Transformer's last-layer cross-attention, mean over heads [steps, S]}`` (S: the symbols and EOS;
+    each row: the output step it produced, EOS last when reached). Raises ValueError, saying what is allowed, for
+    a symbol the task does not have or more than ``longest`` symbols."""
+    from ..inference.decoding import greedy_batch
+    vocab = {task.tokenizer.id_to_token(i).lstrip("▁"): i for i in task.ids}
+    symbols = text.split()
+    unknown = sorted({s for s in symbols if s not in vocab})
+    if unknown:
+        raise ValueError(f"{', '.join(unknown[:5])}: not symbols of this task; it knows {' '.join(vocab)}, "
+                         "separated by spaces")
+    if not 1 <= len(symbols) <= longest:
+        raise ValueError(f"{len(symbols)} symbols: type 1 to {longest}, separated by spaces")
+    ids = [vocab[s] for s in symbols]
+    name = {i: s for s, i in vocab.items()}
+    src = torch.tensor([ids + [EOS]])
+    outputs, result = {}, {"symbols": symbols, "target": [name[i] for i in task.target(ids)]}
+    with torch.no_grad():
+        for key, model in models.items():
+            if key == "lstm-attention":
+                out, result["alignment"] = model.align(src, len(ids) + 2)
+            elif key == "lstm":
+                out = model.greedy(src, len(ids) + 2)[0]
+            else:
+                out = greedy_batch(model, src, max_new=len(ids) + 2)[0]
+                trace = model(src, torch.tensor([[BOS] + out]), trace=True).trace
+                last = model.cfg.n_decoder_layers - 1
+                result["cross"] = trace[f"decoder.{last}.cross_attn.weights"][0].mean(0)
+            outputs[key] = [name.get(i, task.tokenizer.id_to_token(i)) for i in out]
+    return result | {"outputs": outputs}
 
 
 def command(cfg: RecurrenceConfig, out: str) -> str:

@@ -84,5 +84,30 @@ def test_bundled_model_and_precomputed_curves_render():
         assert len(at.dataframe[0].value) == 4
     if (ROOT / "assets" / "recurrence" / "results.json").exists():  # recurrence vs attention section
         rec = [f for t, f in charts(at).items() if " vs distance, " in t]
-        assert len(rec) == 2 and all(len(f["data"]) == 2 for f in rec)
+        assert len(rec) == 2 and all(len(f["data"]) == 3 for f in rec)
         assert any("core.variants.recurrence" in c.value and "parameters" in c.value for c in at.caption)
+
+
+def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_drawn():
+    """The LSTM with Luong attention and the Transformer, shipped beside the results, on symbols the user types:
+    the outputs, and for the two that attend, where each output step looked (on copy, the diagonal)."""
+    import torch
+    at = page("lm")
+    at.text_input(key="rec_symbols").set_value("7 2 9 a 4 c 1 8").run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "output" in d.value)
+    assert list(table["model"]) == ["LSTM seq2seq (no attention)", "LSTM seq2seq + attention (Luong et al. 2015)",
+                                    "Transformer (attention)"]
+    rows = dict(zip(table["model"], table["output"]))
+    assert rows["LSTM seq2seq + attention (Luong et al. 2015)"] == rows["Transformer (attention)"] == "7 2 9 a 4 c 1 8"
+    maps = [f for t, f in charts(at).items() if t.startswith(("LSTM + attention", "Transformer: last layer"))]
+    assert len(maps) == 2
+    for fig in maps:
+        z = torch.tensor(fig["data"][0]["z"], dtype=torch.float64)
+        assert z.shape == (9, 9) and torch.allclose(z.sum(-1), torch.ones(9, dtype=torch.float64), atol=1e-5)
+        # each output symbol looked most at the source symbol it copies (rows 0-7 → columns 0-7)
+        assert z[:8].argmax(-1).tolist() == list(range(8)), z.argmax(-1)
+    at.text_input(key="rec_symbols").set_value("7 2 x 9").run()
+    assert any("not symbols of this task" in e.value and "0 1 2" in e.value for e in at.error)
+    at.text_input(key="rec_symbols").set_value(" ".join("1" * 21)).run()
+    assert any("type 1 to 20" in e.value for e in at.error)
