@@ -3,7 +3,8 @@ import streamlit as st
 
 from app import coverage_view, export, figures
 from app.shell import page_run, sync_url, url_int
-from core.probes.analysis import rollout, top_k_only
+from app.text import md
+from core.probes.analysis import asymmetry, rollout, top_k_only
 from core.probes.coref import default_query
 from core.probes.attribution import stacked_value_weighted
 
@@ -50,6 +51,14 @@ shown = matrix[keep_q][:, keep_k]
 figure_slot.plotly_chart(figures.heatmap(shown, [q_tokens[i] for i in keep_q], [k_tokens[i] for i in keep_k],
                                          title=f"{kind_titles[kind]} · {title} · {what}", value_name=what,
                                          present=view.present, dark=view.dark, scores=what == "scores"), key="heatmap")
+
+if kind == "encoder" and what == "weights" and not use_rollout and int(k_top) == 0 and len(keep_q) > 1:
+    asym = asymmetry(matrix[keep_q][:, keep_q])
+    i, j = (keep_q[p] for p in asym["pair"])
+    st.caption(f"Not symmetric: “{md(q_tokens[i])}” reads “{md(k_tokens[j])}” with weight {float(matrix[i, j]):.3f}, "
+               f"“{md(q_tokens[j])}” reads “{md(k_tokens[i])}” with {float(matrix[j, i]):.3f} — q_i·k_j and q_j·k_i "
+               f"use different projections (W_Q ≠ W_K) and each row is its own softmax. ‖A − Aᵀ‖ / ‖A + Aᵀ‖ = "
+               f"{asym['relative']:.2f} on this map (0 would be symmetric).")
 
 st.subheader("One query token, every head of this layer")
 qi = st.selectbox("Query token", range(len(q_tokens)), format_func=lambda i: f"{i}: {q_tokens[i]}",

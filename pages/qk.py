@@ -73,7 +73,8 @@ st.dataframe([{"scores": name, "largest weight": float(v["max_weight"]), "entrop
              hide_index=True, width="stretch")
 if int(live.sum()) > 1:
     st.caption(f"On this row, the dot products q·k spread with a standard deviation of "
-               f"{float(row['dots'][live].std()):.3f}, the scores q·k/√{d_k} of {float(row['scaled'][live].std()):.3f}.")
+               f"{float(row['dots'][live].std()):.3f}, the scores q·k/√{d_k} of "
+               f"{float(row['scaled'][live].std()):.3f}.")
 
 st.markdown("**Measured on random vectors**: q and k with independent standard normal components, 256 queries "
             "against a number of keys, for each width d_k (computed now, seeded).")

@@ -90,3 +90,15 @@ def scaling_experiment(d_ks, n_keys: int = 16, rows: int = 256, seed: int = 0) -
             out[f"entropy_{kind}"].append(float(sharp["entropy"].mean()))
             out[f"grad_{kind}"].append(float(sharp["grad_norm"].mean()))
     return out
+
+
+def asymmetry(weights: torch.Tensor) -> dict:
+    """How far a square self-attention map ``[T, T]`` is from symmetric: A[i, j] (how much i reads j) and
+    A[j, i] come from different projections (q_i·k_j against q_j·k_i, W_Q ≠ W_K) and each row is normalised on
+    its own. Returns the largest |A[i, j] − A[j, i]| and its pair (i, j) with A[i, j] the larger, and
+    ‖A − Aᵀ‖ / ‖A + Aᵀ‖ (0: symmetric; 1: every link one-way)."""
+    a = weights.double()
+    diff = a - a.T
+    i, j = divmod(int(diff.argmax()), a.shape[1])
+    return {"max_diff": float(diff[i, j]), "pair": (i, j),
+            "relative": float(diff.norm() / (a + a.T).norm().clamp_min(1e-300))}

@@ -1,5 +1,6 @@
 """AppTest: the shell and the part-1 pages render for every bundled model and follow the sentence and URL."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,18 @@ def test_qk_walkthrough_matches_the_trace():
     assert abs(sharp["largest weight"][1] - float(unscaled.max())) < 1e-5
     variance = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("Variance of the scores"))
     assert variance["layout"]["xaxis"]["type"] == "log" and variance["data"][0]["x"][0] == 4
+
+
+def test_the_attention_page_measures_how_one_sided_the_map_is():
+    at = open_page(app(model="en-fr"), "attention.py")
+    told = next(c.value for c in at.main.caption if c.value.startswith("Not symmetric"))
+    z = figures(at)[0]["data"][0]["z"]
+    ticks = heatmap_ticks(at)
+    a, b = re.findall(r"“([^”]+)” reads", told)
+    w_ab, w_ba = (float(w) for w in re.findall(r"with (?:weight )?([0-9.]+)", told))
+    i, j = ticks.index(a), ticks.index(b)
+    assert abs(z[i][j] - w_ab) < 5e-4 and abs(z[j][i] - w_ba) < 5e-4
+    assert w_ab - w_ba == pytest.approx(max(z[p][q] - z[q][p] for p in range(len(z)) for q in range(len(z))), abs=1e-3)
 
 
 def test_decode_steps_advance_and_run_to_end():

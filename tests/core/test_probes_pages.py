@@ -365,3 +365,13 @@ def test_the_dot_products_have_variance_d_k_and_the_scaled_ones_1():
     assert exp["max_raw"][0] < exp["max_raw"][1] < exp["max_raw"][2] and exp["max_raw"][2] > 0.9
     assert exp["grad_raw"][2] < exp["grad_raw"][0] / 3
     assert max(exp["max_scaled"]) - min(exp["max_scaled"]) < 0.05 and max(exp["max_scaled"]) < 0.4
+
+
+def test_asymmetry_of_an_attention_map():
+    from core.probes.analysis import asymmetry
+    sym = torch.tensor([[0.5, 0.3, 0.2], [0.3, 0.4, 0.3], [0.2, 0.3, 0.5]])
+    assert asymmetry(sym)["max_diff"] == 0 and asymmetry(sym)["relative"] == 0
+    one_way = torch.tensor([[1.0, 0.0], [1.0, 0.0]])  # both tokens read token 0 only
+    got = asymmetry(one_way)
+    assert got["pair"] == (1, 0) and got["max_diff"] == 1.0
+    assert abs(got["relative"] - 1 / 3 ** 0.5) < 1e-12  # ‖[[0, −1], [1, 0]]‖ / ‖[[2, 1], [1, 0]]‖ = √2 / √6
