@@ -35,7 +35,8 @@ IDEAS = {  # url path → the ideas of the papers that page shows
     "training": "Training: the warmup learning-rate schedule, label smoothing, watching attention form",
     "efficient": "Attention's quadratic cost and its remedies: Performer, linear attention, Reformer's LSH, "
                  "Longformer's window + global tokens, FlashAttention's tiles and online softmax",
-    "recurrence": "Transformer-XL's segment memory and a learned bias per distance (relative positions); pre-LN vs "
+    "recurrence": "Transformer-XL's segment memory, how far back it reaches and how much faster it reads, and a "
+                  "learned bias per distance (relative positions); pre-LN vs "
                   "post-LN and warmup; recurrence vs attention: an LSTM, the same with attention (Luong et al. "
                   "2015) and a Transformer, and where each looks on symbols you type",
 }

@@ -1,5 +1,6 @@
 """AppTest: the Transformer-XL & training-stability page."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,15 @@ def test_bundled_model_and_precomputed_curves_render():
     at = page("lm")
     titles = list(charts(at))
     assert any(t.startswith("Validation loss by position") for t in titles)
+    # how far back the memory reaches: nothing before layers × mem_len, measured on the user's text
+    reach = charts(at)["Largest change of the last segment's log-probabilities, per token replaced"]
+    effect = reach["data"][0]["y"]
+    told = next(c.value for c in at.caption if "change nothing at all" in c.value)
+    first = int(re.search(r"Tokens before position (\d+)", told).group(1))
+    assert first == 32 and max(effect[:first]) == 0.0 and min(effect[first:]) > 0
+    next(b for b in at.button if b.key == "xl_time").click().run()
+    timed = next(m.value for m in at.markdown if m.value.startswith("With the memory"))
+    assert "(96 tokens through the model, each once)" in timed and "(2,576 tokens)" in timed
     if (ROOT / "assets" / "stability" / "curves.json").exists():
         assert any(t.startswith("Training loss") for t in titles)
         assert len(at.dataframe[0].value) == 4

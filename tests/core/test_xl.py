@@ -213,3 +213,26 @@ def test_the_cli_reads_its_flags_from_one_dataclass_and_its_card_quotes_the_comm
     assert model.cfg.d_model == 32 and model.cfg.seg_len == 8 and len(meta["history"]) >= 1
     assert meta["command"] == XLRun(out=str(out), steps=2, d_model=32, seg_len=8, mem_len=8).command()
     assert shlex.split(meta["command"])[3:5] == ["--out", str(out)] and meta["command"] in (out / "card.md").read_text()
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_the_memory_reaches_back_layers_times_its_length_and_not_one_token_further(layers):
+    """Dai et al. 2019, sec. 3.2: with memory of the previous segment at every layer, the longest dependency is
+    n_layers × mem_len tokens; a token further back changes nothing at all (exactly), and every token within the
+    bound does change the last segment (random weights: no exact cancellation)."""
+    from core.variants.xl import context_reach
+    torch.manual_seed(0)
+    model = XLModel(XLConfig(vocab_size=50, d_model=16, n_heads=2, n_layers=layers, d_ff=32, seg_len=4, mem_len=4))
+    ids = torch.randint(5, 50, (24,)).tolist()
+    got = context_reach(model, ids, 1)
+    assert got["segments"] == 6 and got["last_start"] == 20 and got["bound"] == 4 * layers
+    first = got["last_start"] - got["bound"]
+    assert all(e == 0.0 for e in got["effect"][:first]) and all(e > 1e-7 for e in got["effect"][first:])
+
+
+def test_evaluation_with_the_memory_reads_each_token_once():
+    from core.variants.xl import evaluation_cost
+    model = XLModel(XLConfig(vocab_size=50, d_model=16, n_heads=2, n_layers=1, d_ff=32, seg_len=4, mem_len=4))
+    got = evaluation_cost(model, list(range(5, 25)), repeats=1)
+    assert got["tokens"] == {"with memory": 20, "sliding window": 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 * 13}
+    assert set(got["seconds"]) == {"with memory", "sliding window"}
