@@ -178,8 +178,8 @@ def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str, prese
     """Lines over a shared ``x`` (default 0, 1, …), one per entry of ``series``; ``points``: more lines, each
     ``name: (xs, ys)`` on its own x, drawn with a marker at each point (measurements taken now and then);
     ``legend``: show the legend (default: plotly's, shown for two lines or more); ``y_range``: [low, high];
-    ``log``: the axes drawn logarithmic, "x", "y" or "xy" (in presentation mode only powers of ten labelled, as
-    :func:`log_axes`)."""
+    ``log``: the axes drawn logarithmic, "x", "y" or "xy"; in presentation mode only the powers of ten are labelled
+    (plotly writes the 2 and 5 between them at three quarters of the tick size, too small for a projector)."""
     traces = []
     for name, ys in series.items():
         ys = [float(v) for v in ys]
@@ -193,14 +193,6 @@ def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str, prese
                yaxis={"title": {"text": y_title}, "range": list(y_range) if y_range is not None else None,
                       **scale["yaxis"]})
     return style(fig, present, height=360, dark=dark)
-
-
-def log_axes(fig: go.Figure, *, present: bool = False, dark: bool = False) -> go.Figure:
-    """Both axes logarithmic. In presentation mode only the powers of ten are labelled: plotly writes the 2 and 5
-    between them at three quarters of the tick size, too small for a projector."""
-    fig.update_xaxes(type="log", dtick=1 if present else None)
-    fig.update_yaxes(type="log", dtick=1 if present else None)
-    return fig
 
 
 # Hover text naming both tokens is built per cell; past this many cells a heatmap's hover shows the row and column

@@ -6,6 +6,8 @@ Time and memory of one attention call (no grad, fp32, CPU) as the sequence lengt
 - ``sdpa``      torch.nn.functional.scaled_dot_product_attention (fused kernel)
 - ``window``    Longformer sliding window (one-sided radius w, chunked, O(T·w)), core.variants.efficient
 - ``linear``    linear attention with elu+1 features (Katharopoulos et al.), O(T), core.variants.efficient
+- ``lstm``      no attention: an LSTM layer as wide as the heads together (the recurrence the paper replaced:
+                O(T·d²) work in T sequential steps, its table 1)
 
 time: median of up to --reps calls after one warm-up (fewer for slow sizes, never under 2), on
 --threads torch threads (1 by default: see --help).

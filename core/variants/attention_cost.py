@@ -1,5 +1,6 @@
 """What attention costs as the sequence grows: the explicit softmax(QKᵀ/√d)V (a T×T matrix), PyTorch's fused
-``scaled_dot_product_attention``, a chunked sliding window and linear attention, each timed (median of a few runs)
+``scaled_dot_product_attention``, a chunked sliding window and linear attention — and, for the comparison the
+original paper makes (its table 1), an LSTM layer of the same width — each timed (median of a few runs)
 and its peak allocator memory read from the profiler, at each T; and a least-squares fit of time ∝ T^k.
 
 Used by the Efficient attention page (a live measurement at small T) and ``bench/bench_attention_cost.py`` (the full
@@ -23,7 +24,23 @@ METHODS = {
     "sdpa": "torch.nn.functional.scaled_dot_product_attention (fused)",
     "window": "sliding window, chunked O(T·w)",
     "linear": "linear attention, elu+1 features, O(T)",
+    "lstm": "no attention: an LSTM layer as wide as the heads together, O(T·d²) in T sequential steps",
 }
+
+
+def _lstm(q: torch.Tensor) -> torch.Tensor:
+    """The recurrent layer the attention forms replace (Vaswani et al. 2017, table 1: O(n·d²) per layer, O(n)
+    sequential operations), on the queries laid out as one sequence of ``heads × d`` features."""
+    b, h, t, d = q.shape
+    if _LSTMS.get(h * d) is None:
+        gen_state = torch.random.get_rng_state()
+        torch.manual_seed(0)
+        _LSTMS[h * d] = torch.nn.LSTM(h * d, h * d, batch_first=True)
+        torch.random.set_rng_state(gen_state)
+    return _LSTMS[h * d](q.transpose(1, 2).reshape(b, t, h * d))[0]
+
+
+_LSTMS: dict = {}  # one layer per width, made once
 
 
 def _method(name: str, window: int):
@@ -35,6 +52,8 @@ def _method(name: str, window: int):
         return lambda q, k, v: sliding_window_chunked(q, k, v, window)
     if name == "linear":
         return linear_attention
+    if name == "lstm":
+        return lambda q, k, v: _lstm(q)
     raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
 
 

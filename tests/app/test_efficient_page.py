@@ -63,6 +63,25 @@ def test_cost_section_reads_the_benchmark_json(tmp_path, monkeypatch):
     assert any("skipped" in c.value for c in at.caption)
 
 
+@pytest.mark.parametrize("lstm_ms,told", [(1.0, "explicit attention becomes slower than the LSTM from T = 512 on "
+                                                 "(d = 128 features), the fused one at T = 1,024"),
+                                          (100.0, "At every T measured here attention was the faster")])
+def test_the_cost_section_names_where_attention_overtakes_the_recurrent_layer(tmp_path, monkeypatch, lstm_ms, told):
+    """Vaswani et al.'s table 1 on the measured rows: the first T where each attention form took longer than the
+    LSTM layer of the same width."""
+    ms = {"explicit": {256: 0.5, 512: 2.0, 1024: 8.0}, "sdpa": {256: 0.4, 512: 0.9, 1024: 3.0},
+          "lstm": {t: lstm_ms for t in (256, 512, 1024)}}
+    rows = [{"method": m, "T": t, "time_s": v / 1e3, "peak_bytes": 1, "skipped": None}
+            for m, by_t in ms.items() for t, v in by_t.items()]
+    data = {"date": "2030-01-02", "config": {"heads": 4, "d_head": 32}, "rows": rows,
+            "exponents": {m: {"all": 1.0, "large": None} for m in ms}}
+    path = tmp_path / "cost.json"
+    path.write_text(json.dumps(data))
+    monkeypatch.setenv("ATTENTION_COST_JSON", str(path))
+    at = efficient_page("en-fr")
+    assert any(told in c.value for c in at.caption), [c.value for c in at.caption if "table 1" in c.value]
+
+
 def test_without_a_measurement_the_page_offers_a_quick_one(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_COST_JSON", str(tmp_path / "missing.json"))
     at = efficient_page("en-fr")

@@ -86,9 +86,10 @@ def test_a_long_y_axis_title_gets_a_plot_as_tall_as_itself():
 
 
 def test_log_axes_label_only_decades_in_presentation_mode():
-    fig = figures.log_axes(figures.lines({"x": [1, 10, 100]}, [1, 10, 100], **AXES, present=True), present=True)
-    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.dtick == 1
-    assert figures.log_axes(figures.lines({"x": [1, 10]}, [1, 10], **AXES)).layout.xaxis.dtick is None
+    fig = figures.lines({"x": [1, 10, 100]}, [1, 10, 100], **AXES, present=True, log="xy")
+    assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log" and fig.layout.xaxis.dtick == 1
+    plain = figures.lines({"x": [1, 10]}, [1, 10], **AXES, log="x")
+    assert plain.layout.xaxis.type == "log" and plain.layout.xaxis.dtick is None and plain.layout.yaxis.type is None
 
 
 def test_dark_presentation_heatmap_puts_the_strongest_weight_in_full_ink():
