@@ -8,7 +8,7 @@ from app.cache import bounded
 from app.shell import load_model, models, usable_models
 from core.training import finetune
 from core.inference import mlm
-from core.training.tasks import MLMTask, bert_corrupt
+from core.training.tasks import MLMTask, bert_corrupt, span_corrupt
 from core.io.tokenizer import MASK
 
 LEFT_ONLY_LM = "lm-tiny"  # the bundled causal LM trained on the same generated English corpus as mlm
@@ -52,6 +52,21 @@ def corruption(name: str, ids: tuple, seed: int) -> dict:
     how = ["[MASK]" if inputs[i] == MASK else "unchanged" if inputs[i] == ids[i] else "random token" for i in chosen]
     return {"inputs": inputs, "chosen": chosen, "how": how, "guess": [f.ids[0] for f in res.fills],
             "p_guess": [f.probs[0] for f in res.fills]}
+
+
+SENTINELS = [f"⟨{c}⟩" for c in "XYZ"] + [f"⟨S{i}⟩" for i in range(4, 100)]
+
+
+def t5_example(words: list[str], seed: int) -> tuple[str, str]:
+    """T5's span corruption (core.training.tasks.span_corrupt) of ``words``: the input with a sentinel for each
+    dropped span, and the target (each sentinel, what it replaced, a closing sentinel)."""
+    spans = span_corrupt(len(words), torch.Generator().manual_seed(seed))
+    inputs, target, at = [], [], 0
+    for k, (start, end) in enumerate(spans):
+        inputs += words[at:start] + [SENTINELS[k]]
+        target += [SENTINELS[k]] + words[start:end]
+        at = end
+    return " ".join(inputs + words[at:]), " ".join(target + [SENTINELS[len(spans)]])
 
 
 @bounded

@@ -24,7 +24,8 @@ IDEAS = {  # url path → the ideas of the papers that page shows
     "masking": "Masking: causal (no peeking at the future), padding, sliding window, your own mask",
     "decode": "Autoregressive decoding: greedy, beam search, sampling with temperature / top-k / top-p",
     "mlm": "BERT: masked-LM pre-training (fill in [MASK] from both sides vs a left-to-right LM, the 15 % / 80-10-10 "
-           "recipe), next-sentence prediction and token types, then fine-tuning vs training from scratch",
+           "recipe, T5's span corruption), next-sentence prediction and token types, then fine-tuning vs training "
+           "from scratch",
     "coreference": "Coreference: does “it” attend to “animal” (too tired) or “street” (too wide)? Patching says "
                    "which heads carry the choice",
     "variants": "Which heads matter (importance, pruning), multi-query / grouped-query attention, speculative "

@@ -149,6 +149,21 @@ def fill_in_the_blank():
     m[3].metric("→ unchanged", f"{rates['same']:.1%}", help="expected 10 %, plus random draws that hit the same word")
     st.caption(f"Measured over 2,000 corruptions of this sentence ({rates['n']:,} chosen tokens).")
 
+    st.subheader("T5's version: spans, not single tokens")
+    words = tok.decode(clean).split()
+    if len(words) < 2:
+        st.caption("T5's corruption needs a sentence of two words or more.")
+    else:
+        st.markdown("T5 (Raffel et al. 2020) drops **spans**: 15 % of the tokens, in runs of 3 on average; each "
+                    "dropped run becomes one sentinel in the input, and the target is only the sentinels with what "
+                    "they replaced — shorter than the sentence, where BERT predicts at every chosen position. Its "
+                    "example: *Thank you ⟨X⟩ me to your party ⟨Y⟩ week.* → *⟨X⟩ for inviting ⟨Y⟩ last ⟨Z⟩*. "
+                    "Here on your sentence's words (T5 counts its own sub-word tokens; no model of ours was trained "
+                    "this way).")
+        t5_seed = st.number_input("Draw", 0, 1_000_000, 0, key="t5_seed", help="another seed, other spans")
+        t5_in, t5_out = mv.t5_example(words, int(t5_seed))
+        st.markdown(f"**Input:** {md(t5_in)}  \n**Target:** {md(t5_out)}")
+
 
 fill_in_the_blank()
 

@@ -610,6 +610,32 @@ def bert_corrupt(ids: torch.Tensor, gen: torch.Generator, vocab_size: int, rate:
     return inputs, torch.where(chosen, ids, PAD)
 
 
+def span_corrupt(n: int, gen: torch.Generator, density: float = 0.15, mean_span: float = 3.0) -> list[tuple[int, int]]:
+    """T5's span corruption (Raffel et al. 2020, sec. 3.1.4 and 3.3.4) of a sequence of ``n`` tokens: which
+    ``[start, end)`` spans to drop. round(n · density) tokens (at least 1, fewer than n) are dropped, in
+    round(dropped / mean_span) spans (at least 1); the dropped tokens are split at random into that many non-empty
+    runs, the kept ones into one run more, each non-empty but the first and the last (a span may open or close the
+    sequence), and the runs alternate, a kept run first. In the input each dropped span becomes one sentinel (<X>,
+    <Y>, …); the target lists each sentinel followed by what it replaced."""
+    if n < 2:
+        raise ValueError("span corruption needs at least two tokens")
+    noise = min(max(1, round(n * density)), n - 1)
+    spans = max(1, min(round(noise / mean_span), noise, n - noise))
+
+    def split(total: int, parts: int) -> list[int]:  # ``total`` as ``parts`` positive lengths, uniformly at random
+        cuts = sorted((torch.randperm(total - 1, generator=gen)[:parts - 1] + 1).tolist())
+        return [b - a for a, b in zip([0] + cuts, cuts + [total])]
+
+    dropped, kept = split(noise, spans), split(n - noise + 2, spans + 1)
+    kept[0], kept[-1] = kept[0] - 1, kept[-1] - 1  # the outer kept runs may be empty
+    out, at = [], 0
+    for keep, drop in zip(kept, dropped):
+        at += keep
+        out.append((at, at + drop))
+        at += drop
+    return out
+
+
 def sentences_of(line: str) -> list[str]:
     """A line cut after each ``.``, ``!`` or ``?`` that a space follows."""
     return [x for x in re.split(r"(?<=[.!?])\s+", line.strip()) if x]

@@ -86,6 +86,11 @@ def test_the_corruption_table_and_rates_follow_bert_recipe(ck):
     first = table.to_dict("records")
     at.number_input(key="mlm_seed").set_value(7).run()
     assert at.dataframe[0].value.to_dict("records") != first  # another draw
+    # T5's span corruption of the same sentence's words: an input with sentinels and a target that restores it
+    shown = next(m.value for m in at.markdown if m.value.startswith("**Input:**"))
+    assert "⟨X⟩" in shown and "**Target:** ⟨X⟩" in shown
+    at.number_input(key="t5_seed").set_value(3).run()
+    assert next(m.value for m in at.markdown if m.value.startswith("**Input:**")) != shown
 
 
 @pytest.mark.slow
@@ -165,3 +170,23 @@ def test_a_sidebar_sentence_with_a_mask_is_taken_over(ck):
     assert at.text_area(key="mlm_text").value == "The cat was too [mask], so it lay down."
     ids = mlm.encode_masked(ck.tokenizer, "The cat was too [mask], so it lay down.")
     assert ids.count(MASK) == 1 and f"[MASK] at position {ids.index(MASK)}" in charts(at)
+
+
+def test_t5_example_is_undone_by_its_target():
+    from app.mlm_view import SENTINELS, t5_example
+    words = "Thank you for inviting me to your party last week .".split()
+    starts = set()
+    for seed in range(30):
+        inputs, target = t5_example(words, seed)
+        fill, k, parts = {}, None, target.split()
+        for w in parts:
+            if w in SENTINELS:
+                k = w
+                fill[k] = []
+            else:
+                fill[k].append(w)
+        assert parts[-1] == SENTINELS[len(fill) - 1] and fill[parts[-1]] == []
+        restored = [x for w in inputs.split() for x in (fill[w] if w in SENTINELS else [w])]
+        assert restored == words
+        starts.add(inputs.split().index(SENTINELS[0]))
+    assert len(starts) > 3  # the spans fall in different places

@@ -337,3 +337,16 @@ def test_the_runner_reads_typed_masks_for_a_masked_lm(bundled):
     res = run(bundled, text)
     assert res.src_ids == mlm.encode_masked(bundled.tokenizer, text)
     assert res.src_tokens[:3] == ["The", "[MASK]", "was"]
+
+
+@pytest.mark.parametrize("n", [2, 3, 11, 20, 100, 513])
+def test_t5_span_corruption_drops_15_percent_in_separate_spans_of_mean_3(n):
+    from core.training.tasks import span_corrupt
+    for seed in range(20):
+        spans = span_corrupt(n, torch.Generator().manual_seed(seed))
+        noise = min(max(1, round(n * 0.15)), n - 1)
+        assert sum(e - s for s, e in spans) == noise
+        assert len(spans) == max(1, min(round(noise / 3), noise, n - noise))
+        assert all(0 <= s < e <= n for s, e in spans)
+        assert all(e1 < s2 for (_, e1), (s2, _) in zip(spans, spans[1:]))  # a kept token between two spans
+
