@@ -130,7 +130,7 @@ def why_no_pair(text: str, model_name: str | None = None) -> str:
     """Why the typed sentence has no minimal partner for this model, in a phrase a student understands."""
     words = WORD.findall(text.lower())
     if not words:
-        return "it is empty"
+        return "it is empty" if not text.strip() else "it holds no English word (letters a to z) to read"
     unknown = (coverage.for_checkpoint(load_model(model_name), text) or {}).get("unknown_words") if model_name else None
     if unknown:
         return f"{model_name} never saw {', '.join(unknown[:8])}, so its heads would say nothing meaningful about it"

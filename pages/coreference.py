@@ -84,7 +84,7 @@ for kind in kinds:
                                                    f" · query: “{md(label(q[0]))}” → next “{md(label(q[1]))}”"))
     n_res = sum(map(sum, resolving))
     source = "“it”" if kind == "self" else "the query position"
-    st.caption(f"Blue: {md(source)} attends more to {md(cands[0])}; red: more to {md(cands[1])}. ✓ = the head picks the right "
+    st.caption(f"Red: {md(source)} attends more to {md(cands[0])}; blue: more to {md(cands[1])}. ✓ = the head picks the right "
                f"noun in both sentences ({n_res} of {len(resolving) * len(resolving[0])} heads).")
     if kind == "cross":
         lang, either, _ = cv.target_words(view.ck)
@@ -98,7 +98,10 @@ if pv.language_ok(view):
 st.subheader("Attention scoreboard over the probe set")
 names = [m for m in usable_models(lambda m: m.cfg.kind != "decoder-only") if m not in ("copy", "reverse")]
 note_broken()
-compare = st.multiselect("Models", names, default=[m for m in ("en-fr", "minilm") if m in names] or names[:1])
+# the model in the sidebar first (the ablation below uses its heads), then the classic comparison
+first = [view.name] if view.name in names else []
+compare = st.multiselect("Models", names, default=first + [m for m in ("en-fr", "minilm") if m in names
+                                                             and m not in first][:2 - len(first)] or names[:1])
 shown_boards = {}
 for col, name in zip(st.columns(max(1, len(compare))), compare):
     if (why := model_load_error(name)) is not None:  # what only a load finds (non-finite weights): this column only

@@ -29,10 +29,21 @@ def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
     grids = [t for t in charts if "antecedent:" in t]
     assert len(grids) == 4  # two sentences × (self, cross)
     assert [t.split(" · ")[0] for t in grids] == ["Sentence A", "Sentence B"] * 2  # short titles (overprint.js)
+    # the legend names the colour of the colour bar's positive end: red on RdBu_r, the first candidate minus the second
+    legend = next(c.value.replace("\\", "") for c in at.caption if c.value.startswith("Red: "))
+    grid = next(json.loads(el.proto.spec) for el in at.get("plotly_chart")
+                if "antecedent:" in json.loads(el.proto.spec)["layout"]["title"]["text"])["data"][0]
+    first, second = grid["colorbar"]["title"]["text"].split(" − ")
+    assert f"attends more to {first}; blue: more to {second}." in legend, (legend, first, second)
+    top = grid["colorscale"][-1][1]
+    r, g, b = (int(v) for v in top[top.index("(") + 1:-1].split(","))
+    assert r > b, top  # the positive end is red
     queries = [c.value.replace("\\", "") for c in at.caption if " · query: " in c.value]
     assert sum("query: “'” → next “il”" in q for q in queries) == 1  # … parce qu'il …
     assert sum("next “elle”" in q for q in queries) == 1
-    # the scoreboard compares the default models (en-fr and minilm), whichever model the sidebar holds
+    # the scoreboard shows the sidebar's model first (the ablation below switches its heads off), then en-fr
+    assert at.multiselect[0].value == ["en-fr-tiny", "en-fr"]
+    assert any(t.startswith("en-fr-tiny, cross-attention") for t in charts)
     assert any(t.startswith("en-fr, encoder self-attention") for t in charts)
     assert any(t.startswith("en-fr, cross-attention") for t in charts)
     assert any("reference French translation" in c.value and "il or elle" in c.value for c in at.caption)
@@ -160,7 +171,9 @@ def test_a_sentence_without_a_partner_is_told_why_and_shown_the_nearest_pair():
 
 
 @pytest.mark.parametrize("text,why", [
-    ("", "it is empty"),
+    ("", "it is empty"), ("   ", "it is empty"),
+    ("الحيوان لم يعبر الشارع", "it holds no English word"), ("?!... ,;:", "it holds no English word"),
+    ("3 1 4 1 5", "it holds no English word"), ("🐶🐶 😴", "it holds no English word"),
     ("The zyzzyva didn't cross the quagmire because it was muddy.", "en-fr never saw zyzzyva, quagmire"),
     ("The dog chased the cat because it was hungry.", "none of the grammar's coreference sentences"),
     ("The goat didn't cross the road because it was too tired.", "no word that, swapped for its cue word")])
