@@ -10,7 +10,7 @@ import streamlit as st
 from app import figures
 from app.cache import bounded
 from app.shell import load_model
-from app.text import md
+from app.text import code, md
 from core.probes import coref, patch, patch_board
 from core.probes.attribution import decision_attributions
 
@@ -184,9 +184,9 @@ def draw_board(view, container=st) -> dict | None:
                                    present=view.present, dark=view.dark, height=150 + 30 * len(board["rows"])),
                     key="patch_board_flips")
     container.markdown(spread_text(board) + " " + carry_text(board, board=True))
-    made = (f" Read from {md(view.name)}/{patch_board.SAVED}, made with `python -m core.probes.patch --model {md(view.name)} "
-            "--probe-set --save` on these weights." if saved_board(view.name) is not None else
-            " Computed on this server; cached afterwards.")
+    command = code(f"python -m core.probes.patch --model {view.name} --probe-set --save")
+    made = (f" Read from {md(view.name)}/{patch_board.SAVED}, made with {command} on these weights."
+            if saved_board(view.name) is not None else " Computed on this server; cached afterwards.")
     container.caption(f"Probe pairs used: {board['n']} (test split); decided wrongly by the model: {board['wrong']}; "
                       f"not usable: {len(board['skipped'])}." + made)
     return board

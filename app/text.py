@@ -22,6 +22,16 @@ _AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?=@)", re.IGNORECASE)
 WORD_JOINER = "\u2060"
 
 
+def code(text) -> str:
+    """``text`` as Markdown inline code, shown as typed. Nothing inside backticks is markup, so :func:`md`'s
+    backslashes would show there; the fence is one backtick longer than the longest run of backticks in ``text``,
+    with a space inside it where ``text`` starts or ends with one (CommonMark's rule); lines joined by spaces."""
+    t = " ".join(str(text).splitlines()) or " "
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", t)), default=0) + 1)
+    pad = " " if t.startswith("`") or t.endswith("`") else ""
+    return f"{fence}{pad}{t}{pad}{fence}"
+
+
 def md(text) -> str:
     """``text`` for a Markdown-rendering call, shown literally (no link, image or markup); lines kept as lines."""
     return "  \n".join(_MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, line))

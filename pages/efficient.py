@@ -10,7 +10,7 @@ import torch
 from app import efficient_view as EV
 from app import figures
 from app.shell import page_run
-from app.text import md
+from app.text import code, md
 from core.variants import attention_cost as cost
 from core.variants import efficient as E
 
@@ -141,7 +141,7 @@ if data is None:
 if data is not None:
     when = data.get("date", "?")
     cfg = data.get("config", {})
-    st.caption(f"Measured with `{md(data.get('command', 'python bench/bench_attention_cost.py'))}` on {when} "
+    st.caption(f"Measured with {code(data.get('command', 'python bench/bench_attention_cost.py'))} on {when} "
                f"(CPU, {cfg.get('threads', torch.get_num_threads())} thread(s), batch {cfg.get('batch', 1)}, "
                f"{cfg.get('heads', 4)} heads, d = {cfg.get('d_head', 32)}, window radius {cfg.get('window', 64)}). "
                "Time is the median of several calls; memory is the peak of torch's CPU allocations during one call.")

@@ -8,7 +8,7 @@ from app import coverage_view, figures
 from app import mlm_view as mv
 from app import progress as progress_bar
 from app.shell import PRESETS, note_broken, page_view, shown_model, text_box
-from app.text import md
+from app.text import code, md
 from core.inference import coverage, mlm
 from core.io.budget import max_positions
 from core.training.finetune import LABELS
@@ -71,7 +71,7 @@ def fill_in_the_blank():
         st.error(f"{md(e)}. Shorten the sentence.")
         return
     tokens = tok.display(ids)
-    st.markdown("**Model input:** " + " ".join(f"`{md(t)}`" for t in tokens))
+    st.markdown("**Model input:** " + " ".join(code(t) for t in tokens))
     coverage_view.output("Best guess for every mask at once", tok.decode(res.best()),
                          coverage.outside_label(ck) if cov and cov["unknown_words"] else "")
     if len(res.fills) > 8:

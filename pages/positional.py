@@ -4,7 +4,7 @@ import streamlit as st
 from app import figures
 from app.inspect_view import permutation, positional_kinds, shifted
 from app.shell import page_run
-from app.text import md
+from app.text import code, md
 from core.probes import positions
 from core.masks import alibi_slopes
 from core.positional import sinusoidal
@@ -156,7 +156,7 @@ st.header("6. Without positions, attention cannot see order")
 seed = st.number_input("Shuffle seed", 0, 9999, 0)
 pt = permutation(view.name, tuple(res.src_ids), int(seed))
 src_toks = res.src_tokens
-st.markdown("Shuffled sentence: " + " ".join(f"`{md(src_toks[i])}`" for i in pt["perm"]))
+st.markdown("Shuffled sentence: " + " ".join(code(src_toks[i]) for i in pt["perm"]))
 c1, c2 = st.columns(2)
 c1.metric("Without positional terms: max |layer(shuffled) − shuffled(layer)|", f"{pt['without']['max_diff']:.2e}")
 c2.metric("With the model's positional terms", f"{pt['with']['max_diff']:.2e}")

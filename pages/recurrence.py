@@ -8,7 +8,7 @@ import streamlit as st
 
 from app import figures
 from app.shell import sentence_box
-from app.text import md
+from app.text import code, md
 from core.training import stability
 from core.variants import recurrence, xl
 from core.io.tokenizer import BOS, UNK
@@ -94,11 +94,11 @@ else:
     if st.button("Time reading 96 tokens with and without the memory", key="xl_time"):
         with st.spinner("Reading the text twice…"):
             cost = xl.evaluation_cost(model, (stream * 2)[:96], repeats=1)
-        sec, toks = cost["seconds"], cost["tokens"]
-        st.markdown(f"With the memory: **{sec['with memory'] * 1e3:.0f} ms** ({toks['with memory']} tokens through "
+        sec, counts = cost["seconds"], cost["tokens"]
+        st.markdown(f"With the memory: **{sec['with memory'] * 1e3:.0f} ms** ({counts['with memory']} tokens through "
                     f"the model, each once). Without it, sliding a window of {model.cfg.seg_len + model.cfg.mem_len} "
                     f"tokens for every prediction: **{sec['sliding window'] * 1e3:.0f} ms** "
-                    f"({toks['sliding window']:,} tokens) — {sec['sliding window'] / sec['with memory']:.0f}× "
+                    f"({counts['sliding window']:,} tokens) — {sec['sliding window'] / sec['with memory']:.0f}× "
                     "longer, measured now on this server. Dai et al. report up to 1,800× at their lengths.")
 
     st.subheader("Context fragmentation: loss at each position of a segment")
@@ -114,7 +114,7 @@ else:
                     f"**{m['without_memory_first4']:.3f}** without; whole segment {m['with_memory_all']:.3f} vs "
                     f"{m['without_memory_all']:.3f}. Without memory the first tokens of a segment have nothing "
                     "to condition on; with it, the loss is flat across the segment.")
-        st.caption(f"Model: `{meta.get('command', '?')}` — {model.num_parameters():,} parameters, "
+        st.caption(f"Model: {code(meta.get('command', '?'))} — {model.num_parameters():,} parameters, "
                    f"{meta.get('steps', '?')} steps; {losses['segments']} validation segment batches.")
 
 st.header("Pre-LN vs post-LN, with and without warmup (Xiong et al. 2020)")
@@ -141,7 +141,7 @@ if data is not None:
     st.dataframe({"run": list(data["final"]), "final loss (last 10 % of steps)": list(data["final"].values()),
                   "exact match": [data["metrics"][k].get("exact_match") for k in data["final"]]}, key="stability_table")
     c = data["config"]
-    st.caption(f"`{md(data.get('command', '?'))}` — {c['layers']}+{c['layers']} layers, d_model {c['d_model']}, "
+    st.caption(f"{code(data.get('command', '?'))} — {c['layers']}+{c['layers']} layers, d_model {c['d_model']}, "
                f"batch {c['batch_size']}, warmup {c['warmup']} steps, no gradient clipping; {md(data['seconds'])} s.")
 
 st.header("Recurrence vs attention: accuracy against distance")
@@ -161,7 +161,7 @@ else:
                                       x_title="sequence length = distance (steps)", y_title=label, **plot),
                         key=f"rec_{metric}")
     sizes = "; ".join(f"{k}: {v:,} parameters" for k, v in rec["params"].items())
-    st.caption(f"`{rec.get('command', '?')}` — {rec['config']['steps']} steps, batch {rec['config']['batch_size']}, "
+    st.caption(f"{code(rec.get('command', '?'))} — {rec['config']['steps']} steps, batch {rec['config']['batch_size']}, "
                f"same batches and seed for all; {sizes}; held-out sequences, {rec['seconds']} s on CPU.")
 
     st.subheader("Attention before the Transformer (Luong et al. 2015)")
@@ -174,7 +174,7 @@ else:
     cfg = recurrence.config_of(rec["config"])
     task, trained = load_recurrence(str(REC.parent), json.dumps(rec["config"]), rec.get("date", ""))
     if set(trained) != set(recurrence.NAMES):
-        st.info(f"The trained models are not in {REC.parent}: rerun `{md(rec.get('command', ''))}` with "
+        st.info(f"The trained models are not in {REC.parent}: rerun {code(rec.get('command', ''))} with "
                 f"`--weights {REC.parent}`.")
     else:
         longest = cfg.max_len + 4

@@ -33,6 +33,8 @@ def test_the_default_sentence_is_filled_with_the_models_own_probabilities(ck):
     assert any("is not a masked LM, so this page uses mlm" in c.value for c in at.caption)
     text = at.text_area(key="mlm_text").value
     assert "[MASK]" in text
+    shown = next(m.value for m in at.markdown if m.value.startswith("**Model input:**"))
+    assert "`[MASK]`" in shown and "\\" not in shown  # as inline code: no Markdown escapes showing
     ids = mlm.encode_masked(ck.tokenizer, text)
     expect = mlm.fill(ck, ids)
     figs = charts(at)

@@ -125,8 +125,8 @@ def _unsafe(expr: ast.AST) -> list[str]:
     def walk(node):
         if isinstance(node, ast.Call):
             fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if fn == "md":
-                return  # escaped
+            if fn in ("md", "code"):
+                return  # escaped (code: as inline code, where nothing is markup)
             if fn in HTML_ONLY:
                 found.append(f"{ast.unparse(node)} (HTML-escaped only; use md())")
                 return
@@ -183,6 +183,27 @@ def markdown_calls_without_md(root: Path) -> list[str]:
                 if k.arg == "unsafe_allow_html" and not (isinstance(k.value, ast.Constant) and not k.value.value):
                     bad.append(f"{where}: unsafe_allow_html without '{TRUSTED}'")
     return bad
+
+
+@pytest.mark.parametrize("payload", PAYLOADS + ["``two`` ticks", "`", "a\\b \\[MASK\\] --model en-fr"])
+def test_code_shows_the_text_as_typed_inside_one_code_span(payload):
+    from app.text import code
+    html = markdown_it.MarkdownIt("commonmark").enable("table").enable("strikethrough").render(code(payload))
+    for tag in ("<img", "<a ", "<script", "<strong", "<em", "<h1", "<ol", "<ul", "<blockquote", "<table", "<s>",
+                "<pre"):
+        assert tag not in html, (payload, html)
+    assert html.count("<code>") == 1
+    inner = html[html.index("<code>") + 6:html.index("</code>")]
+    inner = inner.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&")
+    assert inner == " ".join(payload.splitlines()), (payload, html)  # backslashes and all, nothing escaped away
+
+
+def test_md_is_never_put_inside_backticks():
+    """Inside a code span a backslash is shown, not read: md()'s escapes would appear on the page (`en\\-fr`);
+    app.text.code() is the helper for that."""
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in [*(ROOT / "pages").glob("*.py"), *(ROOT / "app").glob("*.py")]
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if re.search(r"`\{md\(", line)]
+    assert not found, found
 
 
 def test_no_page_renders_user_or_model_text_as_markdown():
