@@ -120,8 +120,8 @@ else:
 st.header("Pre-LN vs post-LN, with and without warmup (Xiong et al. 2020)")
 st.markdown("Post-LN (the original paper) normalises after the residual sum, `LN(x + F(x))`; pre-LN normalises "
             "the sublayer input, `x + F(LN(x))`. Xiong et al. show post-LN's gradients near the output are large "
-            "at initialisation, so it needs a learning-rate warmup; pre-LN trains without one. Four runs, the same "
-            "peak learning rate, the same data and seed.")
+            "at initialisation, so it needs a learning-rate warmup, and that pre-LN can train without one. Four "
+            "runs test it: the same peak learning rate, the same data and seed.")
 data = json.loads(CURVES.read_text(encoding="utf-8")) if CURVES.exists() else st.session_state.get("stability_live")
 if data is None:
     st.info(f"No precomputed curves at {CURVES}. Run `python -m core.training.stability --out assets/stability/curves.json`, "
@@ -140,7 +140,20 @@ if data is not None:
                     key="stability_curves")
     st.dataframe({"run": list(data["final"]), "final loss (last 10 % of steps)": list(data["final"].values()),
                   "exact match": [data["metrics"][k].get("exact_match") for k in data["final"]]}, key="stability_table")
-    c = data["config"]
+    c, r, f = data["config"], stability.reading(data["final"]), data["final"]
+    both = all(r["pre_ln_better"].values())
+    told = [("Pre-LN ended lower than post-LN both with and without warmup"
+             if both else "Pre-LN did not end lower than post-LN in both settings")
+            + f" ({f['pre-LN, warmup']:.2f} against {f['post-LN, warmup']:.2f} with warmup, "
+              f"{f['pre-LN, no warmup']:.2f} against {f['post-LN, no warmup']:.2f} without): "
+            + ("as the paper finds." if both else "not the paper's finding."),
+            "Warmup " + ("helped pre-LN too here" if r["warmup_helps"]["pre"] else "did not help pre-LN here")
+            + f" ({f['pre-LN, warmup']:.2f} with, {f['pre-LN, no warmup']:.2f} without)"
+            + (f": at a peak learning rate of {c['lr']} and {c['steps']} steps this small run does not show pre-LN "
+               "doing without warmup, only doing better than post-LN; Xiong et al.'s runs are larger and longer, "
+               "and their claim is about how high a rate pre-LN tolerates unwarmed."
+               if r["warmup_helps"]["pre"] else ", as the paper finds.")]
+    st.markdown("**What these runs show.** " + " ".join(told))
     st.caption(f"{code(data.get('command', '?'))} — {c['layers']}+{c['layers']} layers, d_model {c['d_model']}, "
                f"batch {c['batch_size']}, warmup {c['warmup']} steps, no gradient clipping; {md(data['seconds'])} s.")
 

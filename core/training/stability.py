@@ -76,6 +76,16 @@ def run(cfg: StabilityConfig | None = None, variants=VARIANTS, on_progress=None)
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
+def reading(final: dict) -> dict:
+    """What four runs of :func:`run` say about Xiong et al.'s two claims, from their final losses (lower is better):
+    ``pre_ln_better`` {"warmup": bool, "no warmup": bool} (pre-LN ends lower than post-LN), and
+    ``warmup_helps`` {"post": bool, "pre": bool} (the run with warmup ends lower than the one without). The paper's
+    picture is pre-LN better both ways and warmup needed by post-LN only."""
+    return {"pre_ln_better": {w: final[label("pre", w == "warmup")] < final[label("post", w == "warmup")]
+                              for w in ("warmup", "no warmup")},
+            "warmup_helps": {n: final[label(n, True)] < final[label(n, False)] for n in ("post", "pre")}}
+
+
 def command(cfg: StabilityConfig, out: str) -> str:
     """The command line that reruns ``cfg`` and writes the results to ``out``."""
     return experiment.command("core.training.stability", cfg, out)

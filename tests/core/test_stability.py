@@ -43,3 +43,14 @@ def test_post_ln_without_warmup_stalls_while_pre_ln_trains():
     r = run(cfg, variants=(("post", False), ("pre", True)))
     assert r["final"]["post-LN, no warmup"] > 2.95
     assert r["final"]["pre-LN, warmup"] < r["final"]["post-LN, no warmup"] - 0.4
+
+
+def test_the_reading_of_four_runs_follows_their_final_losses():
+    from core.training.stability import reading
+    paper = {"post-LN, warmup": 1.0, "post-LN, no warmup": 3.0, "pre-LN, warmup": 0.9, "pre-LN, no warmup": 0.95}
+    assert reading(paper) == {"pre_ln_better": {"warmup": True, "no warmup": True},
+                              "warmup_helps": {"post": True, "pre": True}}
+    unwarmed = dict(paper, **{"pre-LN, no warmup": 0.8})
+    assert reading(unwarmed)["warmup_helps"] == {"post": True, "pre": False}
+    worse = dict(paper, **{"pre-LN, warmup": 1.1})
+    assert reading(worse)["pre_ln_better"] == {"warmup": False, "no warmup": True}
