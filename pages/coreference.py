@@ -1,5 +1,6 @@
 """Coreference probe: which heads link "it" to its antecedent, and does switching them off change il/elle?"""
 import streamlit as st
+import torch
 
 from app import coref_view as cv
 from app import progress as progress_bar
@@ -65,7 +66,8 @@ if len(kinds) > 1:
                 "English words, or in the **decoder**, where the position about to write *il*/*elle* looks back at "
                 "the English sentence through **cross-attention**. Both are shown.")
 for kind in kinds:
-    st.subheader(f"{cv.KIND_TITLES[kind]} — model {md(view.name)}")
+    title = cv.KIND_TITLES[kind] if view.kind != "decoder-only" else "Masked self-attention from “it”"
+    st.subheader(f"{title} — model {md(view.name)}")
     lks = [cv.links_for(view.name, it, kind) for it in items]
     if lks[0] is None or lks[1] is None:
         what = ("“it” and both candidates as tokens" if kind == "self"
@@ -82,6 +84,10 @@ for kind in kinds:
                          key=f"grid_{kind}_{it.text}")
         col.caption(f"{md(name)}: “{md(it.text)}”" + ("" if q is None else
                                                    f" · query: “{md(label(q[0]))}” → next “{md(label(q[1]))}”"))
+    if view.kind == "decoder-only" and all(torch.allclose(lks[0][..., i], lks[1][..., i]) for i in range(2)):
+        st.info(f"{md(view.name)} reads left to right: when it reaches “it”, the word that decides (the one "
+                "sentence B changes) is still ahead of it, so its attention from “it” is the same in both sentences "
+                "— by construction, not a finding about its heads. An encoder (en-fr, mlm, minilm) reads both ways.")
     n_res = sum(map(sum, resolving))
     source = "“it”" if kind == "self" else "the query position"
     st.caption(f"Red: {md(source)} attends more to {md(cands[0])}; blue: more to {md(cands[1])}. ✓ = the head picks the right "

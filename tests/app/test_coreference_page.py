@@ -194,3 +194,12 @@ def test_on_a_projector_the_two_sentences_fold_away_and_stay_editable():
     assert not at.exception, [e.value for e in at.exception]
     assert next(t for t in at.text_input if t.label == "Sentence B").value.endswith("too long.")
     assert any("too long" in c.value for c in at.caption), [c.value for c in at.caption]  # the panels read it
+
+
+def test_a_left_to_right_model_is_told_why_both_sentences_look_the_same():
+    """lm is decoder-only: "it" cannot see the word that differs (it comes later), so the two panels are equal by
+    construction; the page names the attention it shows and says so instead of letting it pass for a finding."""
+    at = coreference_page("lm")
+    assert any(h.value == "Masked self-attention from “it” — model lm" for h in at.subheader)
+    assert not any(h.value.startswith("Encoder self-attention") for h in at.subheader)
+    assert any("reads left to right" in i.value and "by construction" in i.value for i in at.info)
