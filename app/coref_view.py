@@ -11,6 +11,7 @@ from app import progress as progress_bar
 from app.cache import bounded
 from app.figures import DIVERGING, label, spec, style, symmetric_range, table
 from app.shell import load_model
+from app.text import quoted
 from core.probes import coref, summaries
 from core.data import broad, translation
 from core.inference import coverage
@@ -167,7 +168,7 @@ def typed_pair(text: str, model_name: str | None = None) -> TypedPair:
     best = max(entries, key=overlap)  # the first of the best: a classroom pair before a generated one
     near = overlap(best) >= NEAR
     pair = best[1] if near else entries[0][1]
-    return TypedPair(pair, "nearest", f"Your sentence “{text}” has no minimal partner here: "
+    return TypedPair(pair, "nearest", f"Your sentence “{quoted(text)}” has no minimal partner here: "
                                       f"{why_no_pair(text, model_name)}. Shown instead, "
                                       + ("the nearest pair that works" if near else "the classic pair")
                                       + f": “{pair[0].text}” / “{pair[1].text}”.")

@@ -22,6 +22,13 @@ _AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?=@)", re.IGNORECASE)
 WORD_JOINER = "\u2060"
 
 
+def quoted(text, limit: int = 120) -> str:
+    """``text`` to quote back in a message: whole up to ``limit`` characters, else its start and "…" (a 200-word
+    sentence repeated in full pushed the page it explained down by a screen)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
 def code(text) -> str:
     """``text`` as Markdown inline code, shown as typed. Nothing inside backticks is markup, so :func:`md`'s
     backslashes would show there; the fence is one backtick longer than the longest run of backticks in ``text``,

@@ -46,8 +46,10 @@ st.markdown(step.text)  # md: trusted (the lesson's own text; what it quotes goe
 for k, (kind, value) in enumerate(step.blocks):
     if kind == "md":
         st.markdown(value)  # md: trusted (app.lesson builds it; quoted text through md)
-    elif kind == "table":
-        st.dataframe(value, hide_index=True)
+    elif kind == "table":  # static: long cells wrap (a translation cut at its column's edge hid step 9's result);
+        # its cells are Markdown, so text goes through md()
+        st.table([{md(k): md(v) if isinstance(v, str) else v for k, v in row.items()} for row in value],
+                 hide_index=True)
     else:
         st.plotly_chart(value, key=f"lesson_{i}_{k}")
 st.caption(f"Source: {step.source}")  # md: trusted (a citation we wrote); after the figure, so it leads the screen

@@ -203,3 +203,13 @@ def test_a_left_to_right_model_is_told_why_both_sentences_look_the_same():
     assert any(h.value == "Masked self-attention from “it” — model lm" for h in at.subheader)
     assert not any(h.value.startswith("Encoder self-attention") for h in at.subheader)
     assert any("reads left to right" in i.value and "by construction" in i.value for i in at.info)
+
+
+def test_a_long_sentence_is_quoted_back_short():
+    from app import coref_view as cv
+    long = " ".join(["The animal walked slowly along the quiet street"] * 30)
+    note = cv.typed_pair(long, "en-fr").note
+    quoted = note[note.index("“") + 1:note.index("”")]
+    assert len(quoted) == 120 and quoted.endswith("…") and long.startswith(quoted[:-1])
+    short = "The dog barked."
+    assert f"“{short}”" in cv.typed_pair(short, "en-fr").note

@@ -44,7 +44,7 @@ MARKDOWN_CALLS = {"markdown", "write", "caption", "info", "warning", "error", "s
                   "subheader", "expander", "popover", "status", "metric", "button", "download_button", "link_button",
                   "page_link", "checkbox", "toggle", "radio", "selectbox", "multiselect", "select_slider", "slider",
                   "text_input", "text_area", "number_input", "file_uploader", "form_submit_button", "tabs",
-                  "spinner", "progress"}
+                  "spinner", "progress", "table"}
 # Parameters whose Streamlit docstring mentions Markdown but that hold no text shown to a reader
 NOT_TEXT = {"unsafe_allow_html", "width", "anchors", "wrap", "bind", "cursor", "menu_items", "pages"}
 
