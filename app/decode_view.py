@@ -6,7 +6,7 @@ import streamlit as st
 from app import coverage_view
 from app.cache import bounded
 from app.text import md
-from core.inference import coverage
+from core.inference import coverage, quality
 from core.io.budget import max_positions
 from core.inference.decoding import beam_search, generate
 from core.inference.runner import coverage_notices, forward_ids
@@ -28,11 +28,25 @@ def _decode(name, text, method, temperature, top_k, top_p, beams, seed):
     args["notices"] = notices
     args["outside"] = coverage.outside_label(ck) if cov and cov["unknown_words"] else ""
     max_new = 40 if ck.model.cfg.kind == "decoder-only" else max_positions(ck.model)
-    inputs = {k: v for k, v in args.items() if k not in ("notices", "outside")}
+    inputs = {k: v for k, v in args.items() if k not in ("notices", "outside")}  # before "unsure" is added
     if method == "beam":
-        return args, beam_search(ck.model, beams=beams, max_new=max_new, **inputs)
-    return args, generate(ck.model, method=method, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+        result = beam_search(ck.model, beams=beams, max_new=max_new, **inputs)
+    else:
+        result = generate(ck.model, method=method, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
                           max_new=max_new, **inputs)
+    # how sure the translator is of what it wrote, as on every page that shows a translation (core.inference.quality)
+    args["unsure"] = (quality.notice(ck.meta, quality.confidence(ck.model, ck.tokenizer, [text], [result.ids])[0])
+                      if ck.model.cfg.kind == "encoder-decoder" and not args["outside"] else None)
+    return args, result
+
+
+def candidate_names(tok, ids) -> list[str]:
+    """Candidates as the figures show tokens (word marker dropped), except where two would look alike ("3" that
+    starts a word and "3" inside one): those keep the marker as the tokenizer holds them (▁3, 3); a lone marker is
+    named for what it is."""
+    shown = tok.display(ids)
+    names = [tok.id_to_token(i) if shown.count(s) > 1 else s for i, s in zip(ids, shown)]
+    return ["▁ (a new word begins)" if n == "▁" else n for n in names]
 
 
 def decode_panel(view, figures) -> None:
@@ -81,10 +95,11 @@ def decode_panel(view, figures) -> None:
         chosen_ids = [t for t in result.beams[n - 1][0].ids if t != EOS] if result.beams[n - 1] else chosen_ids
     so_far = tok.decode(chosen_ids)
     coverage_view.output("Output so far", so_far, args["outside"])
-    names = [tok.display([i])[0] for i, _ in step.top]
+    names = candidate_names(tok, [i for i, _ in step.top])
     chosen_pos = next((i for i, (t, _) in enumerate(step.top) if t == step.chosen), None)
+    chosen_name = names[chosen_pos] if chosen_pos is not None else candidate_names(tok, [step.chosen])[0]
     st.plotly_chart(figures.bars([p for _, p in step.top], names, title=f"Step {n}: top candidates "
-                                 f"(chosen: {figures.label(tok.display([step.chosen])[0])})", x_title="candidate token",
+                                 f"(chosen: {figures.label(chosen_name)})", x_title="candidate token",
                                  y_title="probability", present=view.present, dark=view.dark, highlight=chosen_pos), key="cands")
     st.caption("Probabilities: " + ", ".join(f"{md(name)} {p:.3g}" for name, (_, p) in zip(names, step.top)) +
                " — a bar near 1 means the model had no doubt at this step; the others are still its runners-up.")
@@ -104,5 +119,7 @@ def decode_panel(view, figures) -> None:
                                  dark=view.dark, highlight=int(row.argmax())), key="row")
     if n == total and args["outside"]:
         coverage_view.output("Finished", tok.decode(result.ids), args["outside"])
+    elif n == total and args["unsure"]:
+        st.warning(f"Finished: {md(tok.decode(result.ids))} — {md(args['unsure'])}")
     elif n == total:
         st.success(f"Finished: {md(tok.decode(result.ids))}")

@@ -142,6 +142,32 @@ def test_the_attention_page_measures_how_one_sided_the_map_is():
     assert w_ab - w_ba == pytest.approx(max(z[p][q] - z[q][p] for p in range(len(z)) for q in range(len(z))), abs=1e-3)
 
 
+@pytest.mark.parametrize("text,doubtful", [("animal", True),
+                                           ("The animal didn't cross the street because it was too tired.", False)])
+def test_decode_marks_a_translation_the_model_is_unsure_of_as_the_attention_page_does(text, doubtful):
+    """The notice a page shows under a translation below the model's calibrated confidence line (one wording, one
+    score: core.inference.quality), at the end of the step-by-step decode too."""
+    at = open_page(app(model="en-fr", text=text), "decode.py")
+    next(b for b in at.button if b.label == "Run to end").click().run()
+    assert not at.exception
+    unsure = [w.value for w in at.warning if w.value.startswith("Finished:")]
+    assert bool(unsure) == doubtful and bool(at.success) != doubtful
+    other = open_page(app(model="en-fr", text=text), "attention.py")
+    said = [w.value for w in other.main.warning if w.value.startswith("Probably not a correct translation")]
+    assert bool(said) == doubtful
+    if doubtful:
+        assert said[0] in unsure[0]  # the same sentence, the same score
+
+
+def test_decode_candidates_that_would_look_alike_keep_their_word_marker():
+    from app.decode_view import candidate_names
+    tok = registry.load("en-fr").tokenizer
+    start, inside, alone = (tok.token_to_id(t) for t in ("▁3", "3", "▁"))
+    assert candidate_names(tok, [start, inside]) == ["▁3", "3"]
+    assert candidate_names(tok, [start]) == ["3"]  # alone it reads as the figures show tokens
+    assert candidate_names(tok, [alone]) == ["▁ (a new word begins)"]
+
+
 def test_decode_steps_advance_and_run_to_end():
     at = open_page(app(model="reverse", text="1 2 3 4 5 6"), "decode.py")
     # issue 34 item 6: the page opens on the first step, with the source in the main area
