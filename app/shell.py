@@ -21,6 +21,7 @@ from core.config import ModelConfig
 from core.hooks import as_ablation
 from core.io import budget, checkpoint, jsonio, registry
 from core.probes import coref
+from core.inference import coverage
 from core.inference.runner import Run, run
 
 # the classroom's examples for the broad translators: the Winograd pairs first (coref.CLASSROOM_PAIRS), then two
@@ -334,10 +335,21 @@ def models() -> list[str]:
 
 
 def _model_changed():
-    """A new model gets one of its own example sentences if the text was an example of another model."""
+    """The sentence stays when the new model can read it (a teacher compares models on the classic sentence); an
+    example sentence of another model that it cannot read — words it never saw, or a [MASK] for a model that fills
+    none — gives way to the new model's first example. A sentence the user typed always stays."""
+    text, name = st.session_state.get("text"), st.session_state["model"]
     examples = {s for group in PRESETS.values() for s in group}
-    if st.session_state.get("text") in examples:
-        st.session_state["text"] = PRESETS.get(st.session_state["model"], [DEFAULT_TEXT])[0]
+    if text not in examples or text in PRESETS.get(name, ()):
+        return
+    try:
+        ck = load_model(name)
+        unreadable = bool((coverage.for_checkpoint(ck, text) or {}).get("unknown_words")) or (
+            "[MASK]" in text and ck.meta.get("task") != "mlm")
+    except Exception:  # the page says why the model cannot be used; give it its own example meanwhile
+        unreadable = True
+    if unreadable:
+        st.session_state["text"] = PRESETS.get(name, [DEFAULT_TEXT])[0]
         st.session_state["tgt"] = ""
 
 

@@ -168,6 +168,25 @@ def test_decode_candidates_that_would_look_alike_keep_their_word_marker():
     assert candidate_names(tok, [alone]) == ["▁ (a new word begins)"]
 
 
+def test_switching_model_keeps_an_example_sentence_the_new_model_can_read():
+    """A teacher compares models on the classic sentence: it stays for lm (which reads any English); it gives way to
+    the new model's own example where the model cannot read it (reverse: digits only; en-fr: an mlm [MASK]
+    sentence); a typed sentence always stays."""
+    from app.shell import PRESETS
+    classic = "The animal didn't cross the street because it was too tired."
+    at = open_page(app(model="en-fr", text=classic), "attention.py")
+    at.sidebar.selectbox(key="model").set_value("lm").run()
+    assert at.session_state["text"] == classic
+    at.sidebar.selectbox(key="model").set_value("reverse").run()
+    assert at.session_state["text"] == PRESETS["reverse"][0]
+    at = open_page(app(model="mlm", text=PRESETS["mlm"][0]), "attention.py")
+    at.sidebar.selectbox(key="model").set_value("en-fr").run()
+    assert at.session_state["text"] == PRESETS["en-fr"][0]
+    at = open_page(app(model="en-fr", text="My own words here."), "attention.py")
+    at.sidebar.selectbox(key="model").set_value("reverse").run()
+    assert at.session_state["text"] == "My own words here."
+
+
 def test_decode_steps_advance_and_run_to_end():
     at = open_page(app(model="reverse", text="1 2 3 4 5 6"), "decode.py")
     # issue 34 item 6: the page opens on the first step, with the source in the main area
