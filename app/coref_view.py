@@ -171,7 +171,7 @@ def typed_pair(text: str, model_name: str | None = None) -> TypedPair:
     return TypedPair(pair, "nearest", f"Your sentence “{quoted(text)}” has no minimal partner here: "
                                       f"{why_no_pair(text, model_name)}. Shown instead, "
                                       + ("the nearest pair that works" if near else "the classic pair")
-                                      + f": “{pair[0].text}” / “{pair[1].text}”.")
+                                      + f": “{pair[0].text}” / “{pair[1].text}”")  # the quote ends the sentence
 
 
 NEAR = 0.5  # word overlap (Jaccard) from which a listed pair counts as near the typed sentence

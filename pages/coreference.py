@@ -127,7 +127,11 @@ for col, name in zip(st.columns(max(1, len(compare))), compare):
             continue
         col.plotly_chart(cv.share_figure(board["share"], title=f"{name}, {what}: share of {board['n']} right",
                                          present=view.present, dark=view.dark), key=f"share_{name}_{kind}")
-        col.markdown("Best heads: " + ", ".join(f"L{b['layer']}H{b['head']} {b['share']:.0%}" for b in board["best"][:3]))
+        top = board["best"][:3]
+        named = ", ".join(f"L{b['layer']}H{b['head']} {b['share']:.0%}" for b in top)
+        col.markdown(f"Best heads: {named}" if coref.beats_chance(top[0]["share"], board["n"]) else
+                     f"No head picks the antecedent clearly more often than chance over {board['n']} sentences "
+                     f"(the highest: {named}).")
         col.markdown("Rollout, per layer: " + ", ".join(f"L{i} {float(share):.0%}" for i, share in enumerate(board["rollout_share"])))
     col.caption("Chance is about 50 % (two candidates).")
 

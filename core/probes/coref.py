@@ -460,3 +460,13 @@ def ablation_effect(ck: Checkpoint, items: list[ProbeItem], heads: dict, progres
         if progress is not None:
             progress(len(rows), len(items), result)
     return result()
+
+
+def beats_chance(share: float, n: int, z: float = 1.96) -> bool:
+    """Whether a head that picks the right antecedent on ``share`` of ``n`` sentences does so more often than a coin
+    (two candidates: 50 %): the lower end of the Wilson score interval (95 % for z = 1.96) lies above 0.5."""
+    if n <= 0:
+        return False
+    centre = share + z * z / (2 * n)
+    spread = z * (share * (1 - share) / n + z * z / (4 * n * n)) ** 0.5
+    return (centre - spread) / (1 + z * z / n) > 0.5

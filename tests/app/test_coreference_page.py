@@ -213,3 +213,17 @@ def test_a_long_sentence_is_quoted_back_short():
     assert len(quoted) == 120 and quoted.endswith("…") and long.startswith(quoted[:-1])
     short = "The dog barked."
     assert f"“{short}”" in cv.typed_pair(short, "en-fr").note
+
+
+def test_the_scoreboard_says_when_no_head_beats_chance():
+    """en-fr's encoder heads pick the antecedent on half the probe sentences at best (a coin), its cross-attention
+    heads on 98 %: the first are not called "best heads"."""
+    from core.probes import coref
+    at = coreference_page("en-fr")
+    said = [m.value for m in at.markdown if m.value.startswith(("Best heads", "No head picks"))]
+    from app import coref_view as cv
+    boards = cv.scoreboards("en-fr")
+    for kind, text in zip(boards, said):
+        best = boards[kind]["best"][0]
+        assert text.startswith("Best heads") == coref.beats_chance(best["share"], boards[kind]["n"]), (kind, text)
+    assert any(t.startswith("No head picks") for t in said) and any(t.startswith("Best heads") for t in said)

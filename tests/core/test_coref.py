@@ -273,3 +273,11 @@ def test_every_example_of_the_broad_translators_is_translated_right(model):
     for text in EVERYDAY:  # as a page runs it: the same words, and no "probably not a correct translation" beside them
         r = run(ck, text)
         assert r.output == OTHER_EXAMPLES[model, text] and not r.notices and not r.outside, (text, r.output, r.notices)
+
+
+def test_a_head_beats_chance_when_the_wilson_interval_clears_one_half():
+    """Wilson score interval, by hand: 60 of 100 → [0.502, 0.691] clears 0.5; 59 of 100 → [0.492, …] does not."""
+    from core.probes.coref import beats_chance
+    assert beats_chance(0.60, 100) and not beats_chance(0.59, 100)
+    assert not beats_chance(0.5, 10_000) and beats_chance(0.52, 10_000)  # many sentences: a small edge is real
+    assert not beats_chance(0.8, 5) and beats_chance(0.98, 74) and not beats_chance(1.0, 0)
