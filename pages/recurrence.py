@@ -7,10 +7,11 @@ from pathlib import Path
 import streamlit as st
 
 from app import figures
-from app.shell import sentence_box
+from app.shell import sentence_box, text_box
 from app.text import code, md
 from core.training import stability
 from core.variants import recurrence, xl
+from core.io import jsonio
 from core.io.tokenizer import BOS, UNK
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,8 +83,8 @@ else:
                 "segment after segment with the memory; then again with one earlier token replaced by [UNK] at a "
                 "time. Each bar: how much that one token changes the last segment's predictions.")
     st.plotly_chart(figures.bars(effect, [f"{p}: {t}" for p, t in enumerate(tok.display(stream[:last]))],
-                                 title="Largest change of the last segment's log-probabilities, per token replaced",
-                                 x_title="position of the replaced token", y_title="max |Δ log p|",
+                                 title="Effect on the last segment, per token replaced",
+                                 x_title="position of the replaced token", y_title="largest |Δ log p|",
                                  highlight=last - bound, **plot), key="xl_reach")
     seen = [p for p, e in enumerate(effect) if e > 0]
     st.caption(f"Tokens before position {seen[0] if seen else last} change nothing at all (largest change "
@@ -185,14 +186,14 @@ else:
         "joins h_t in h̃_t = tanh(W_c [c_t; h_t]), which predicts the next symbol (Bahdanau et al. 2014 score with a "
         "small network instead). The Transformer then dropped the recurrence and kept the attention.")
     cfg = recurrence.config_of(rec["config"])
-    task, trained = load_recurrence(str(REC.parent), json.dumps(rec["config"]), rec.get("date", ""))
+    task, trained = load_recurrence(str(REC.parent), jsonio.dumps(rec["config"]), rec.get("date", ""))
     if set(trained) != set(recurrence.NAMES):
         st.info(f"The trained models are not in {REC.parent}: rerun {code(rec.get('command', ''))} with "
                 f"`--weights {REC.parent}`.")
     else:
         longest = cfg.max_len + 4
-        typed = st.text_input(f"Symbols to {cfg.task} (0-9 and a-j, separated by spaces; trained on {cfg.min_len} to "
-                              f"{cfg.max_len})", "3 1 4 1 5 9 2 6 5 3 5 8", max_chars=4 * longest, key="rec_symbols")
+        typed = text_box(f"Symbols to {cfg.task} (0-9 and a-j, separated by spaces; trained on {cfg.min_len} to "
+                         f"{cfg.max_len})", "3 1 4 1 5 9 2 6 5 3 5 8", key="rec_symbols", limit=4 * longest)
         try:
             demo = recurrence.copy_demo(task, trained, typed, longest)
         except ValueError as e:
@@ -208,7 +209,7 @@ else:
             a1, a2 = st.columns(2)
             for col, key, what, weights in (
                     (a1, "lstm-attention", "LSTM + attention: the alignment α", demo["alignment"]),
-                    (a2, "transformer", "Transformer: last layer's cross-attention, mean of the heads",
+                    (a2, "transformer", "Transformer: cross-attention (last layer, heads' mean)",
                      demo["cross"])):
                 produced = demo["outputs"][key]
                 rows = [f"{i + 1}: {t}" for i, t in enumerate(produced)] + ["[EOS]"] * (len(weights) - len(produced))

@@ -86,7 +86,7 @@ def test_bundled_model_and_precomputed_curves_render():
     titles = list(charts(at))
     assert any(t.startswith("Validation loss by position") for t in titles)
     # how far back the memory reaches: nothing before layers × mem_len, measured on the user's text
-    reach = charts(at)["Largest change of the last segment's log-probabilities, per token replaced"]
+    reach = charts(at)["Effect on the last segment, per token replaced"]
     effect = reach["data"][0]["y"]
     told = next(c.value for c in at.caption if "change nothing at all" in c.value)
     first = int(re.search(r"Tokens before position (\d+)", told).group(1))
@@ -115,7 +115,7 @@ def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_dr
                                     "Transformer (attention)"]
     rows = dict(zip(table["model"], table["output"]))
     assert rows["LSTM seq2seq + attention (Luong et al. 2015)"] == rows["Transformer (attention)"] == "7 2 9 a 4 c 1 8"
-    maps = [f for t, f in charts(at).items() if t.startswith(("LSTM + attention", "Transformer: last layer"))]
+    maps = [f for t, f in charts(at).items() if t.startswith(("LSTM + attention", "Transformer: cross-attention"))]
     assert len(maps) == 2
     for fig in maps:
         z = torch.tensor(fig["data"][0]["z"], dtype=torch.float64)
