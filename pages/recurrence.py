@@ -217,3 +217,50 @@ else:
             st.caption("Rows: each output step (what it wrote); columns: the source symbols. On copy a model that "
                        "reads the right source symbol at each step draws the diagonal; the plain LSTM has no such "
                        "picture to draw — it only has its final state.")
+
+            st.subheader("Inside the LSTM: its gates on your symbols")
+            st.markdown(
+                "Hochreiter & Schmidhuber (1997), with the forget gate of Gers et al. (2000). At step t four layers "
+                "read x_t and h_{t−1}: three sigmoids, the **input gate** i_t, the **forget gate** f_t and the "
+                "**output gate** o_t, each between 0 and 1, and a tanh, the candidate g_t. The cell keeps "
+                "f_t of what it held and adds i_t of the candidate, c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t; the hidden "
+                "state shows o_t of it, h_t = o_t ⊙ tanh(c_t). Here every gate is recomputed from the shipped "
+                "model's own weights, step by step, on your symbols: the encoder reading them, then the decoder, "
+                "started from the encoder's final (h, c), writing its answer.")
+            lstms = [k for k in ("lstm", "lstm-attention") if k in demo["gates"]]
+            which = st.radio("LSTM", lstms, format_func=recurrence.NAMES.get, horizontal=True, key="rec_gates_model")
+            gates = demo["gates"][which]
+            units = gates.most_varying(32)
+            forget = gates.steps("f")  # [encoder steps + decoder steps, hidden]
+            steps = ([f"read {t + 1}: {s}" for t, s in enumerate(src)]
+                     + [f"wrote {t + 1}: {s}" for t, s in enumerate(demo["outputs"][which] + ["[EOS]"])])
+            steps = steps[:len(forget)]  # no [EOS] when the decoder ran out of steps
+            st.plotly_chart(figures.matrix(forget[:, units].T, steps, [f"unit {u}" for u in units],
+                                           title=f"Forget gate f_t, {len(units)} most varying units",
+                                           x_title="step", y_title="hidden unit", value_name="f_t", zmin=0, zmax=1,
+                                           **plot), key="rec_gates_forget")
+            hidden = forget.shape[1]
+            st.caption(f"Rows: the {len(units)} of the {hidden} hidden units whose forget gate varies most over "
+                       "these steps (largest variance first); columns: each step, what the encoder read, then what "
+                       "the decoder wrote. Top of the colour bar (f near 1): the unit keeps its cell; bottom: it "
+                       "clears it.")
+            means = {f"{name} gate {k}_t": gates.steps(k).mean(1).tolist()
+                     for k, name in (("f", "forget"), ("i", "input"), ("o", "output"))}
+            st.plotly_chart(figures.lines(means, [figures.label(s) for s in steps], title="Mean gate per step",
+                                          x_title="step", y_title=f"mean over all {hidden} units", y_range=[0, 1],
+                                          **plot), key="rec_gates_means")
+            kept = {k: t.encoder.retention(0) for k, t in demo["gates"].items()}
+            mean_f = means["forget gate f_t"]
+            low = min(range(1, len(steps)), key=mean_f.__getitem__)  # step 0 has an empty cell to forget
+            told = (f"Between reading the first symbol, {demo['symbols'][0]}, and the final state handed to the "
+                    f"decoder, {len(src) - 1} more steps multiply this LSTM's cell by their forget gates: "
+                    f"∏ f_t lets through {float(kept[which].mean()):.3f} of it, the mean over its {hidden} units "
+                    f"of each unit's product ({int((kept[which] > 0.5).sum())} units keep more than half). Its mean "
+                    f"forget gate is lowest at “{steps[low]}” ({mean_f[low]:.3f}), where it clears the most.")
+            if len(kept) == 2:
+                other = next(k for k in kept if k != which)
+                told += (f" Over the same steps the {'plain LSTM' if other == 'lstm' else 'LSTM with attention'} "
+                         f"keeps {float(kept[other].mean()):.3f}"
+                         + (": the one with attention can look the source up again instead of carrying it."
+                            if float(kept["lstm-attention"].mean()) < float(kept["lstm"].mean()) else "."))
+            st.markdown(md(told))

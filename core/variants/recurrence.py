@@ -11,7 +11,9 @@ token interface (``PAD``/``BOS``/``EOS`` from :mod:`core.io.tokenizer`, batches 
 :func:`core.training.tasks.seq2seq_batch`). For ``copy`` of a length-``n`` sequence, every symbol is read at
 encoder step ``i`` and written at decoder step ``i``, so ``n`` recurrent steps separate where a token is
 read from where it is needed — the distance is exactly the length. :func:`run` trains the three models on
-the same batches for the same steps from the same seed and returns accuracy per length.
+the same batches for the same steps from the same seed and returns accuracy per length. :func:`lstm_gates`
+recomputes an LSTM's gates and states step by step from its own weights; :func:`seq2seq_gates` does it for a
+trained model's encoder and decoder on one source.
 
 CLI: ``python -m core.variants.recurrence --out assets/recurrence/results.json`` (the page reads that file).
 """
@@ -126,6 +128,100 @@ class LSTMAttnSeq2Seq(LSTMSeq2Seq):
             if out[-1] == EOS:
                 break
         return out[:-1] if out and out[-1] == EOS else out, torch.cat(alphas, 1)[0]
+
+
+GATES = ("i", "f", "g", "o", "c", "h")
+
+
+@dataclasses.dataclass
+class LSTMGates:
+    """Every step of a one-layer ``nn.LSTM`` recomputed from its weights (:func:`lstm_gates`), one row per step
+    ``[T, hidden]``: input gate ``i``, forget gate ``f``, candidate ``g``, output gate ``o`` (σ, σ, tanh, σ), the cell
+    ``c`` and the hidden state ``h`` after the step; ``c0``, ``h0`` ``[hidden]``: the state before step 0."""
+    i: torch.Tensor
+    f: torch.Tensor
+    g: torch.Tensor
+    o: torch.Tensor
+    c: torch.Tensor
+    h: torch.Tensor
+    c0: torch.Tensor
+    h0: torch.Tensor
+
+    def retention(self, start: int = 0, end: int | None = None) -> torch.Tensor:
+        """Per unit ``[hidden]``, ∏ f_t over the steps ``start < t ≤ end`` (default: the last step): the share of the
+        cell ``c_start`` that the cell's own path, c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t, still carries in ``c_end``
+        (what reaches it again through h and the gates is not counted). 1 for ``end == start``."""
+        end = len(self.f) - 1 if end is None else end
+        return self.f[start + 1:end + 1].prod(0) if end > start else torch.ones_like(self.c0)
+
+
+def lstm_gates(lstm: nn.LSTM, x: torch.Tensor, state: tuple | None = None) -> LSTMGates:
+    """Run a one-layer, one-direction ``nn.LSTM`` over ``x [T, input]`` step by step from its own weights
+    (``weight_ih_l0``, ``weight_hh_l0``, ``bias_ih_l0``, ``bias_hh_l0``; PyTorch's gate order i, f, g, o):
+
+        i_t, f_t, g_t, o_t = σ, σ, tanh, σ of (W_ih x_t + b_ih + W_hh h_{t−1} + b_hh), split in four,
+        c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t,   h_t = o_t ⊙ tanh(c_t).
+
+    ``state``: ``(h0, c0)`` as ``nn.LSTM`` takes it (``[1, 1, hidden]`` or ``[hidden]``), default zeros. Returns
+    every gate and state (:class:`LSTMGates`); ``h`` and ``c`` are what ``nn.LSTM`` itself computes (to float
+    rounding; tests/core/test_lstm_gates.py). Raises ValueError for more layers, two directions or a projection."""
+    if lstm.num_layers != 1 or lstm.bidirectional or lstm.proj_size:
+        raise ValueError("lstm_gates reads a one-layer, one-direction LSTM without projection")
+    hidden = lstm.hidden_size
+    w_ih, w_hh = lstm.weight_ih_l0.detach(), lstm.weight_hh_l0.detach()
+    bias = (lstm.bias_ih_l0.detach() + lstm.bias_hh_l0.detach()) if lstm.bias else torch.zeros(4 * hidden)
+    x = x.detach().to(w_ih.dtype)
+    if state is None:
+        h, c = torch.zeros(hidden, dtype=w_ih.dtype), torch.zeros(hidden, dtype=w_ih.dtype)
+    else:
+        h, c = (s.detach().reshape(hidden).to(w_ih.dtype) for s in state)
+    h0, c0, rows = h, c, {k: [] for k in GATES}
+    pre = x @ w_ih.T + bias  # the input's part of every step at once
+    for t in range(x.shape[0]):
+        zi, zf, zg, zo = (pre[t] + w_hh @ h).chunk(4)
+        i, f, g, o = torch.sigmoid(zi), torch.sigmoid(zf), torch.tanh(zg), torch.sigmoid(zo)
+        c = f * c + i * g
+        h = o * torch.tanh(c)
+        for k, v in zip(GATES, (i, f, g, o, c, h)):
+            rows[k].append(v)
+    empty = torch.zeros(0, hidden, dtype=w_ih.dtype)
+    return LSTMGates(**{k: torch.stack(v) if v else empty for k, v in rows.items()}, c0=c0, h0=h0)
+
+
+@dataclasses.dataclass
+class Seq2SeqGates:
+    """The gates of an LSTM seq2seq on one source (:func:`seq2seq_gates`): the ``encoder`` reading the source, then
+    the ``decoder``, started from the encoder's final (h, c), fed BOS and its own greedy output; ``produced``: the
+    token each decoder step wrote (EOS last when it was reached)."""
+    encoder: LSTMGates
+    decoder: LSTMGates
+    produced: list[int]
+
+    def steps(self, name: str) -> torch.Tensor:
+        """Gate or state ``name`` (one of :data:`GATES`) of every encoder step, then every decoder step,
+        ``[T_enc + T_dec, hidden]``."""
+        return torch.cat([getattr(self.encoder, name), getattr(self.decoder, name)])
+
+    def most_varying(self, k: int, name: str = "f") -> list[int]:
+        """The ``k`` units whose ``name`` gate varies most over all steps (largest variance first)."""
+        var = self.steps(name).var(0, unbiased=False)
+        return var.topk(min(k, len(var))).indices.tolist()
+
+
+@torch.no_grad()
+def seq2seq_gates(model: LSTMSeq2Seq, src: list[int], max_new: int | None = None) -> Seq2SeqGates:
+    """Gates of ``model``'s encoder LSTM reading ``src`` (the source ids as the encoder reads them: symbols then
+    EOS, no PAD) and of its decoder LSTM while it writes its greedy output (:meth:`LSTMSeq2Seq.greedy`, at most
+    ``max_new`` tokens): the decoder's inputs are BOS and the tokens it wrote (neither model feeds anything else
+    to its decoder LSTM; the attention model's context enters after the LSTM), so both are :func:`lstm_gates`."""
+    model.eval()
+    src_t = torch.tensor([src])
+    encoder = lstm_gates(model.encoder, model.embed(src_t)[0])
+    out = model.greedy(src_t, max_new)[0]
+    produced = out + [EOS] if len(out) < (max_new or model.max_len) else out
+    state = (encoder.h[-1], encoder.c[-1])
+    decoder = lstm_gates(model.decoder, model.embed(torch.tensor([[BOS] + produced[:-1]]))[0], state)
+    return Seq2SeqGates(encoder, decoder, produced)
 
 
 @dataclasses.dataclass
@@ -265,9 +361,10 @@ def run(cfg: RecurrenceConfig | None = None, on_progress=None) -> dict:
 def copy_demo(task: SyntheticTask, models: dict, text: str, longest: int) -> dict:
     """The symbols of ``text`` (space-separated) through each trained model of :func:`load_models`, greedily:
     ``{"symbols", "target", "outputs": {key: symbols}, "alignment": α [steps, S] of the attention LSTM,
-    "cross": the Transformer's last-layer cross-attention, mean over heads [steps, S]}`` (S: the symbols and EOS;
-    each row: the output step it produced, EOS last when reached). Raises ValueError, saying what is allowed, for
-    a symbol the task does not have or more than ``longest`` symbols."""
+    "cross": the Transformer's last-layer cross-attention, mean over heads [steps, S], "gates": {key: each LSTM's
+    :class:`Seq2SeqGates`}}`` (S: the symbols and EOS; each row: the output step it produced, EOS last when
+    reached). Raises ValueError, saying what is allowed, for a symbol the task does not have or more than
+    ``longest`` symbols."""
     from ..inference.decoding import greedy_batch
     vocab = {task.tokenizer.id_to_token(i).lstrip("▁"): i for i in task.ids}
     symbols = text.split()
@@ -292,6 +389,8 @@ def copy_demo(task: SyntheticTask, models: dict, text: str, longest: int) -> dic
                 trace = model(src, torch.tensor([[BOS] + out]), trace=True).trace
                 last = model.cfg.n_decoder_layers - 1
                 result["cross"] = trace[f"decoder.{last}.cross_attn.weights"][0].mean(0)
+            if isinstance(model, LSTMSeq2Seq):
+                result.setdefault("gates", {})[key] = seq2seq_gates(model, ids + [EOS], len(ids) + 2)
             outputs[key] = [name.get(i, task.tokenizer.id_to_token(i)) for i in out]
     return result | {"outputs": outputs}
 

@@ -126,3 +126,48 @@ def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_dr
     assert any("not symbols of this task" in e.value and "0 1 2" in e.value for e in at.error)
     at.text_input(key="rec_symbols").set_value(" ".join("1" * 21)).run()
     assert any("type 1 to 20" in e.value for e in at.error)
+
+
+def test_the_lstms_gates_on_the_users_symbols_are_recomputed_from_the_shipped_model():
+    """The forget-gate map, the mean gates and the sentence that reads them are the core recomputation
+    (core.variants.recurrence.seq2seq_gates) of the shipped LSTM on the typed symbols, for either LSTM."""
+    import torch
+    from core.variants import recurrence
+    folder = ROOT / "assets" / "recurrence"
+    rec = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    task, models = recurrence.load_models(folder, recurrence.config_of(rec["config"]))
+    typed = "7 2 9 a 4 c 1 8"
+    at = page("lm")
+    at.text_input(key="rec_symbols").set_value(typed).run()
+    assert not at.exception and not at.error
+    kept = {}
+    for key in ("lstm", "lstm-attention"):
+        at.radio(key="rec_gates_model").set_value(key).run()
+        assert not at.exception, [e.value for e in at.exception]
+        trace = recurrence.copy_demo(task, models, typed, 20)["gates"][key]
+        forget = trace.steps("f")
+        fig = charts(at)["Forget gate f_t, 32 most varying units"]
+        z = torch.tensor(fig["data"][0]["z"], dtype=torch.float64)
+        units = [int(t.removeprefix("unit ")) for t in fig["layout"]["yaxis"]["ticktext"]]
+        assert z.shape == (32, 18)  # 8 symbols + EOS read, 8 symbols + EOS written
+        torch.testing.assert_close(z, forget[:, units].T.double(), rtol=0, atol=1e-6)
+        var = forget.var(0, unbiased=False)
+        assert sorted(units) == sorted(var.topk(32).indices.tolist())  # the 32 that vary most
+        steps = fig["layout"]["xaxis"]["ticktext"]
+        assert steps[0] == "read 1: 7" and steps[8] == "read 9: [EOS]" and steps[-1] == "wrote 9: [EOS]"
+        means = {t["name"]: t["y"] for t in charts(at)["Mean gate per step"]["data"]}
+        assert list(means) == ["forget gate f_t", "input gate i_t", "output gate o_t"]
+        for name, k in (("forget gate f_t", "f"), ("input gate i_t", "i"), ("output gate o_t", "o")):
+            torch.testing.assert_close(torch.tensor(means[name]), trace.steps(k).mean(1), rtol=0, atol=1e-6)
+        told = next(m.value for m in at.markdown if "lets through" in m.value).replace("\\", "")
+        kept[key] = trace.encoder.retention(0)
+        assert "the first symbol, 7, and the final state handed to the decoder, 8 more steps" in told
+        assert f"∏ f_t lets through {float(kept[key].mean()):.3f} of it" in told
+        assert f"({int((kept[key] > 0.5).sum())} units keep more than half)" in told
+        low = 1 + int(forget[1:].mean(1).argmin())
+        assert f"lowest at “{steps[low]}” ({float(forget[low].mean()):.3f})" in told
+    # the sentence compares the two LSTMs' products on the same symbols, whichever is shown
+    plain = float(kept["lstm"].mean())
+    assert f"Over the same steps the plain LSTM keeps {plain:.3f}" in told
+    assert told.endswith("can look the source up again instead of carrying it."
+                         if float(kept["lstm-attention"].mean()) < plain else f"keeps {plain:.3f}.")
