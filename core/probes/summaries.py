@@ -2,7 +2,7 @@
 
 A page that ranks every head of a model over a fixed set of sentences (the coreference probe set's attention
 scoreboards; head importance on a held-out batch with its pruning curve; the held-out loss after a GQA / MQA
-conversion) would otherwise redo minutes of forward passes on a fresh server. They depend only on the weights and
+conversion; the same batch's quality with the weights pruned by magnitude) would otherwise redo minutes of forward passes on a fresh server. They depend only on the weights and
 on those fixed sentences, so ``python scripts/precompute.py --model NAME`` computes them once and writes
 ``summaries.json``: in the model's folder (``assets/models/NAME/``), or ``assets/precomputed/NAME/`` for a model
 loaded from an installed package (minilm).
@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from ..io import jsonio
-from . import coref
+from . import compress, coref
 from . import heads as H
 
 FILE = "summaries.json"
@@ -219,8 +219,30 @@ def gqa_loss(ck, name: str, g: int, n: int = EVAL_N) -> tuple[float, float] | No
     return float(loss), float(acc)
 
 
+# ------------------------------------------------------------------ magnitude pruning of the weights
+def weights_spec(n: int = EVAL_N) -> dict:
+    """The settings a shipped sparsity curve must match: the head-importance batch and the sparsity levels."""
+    return eval_spec(n) | {"levels": list(compress.LEVELS)}
+
+
+def weights_to_json(points: list, n: int = EVAL_N) -> dict:
+    """The ``weights`` entry of ``summaries.json`` for a :func:`compress.sparsity_curve` result."""
+    return {"spec": weights_spec(n), "curve": jsonio.finite([dataclasses.asdict(p) for p in points])}
+
+
+def weights_summary(ck, name: str, n: int = EVAL_N) -> list | None:
+    """The shipped :func:`compress.sparsity_curve` (None when not shipped for these weights and this batch)."""
+    entry = (_read(ck, name) or {}).get("weights")
+    if entry is None or entry.get("spec") != weights_spec(n):
+        return None
+    return [compress.SparsityPoint(**p) for p in entry["curve"]]
+
+
 # ------------------------------------------------------------------ building the file
-def build(ck, name: str, parts=("coref", "coref_check", "heads", "gqa"), log=None) -> dict:
+PARTS = ("coref", "coref_check", "heads", "gqa", "weights")
+
+
+def build(ck, name: str, parts=PARTS, log=None) -> dict:
     """Every summary of ``parts`` the model supports, as the JSON object :func:`write` stores."""
     say = log or (lambda msg: None)
     out: dict = {"weights_sha256": fingerprint(ck.model), "command": COMMAND.format(name=name)}
@@ -248,6 +270,11 @@ def build(ck, name: str, parts=("coref", "coref_check", "heads", "gqa"), log=Non
                                                         for g in gqa_options(ck.model.cfg)}}
         except ValueError as e:
             say(f"gqa: skipped ({e})")
+    if "weights" in parts:
+        try:
+            out["weights"] = weights_to_json(compress.sparsity_curve(ck, n=EVAL_N))
+        except ValueError as e:
+            say(f"weights: skipped ({e})")
     return out
 
 

@@ -1,0 +1,139 @@
+"""Magnitude pruning of a model's weights (Gordon et al. 2020: "30 % of BERT's weights can be pruned by their
+magnitude without a significant loss in performance").
+
+The weights considered are the matrices of the attention and feed-forward layers (every ``nn.Linear`` inside
+``encoder.layers`` / ``decoder.layers``); embeddings, the output layer, norms and biases stay whole. Pruning to
+sparsity ``s`` zeroes the ``round(s · N)`` of those ``N`` weights with the smallest absolute value, one ranking
+over all matrices together (global magnitude pruning), ties broken by position. Nothing here trains: the pruned
+model is the original with weights set to 0, which is what "without retraining" means in the figures.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from ..inference import mlm
+from ..inference.decoding import generate
+from ..io.budget import max_positions
+from ..io.tokenizer import EOS, MASK
+from . import heads as H
+
+LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def prunable(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """``(name, weight)`` of every weight matrix magnitude pruning may zero, in ``named_modules`` order."""
+    return [(f"{name}.weight", m.weight) for name, m in model.named_modules()
+            if isinstance(m, nn.Linear) and ".layers." in f".{name}"]
+
+
+def _ranks(model: nn.Module) -> tuple[list[tuple[str, torch.Tensor]], list[torch.Tensor]]:
+    """:func:`prunable`'s weights and, per weight matrix, each entry's rank among all their magnitudes
+    (0 = smallest; ties in position order)."""
+    weights = prunable(model)
+    flat = torch.cat([w.detach().abs().flatten().float().cpu() for _, w in weights])
+    rank = torch.empty(flat.numel(), dtype=torch.int64)
+    rank[torch.argsort(flat, stable=True)] = torch.arange(flat.numel())
+    return weights, list(rank.split([w.numel() for _, w in weights]))
+
+
+def _masks(weights, ranks, sparsity: float) -> dict[str, torch.Tensor]:
+    if not 0.0 <= sparsity <= 1.0:
+        raise ValueError(f"sparsity must be between 0 and 1, not {sparsity}")
+    n_off = round(sparsity * sum(r.numel() for r in ranks))
+    return {name: r.ge(n_off).view_as(w) for (name, w), r in zip(weights, ranks)}
+
+
+def magnitude_masks(model: nn.Module, sparsity: float) -> dict[str, torch.Tensor]:
+    """Boolean masks (True = kept) over :func:`prunable`'s weights that remove the ``round(sparsity · N)``
+    smallest magnitudes of all of them together."""
+    return _masks(*_ranks(model), sparsity)
+
+
+def pruned_levels(model: nn.Module, levels):
+    """``(sparsity, pruned copy)`` for each of ``levels``: one copy of ``model`` (eval mode) re-pruned from the
+    original weights at each level, the ranking computed once. Use each copy before taking the next."""
+    weights, ranks = _ranks(model)
+    out = copy.deepcopy(model).eval()
+    mine = dict(prunable(out))
+    for s in levels:
+        masks = _masks(weights, ranks, s)
+        with torch.no_grad():
+            for name, w in weights:
+                mine[name].copy_(w).masked_fill_(~masks[name].to(w.device), 0.0)
+        yield s, out
+
+
+def pruned(model: nn.Module, sparsity: float) -> nn.Module:
+    """A copy of ``model`` (eval mode) with :func:`magnitude_masks`' weights set to zero; ``model`` is unchanged."""
+    return next(pruned_levels(model, [sparsity]))[1]
+
+
+def share_pruned(model: nn.Module, sparsity: float) -> dict[str, float]:
+    """Per weight matrix, the share of its entries the global ranking zeroes at ``sparsity``."""
+    return {name: 1.0 - float(m.float().mean()) for name, m in magnitude_masks(model, sparsity).items()}
+
+
+def share_table(model: nn.Module, sparsity: float) -> tuple[list[str], list[str], torch.Tensor]:
+    """:func:`share_pruned` as a table: rows are layers (``encoder 0``, ``decoder 1``, …), columns the matrices
+    of a layer (``self_attn.qkv``, ``ffn.w1``, …); a cell a layer does not have is NaN."""
+    cells: dict[tuple[str, str], float] = {}
+    for name, share in share_pruned(model, sparsity).items():
+        stack, _, layer, *rest = name.removesuffix(".weight").split(".")
+        cells[(f"{stack} {layer}", ".".join(rest))] = share
+    rows = list(dict.fromkeys(r for r, _ in cells))
+    cols = list(dict.fromkeys(c for _, c in cells))
+    table = torch.full((len(rows), len(cols)), float("nan"))
+    for (r, c), share in cells.items():
+        table[rows.index(r), cols.index(c)] = share
+    return rows, cols, table
+
+
+@dataclass
+class SparsityPoint:
+    """The model pruned to ``sparsity``: held-out loss and token accuracy (teacher forcing), and for
+    translators greedy exact match and pronoun accuracy."""
+    sparsity: float
+    loss: float
+    acc: float
+    metrics: dict = field(default_factory=dict)
+
+
+def sparsity_curve(ck, levels=LEVELS, n: int = 32, progress=None) -> list[SparsityPoint]:
+    """:class:`SparsityPoint` at each of ``levels`` on the model's held-out batch (:func:`heads.eval_batch`,
+    ``n`` items, the batch the head-pruning curve uses). ``progress(k, total)`` after each level."""
+    batch, pairs = H.eval_batch(ck, n=n)
+    translation = bool(pairs) and hasattr(pairs[0], "tgt_pronoun")
+    points = []
+    for k, (s, model) in enumerate(pruned_levels(ck.model, levels)):
+        loss, acc = H.batch_loss(model, batch)
+        metrics = H.translation_quality(ck, pairs, model=model) if translation else {}
+        points.append(SparsityPoint(float(s), loss, acc, metrics))
+        if progress:
+            progress(k + 1, len(levels))
+    return points
+
+
+@torch.no_grad()
+def read_with(ck, model: nn.Module, text: str, max_new: int = 12) -> str:
+    """What ``model`` (``ck``'s model or a pruned copy) makes of ``text``: a translator's greedy translation, a
+    language model's greedy continuation (``max_new`` tokens), a masked LM's input with every ``[MASK]`` filled
+    (its most probable word at each, all at once)."""
+    tok, cfg = ck.tokenizer, model.cfg
+    limit = max_positions(model)
+    if cfg.kind == "encoder-decoder":
+        src = tok.encode(text)[:limit - 1] + [EOS]  # a broken model may babble: at most twice the source, plus 8
+        return tok.decode(generate(model, src=src, max_new=min(limit - 1, 2 * len(src) + 8)).ids)
+    if cfg.kind == "decoder-only":
+        prompt = tok.encode(text)[:limit - 2]
+        return tok.decode(generate(model, prompt=prompt, max_new=max_new).ids)
+    if ck.meta.get("task") != "mlm":
+        raise ValueError("this encoder-only model has no masked-word head of ours to read its output from")
+    ids = tok.frame(mlm.encode_masked(tok, text)[:limit - len(tok.frame([]))])
+    if MASK not in ids:
+        raise ValueError("type [MASK] where a word should be filled in, e.g. “The dog [MASK] the ball.”")
+    return tok.decode(mlm.fill(dataclasses.replace(ck, model=model), ids, top_k=1).best())
