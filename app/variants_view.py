@@ -11,6 +11,7 @@ from app.cache import bounded
 from app.shell import load_model
 from app.text import md
 from core.inference import coverage
+from core.probes import compress
 from core.probes import heads as H
 from core.probes import summaries
 from core.variants import speculative as S
@@ -87,6 +88,51 @@ def gqa_loss(name: str, g: int) -> tuple[float, float]:
     return summaries.gqa_loss(load_model(name), name, g, n=EVAL_N) or _live_gqa_loss(name, g)
 
 
+@bounded(ignore=("progress",))
+def _live_sparsity(name: str, progress=None) -> list:
+    return compress.sparsity_curve(load_model(name), n=EVAL_N, progress=progress)
+
+
+def sparsity_shown(name: str) -> tuple[list | None, bool]:
+    """The held-out quality of the model pruned by weight magnitude at each of ``compress.LEVELS``: shipped
+    (scripts/precompute.py), else computed here under a progress bar with a Stop button: ``(points, complete)``."""
+    shipped = summaries.weights_summary(load_model(name), name, n=EVAL_N)
+    if shipped is not None:
+        return shipped, True
+    label = f"Pruning {name}'s weights to {len(compress.LEVELS)} sparsities"
+    return progress_bar.run(f"weights_sparsity_{name}", label, lambda tell: _live_sparsity(name, progress=tell))
+
+
+def sparsity_reading(points: list) -> str:
+    """Two sentences that read a sparsity curve: the loss at 30 % against none, and the first level where it has
+    risen by more than 10 %."""
+    base = points[0].loss
+    at = {round(100 * p.sparsity): p for p in points}
+    text = ""
+    if 30 in at:
+        p = at[30]
+        text = (f"At 30 % pruned the held-out loss is **{p.loss:.3f}** against {base:.3f} with every weight "
+                f"({p.loss - base:+.3f} nats; token accuracy {p.acc:.1%} against {points[0].acc:.1%}). ")
+    worse = next((p for p in points if p.loss > 1.1 * base), None)
+    if worse is None:
+        return text + "Up to the last level measured the loss stays within 10 % of the unpruned model's."
+    return text + (f"The loss first rises by more than 10 % at **{round(100 * worse.sparsity)} %** pruned "
+                   f"({worse.loss:.3f}).")
+
+
+@bounded
+def share_table(name: str, sparsity: float):
+    """``compress.share_table`` of the model (rows, columns, shares)."""
+    return compress.share_table(load_model(name).model, sparsity)
+
+
+@bounded(spinner="Pruning the weights at ten levels and reading your text with each…")
+def read_pruned(name: str, text: str) -> list[str]:
+    """What the model makes of ``text`` when pruned to each of ``compress.LEVELS`` (``compress.read_with``)."""
+    ck = load_model(name)
+    return [compress.read_with(ck, model, text) for _, model in compress.pruned_levels(ck.model, compress.LEVELS)]
+
+
 @bounded
 def draft(name: str, n_layers: int = 1):
     return S.truncated_draft(load_model(name).model, n_layers)
@@ -136,4 +182,78 @@ def step_html(step: dict) -> str:
             parts.append(span(tok, "background:#b22222;color:white;text-decoration:line-through"))
     if step["target"] is not None:
         parts.append("→ " + span(step["target"], "border:2px solid #1f77b4;font-weight:bold"))
+    return " ".join(parts)
+
+
+SAMPLE_N = 500  # draws of each sampler in the first-token check: a fraction of a second on the lm
+
+
+def _prompt(ck, text: str) -> list[int]:
+    return ck.tokenizer.encode(text)[: max_positions(ck.model) - 2]
+
+
+@st.cache_data(max_entries=32, show_spinner="Drafting, sampling and verifying…")
+def speculative_sampled(name: str, text: str, k: int, max_new: int, temperature: float, seed: int) -> dict:
+    """:func:`core.variants.speculative.speculative_sample` of ``name`` with its one-layer draft, for the page:
+    every round's proposals (display strings) with q, p, min(1, p/q), u and the verdict, and one table row per
+    proposal."""
+    ck = load_model(name)
+    prompt = _prompt(ck, text)
+    res = S.speculative_sample(ck.model, draft(name), prompt=prompt, k=k, max_new=max_new, temperature=temperature,
+                               seed=seed)
+    show = ck.tokenizer.display
+    steps, rows = [], []
+    for i, s in enumerate(res.steps):
+        shown = show(s.proposed) if s.proposed else []
+        verdicts = ["kept" if j < s.accepted else "rejected" if j < len(s.uniforms) else "not checked"
+                    for j in range(len(s.proposed))]
+        steps.append({"proposed": shown, "accept_prob": s.accept_prob, "verdicts": verdicts, "accepted": s.accepted,
+                      "target": None if s.target_token is None else show([s.target_token])[0],
+                      "resampled": s.resampled})
+        for j, tok in enumerate(shown):
+            rows.append({"pass": i + 1, "position": j + 1, "proposal": tok, "q(x̃) draft": s.draft_prob[j],
+                         "p(x̃) target": s.target_prob[j], "min(1, p/q)": s.accept_prob[j],
+                         "u": s.uniforms[j] if j < len(s.uniforms) else None, "verdict": verdicts[j]})
+    why_empty = ("" if res.ids else
+                 f"the prompt already fills the model's window of {max_positions(ck.model)} positions"
+                 if len(prompt) >= max_positions(ck.model) - 2 else
+                 "the first token drawn was the end of the text; try another seed, or leave off a final full stop")
+    cov, notices = coverage_notices(ck, text, name)
+    return {"ids": res.ids, "text": ck.tokenizer.decode(res.ids), "steps": steps, "rows": rows,
+            "why_empty": why_empty, "target_passes": res.target_passes, "draft_passes": res.draft_passes,
+            "proposed": res.proposed, "accepted": res.accepted, "rate": res.acceptance_rate,
+            "resampled": sum(s.resampled for s in res.steps), "notices": notices,
+            "outside": coverage.outside_label(ck) if cov and cov["unknown_words"] else ""}
+
+
+@st.cache_data(max_entries=32, show_spinner="Sampling the first token 500 times each way…")
+def first_token_check(name: str, text: str, temperature: float, seed: int, top: int = 8) -> dict:
+    """:func:`core.variants.speculative.first_token_check` (:data:`SAMPLE_N` draws each) of ``name`` and its draft
+    on ``text``: shares of the ``top`` most likely first tokens (and of all the others together) under the target's
+    exact ``p``, plain target sampling and speculative sampling, and the total-variation distances."""
+    ck = load_model(name)
+    c = S.first_token_check(ck.model, draft(name), prompt=_prompt(ck, text), n=SAMPLE_N, temperature=temperature,
+                            seed=seed)
+    order = c["p"].argsort(descending=True)[:top].tolist()
+
+    def shares(v) -> list[float]:
+        v = v.double() / v.double().sum()
+        return [float(v[i]) for i in order] + [float(1 - v[order].sum())]
+    return {"tokens": ck.tokenizer.display(order) + ["all others"], "p": shares(c["p"]), "plain": shares(c["plain"]),
+            "spec": shares(c["spec"]), "accepted": c["accepted"], "n": c["n"],
+            **{key: v for key, v in c.items() if key.startswith("tv_")}}
+
+
+def sample_step_html(step: dict) -> str:
+    """One speculative-sampling round: each proposal with its min(1, p/q); kept green, rejected red struck
+    through, never checked (after a rejection) grey; then the target's token boxed (residual draw or bonus)."""
+    colours = {"kept": "background:#1e7b1e;color:white", "not checked": "background:#8a8a8a;color:white",
+               "rejected": "background:#b22222;color:white;text-decoration:line-through"}
+    parts = [f"<span style='{colours[v]};padding:1px 4px;border-radius:4px;margin:1px'>{md(tok)}"
+             f"<sub style='margin-left:3px'>{a:.2f}</sub></span>"
+             for tok, a, v in zip(step["proposed"], step["accept_prob"], step["verdicts"])]
+    if step["target"] is not None:
+        how = "residual" if step["resampled"] else "bonus"
+        parts.append(f"→ <span style='border:2px solid #1f77b4;font-weight:bold;padding:1px 4px;border-radius:4px'>"
+                     f"{md(step['target'])}</span> <small>({how})</small>")
     return " ".join(parts)

@@ -58,6 +58,43 @@ if imp_data is not None:
                        "loss": round(p.loss, 4), "token accuracy": round(p.acc, 4), **p.metrics} for p in curve],
                      key="prune_table")
 
+st.header("Pruning weights by magnitude")
+st.markdown("Whole heads are one way to make a model smaller; single weights are another. Gordon et al. (2020) "
+            "found that 30 % of BERT's weights can be pruned by their magnitude without a significant loss. Here "
+            "the weight matrices of every attention and feed-forward layer are ranked together by |w|, and the "
+            "smallest are set to 0 — no retraining. Embeddings, the output layer, norms and biases stay whole.")
+try:
+    sparse, _done = V.sparsity_shown(view.name)
+except ValueError as e:
+    sparse = None
+    st.info(f"No held-out data for this model, so no pruning curve: {md(e)}")
+if sparse:
+    levels = [round(100 * p.sparsity) for p in sparse]
+    quality = {"token accuracy": [p.acc for p in sparse]}
+    for key, label in (("exact_match", "exact match (greedy)"), ("pronoun_accuracy", "pronoun accuracy")):
+        if all(key in p.metrics for p in sparse):
+            quality[label] = [p.metrics[key] for p in sparse]
+    a, b = st.columns(2)
+    a.plotly_chart(figures.lines({"loss": [p.loss for p in sparse]}, levels, title="Held-out loss vs weights pruned",
+                                 x_title="weights pruned (%)", y_title="cross-entropy", **plot), key="wprune_loss")
+    b.plotly_chart(figures.lines(quality, levels, title="Quality vs weights pruned", x_title="weights pruned (%)",
+                                 y_title="accuracy", **plot), key="wprune_quality")
+    st.markdown(V.sparsity_reading(sparse))
+    pick = st.select_slider("Sparsity for the table and the map below (%)", levels, value=50, key="wprune_level")
+    rows, cols, share = V.share_table(view.name, pick / 100)
+    st.plotly_chart(figures.matrix(share, cols, rows, title=f"Share of each matrix pruned at {pick} %",
+                                   x_title="matrix", y_title="layer", value_name="share pruned", show_values=True,
+                                   zmin=0, zmax=1, **plot), key="wprune_share")
+    st.caption("One ranking for all matrices, so a matrix of small weights loses more than its share.")
+    try:
+        outputs = V.read_pruned(view.name, view.text)
+    except ValueError as e:
+        st.info(f"Your sentence with the pruned weights: {md(e)}")
+    else:
+        st.table([{"weights pruned": f"{lv} %",
+                   "what the model makes of your text": md(out) if out else "(nothing: it ends at once)"}
+                  for lv, out in zip(levels, outputs)])
+
 st.header("Multi-query and grouped-query attention")
 st.markdown(r"GQA (Ainslie et al. 2023) lets $h/g$ query heads share one key/value head; MQA (Shazeer 2019) is "
             r"$g = 1$. Per attention module $W_{QKV}$ shrinks from $3hd_h$ to $(h+2g)d_h$ columns, and the KV cache "
@@ -118,6 +155,67 @@ if view.kind == "decoder-only":
 else:  # the shared sentence is one to translate, which a language model would simply end
     text = text_box(f"Prompt for {md(name)} (the sentence above is for {md(view.name)})",
                     PRESETS[name][1] if name in PRESETS else PRESETS["lm"][1], key="spec_prompt")
+mode = st.radio("Verification", ["Greedy", "Sampling"], horizontal=True, key="spec_mode",
+                help="Greedy: keep the proposals equal to the target's own argmax. Sampling: draw the proposals and "
+                     "keep each with probability min(1, p/q).")
+if mode == "Sampling":  # speculative sampling; the greedy panel below (and its timing) is the other mode's
+    c3, c4 = st.columns(2)
+    temperature = c3.slider("Temperature T", 0.1, 2.0, 1.0, step=0.1, key="spec_temp")
+    seed = c4.number_input("Seed", min_value=0, max_value=999_999, value=0, step=1, key="spec_seed")
+    st.markdown(r"Sampling at temperature $T$: the draft **draws** each proposal $\tilde x \sim q$; the target "
+                r"computes $p$ at all of them in one pass and keeps $\tilde x$ with probability "
+                r"$\min(1, p(\tilde x)/q(\tilde x))$. The first rejected proposal is replaced by a draw from "
+                r"$\mathrm{norm}(\max(0, p - q))$; when all are kept, a bonus token is drawn from $p$. Each token is "
+                "then distributed exactly as the target's own sampling at $T$, whatever the draft (Leviathan et al. "
+                "2023; Chen et al. 2023).")
+    samp = V.speculative_sampled(name, text, int(k), int(max_new), float(temperature), int(seed))
+    coverage_view.notices(samp["notices"])
+    coverage_view.output("Prompt", text)
+    if not samp["ids"]:
+        st.info(f"Nothing was generated: {md(samp['why_empty'])}.")
+    else:
+        greedy_rate = V.speculative(name, text, int(k), int(max_new))["rate"]
+        a, b, c = st.columns(3)
+        a.metric("Tokens generated", len(samp["ids"]))
+        b.metric("Target passes", samp["target_passes"], delta=samp["target_passes"] - len(samp["ids"]) - 1,
+                 delta_color="inverse", help=f"Plain sampling: {len(samp['ids']) + 1} passes, one per token.")
+        c.metric("Proposals kept", f"{samp['rate']:.0%}", help=f"{samp['accepted']} of {samp['proposed']} proposals; "
+                 f"greedy verification keeps {greedy_rate:.0%} on this prompt.")
+        coverage_view.output("Continuation", samp["text"], samp["outside"])
+        st.plotly_chart(figures.grouped_bars({"proposed": [len(s["proposed"]) for s in samp["steps"]],
+                                              "kept": [s["accepted"] for s in samp["steps"]]},
+                                             [f"step {i + 1}" for i in range(len(samp["steps"]))],
+                                             x_title="target pass", y_title="tokens",
+                                             title="Per target pass: proposals drawn and kept", **plot),
+                        key="spec_sample_bars")
+        for i, s in enumerate(samp["steps"]):
+            st.markdown(f"**{i + 1}.** " + V.sample_step_html(s), unsafe_allow_html=True)  # md: trusted (escaped)
+        st.caption("Each proposal with its min(1, p/q): green kept (its uniform draw u fell below), red rejected, "
+                   "grey never checked (after a rejection); boxed: the target's token, drawn from the residual "
+                   "norm(max(0, p − q)) after a rejection or from p as a bonus when all were kept.")
+        with st.expander("Every proposal: q, p, min(1, p/q) and the uniform draw u"):
+            st.dataframe(samp["rows"], key="spec_sample_table")
+    st.subheader("Is the output still the target's?")
+    try:
+        chk = V.first_token_check(name, text, float(temperature), int(seed))
+    except ValueError as e:
+        st.info(md(e))
+        st.stop()
+    n = chk["n"]
+    st.plotly_chart(figures.grouped_bars({"target p (exact)": chk["p"], f"target sampling ×{n}": chk["plain"],
+                                          f"speculative ×{n}": chk["spec"]}, chk["tokens"],
+                                         title=f"First token: {n} draws each way", x_title="first generated token",
+                                         y_title="share of draws", **plot), key="spec_dist")
+    st.markdown(f"Total variation between the two histograms: **{chk['tv_spec_plain']:.3f}** (from the exact p: "
+                f"speculative {chk['tv_spec_p']:.3f}, plain {chk['tv_plain_p']:.3f}). Two plain samples of "
+                f"{n} are {chk['tv_plain_plain']:.3f} apart by chance alone, while the draft alone (its q, nothing "
+                f"checked) is {chk['tv_q_p']:.3f} from the target's p. {chk['accepted']} of the {n} speculative first "
+                "tokens were the draft's proposal kept, the others drawn from the residual; computed from p and q "
+                f"themselves, the procedure's distribution is p to within {chk['tv_exact']:.0e}.")
+    st.caption(f"Computed now from {md(name)} and its draft on this prompt at T = {temperature:.1f}: run i makes "
+               f"exactly the draws of speculative_sample(…, max_new=1, seed={int(seed)} + i); plain sampling draws "
+               "from softmax(logits / T) as generate(method=\"sample\") does.")
+    st.stop()
 spec = V.speculative(name, text, int(k), int(max_new))
 if not spec["ids"]:
     coverage_view.output("Prompt", text)  # the prompt read, whole, as text, whatever the model made of it

@@ -6,7 +6,10 @@ from streamlit.testing.v1 import AppTest
 
 from apptest import open_page
 
+from app.text import md
+from core.inference.runner import run
 from core.io import registry
+from core.probes import compress as C
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -34,6 +37,7 @@ def test_page_renders_all_three_sections(model):
     at = variants_page(model)
     names = titles(at)
     for start in ("Margin drop with this head alone", "Pruning curve: loss", "Pruning curve: quality",
+                  "Held-out loss vs weights pruned", "Quality vs weights pruned", "Share of each matrix pruned at 50 %",
                   "Layer 0: every query head and its K/V head", "Per target pass"):
         assert any(t.startswith(start) for t in names), (start, names)
     assert {"H0 · K/V 0", "H3 · K/V 1"} <= set(gqa_heads(at))
@@ -47,12 +51,35 @@ def test_page_renders_all_three_sections(model):
         assert {d["name"] for d in quality["data"]} >= {"exact match (greedy)", "pronoun accuracy"}
     unit = {TRANSLATOR: "sentence pairs", "lm-tiny": "windows", "mlm": "lines, 15 % of their tokens hidden"}[model]
     assert any(c.value.startswith(f"Evaluation: 32 held-out {unit};") for c in at.caption)
+    pruned_weights_section(at, model)
     at.radio(key="gqa_g").set_value(1).run()
     assert not at.exception, [e.value for e in at.exception]
     assert "H3 · K/V 0" in gqa_heads(at)
     at.select_slider(key="spec_k").set_value(1).run()
     assert not at.exception and not at.error
     assert any("identical" in s.value for s in at.success)
+
+
+def pruned_weights_section(at, model):
+    """The weight-pruning section: its curve is the model's own (compress.sparsity_curve on the same batch), the
+    sentence table has one row per level, and unpruned it reads the sentence as the page's model does."""
+    ck = registry.load(model)
+    curve = next(json.loads(el.proto.spec) for el in at.get("plotly_chart")
+                 if json.loads(el.proto.spec)["layout"]["title"]["text"].startswith("Held-out loss vs weights"))
+    shipped = C.sparsity_curve(ck, levels=(0.0, 0.9))
+    assert curve["data"][0]["x"] == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90]
+    assert [curve["data"][0]["y"][0], curve["data"][0]["y"][-1]] == pytest.approx([p.loss for p in shipped], abs=1e-4)
+    text = next(w for w in [*at.text_area, *at.text_input] if w.key == "sentence").value
+    table = next(t.value for t in at.table if "weights pruned" in t.value.columns)
+    assert list(table["weights pruned"]) == [f"{x} %" for x in range(0, 100, 10)]
+    first = table["what the model makes of your text"].iloc[0]
+    if model == TRANSLATOR:
+        assert first == md(run(ck, text).output)
+    if model == "mlm":  # the typed [MASK] filled in
+        assert "[MASK]" in text and "MASK" not in first and first.startswith("The ")
+    assert first == md(C.read_with(ck, ck.model, text))
+    at.select_slider(key="wprune_level").set_value(90).run()
+    assert "Share of each matrix pruned at 90 %" in titles(at)
 
 
 def test_speculative_panel_on_a_translator_page_prompts_the_lm_and_generates():
@@ -94,3 +121,39 @@ def test_a_synthetic_model_whose_tokenizer_lacks_its_symbols_is_named_not_a_trac
     said = " ".join(i.value for i in at.info).replace("\\", "")  # the escaper's backslashes
     assert "lacks 10 of the 20 symbols of the copy task (a b c d e f g h i j)" in said, said
     assert any("n_kv_heads" in d.value.columns for d in at.dataframe)
+
+
+def test_sampling_mode_shows_the_samplers_own_acceptance_probabilities_and_first_token_check():
+    """Speculative sampling on the page: the table's min(1, p/q) are those speculative_sample computes for the same
+    prompt, k, length, temperature and seed; the first-token histograms are first_token_check's."""
+    from core.io.budget import max_positions
+    from core.variants import speculative as S
+    at = variants_page("lm-tiny")
+    at.radio(key="spec_mode").set_value("Sampling").run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    at.slider(key="spec_temp").set_value(0.8).run()
+    at.number_input(key="spec_seed").set_value(7).run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert not any("identical to the target's greedy decoding" in s.value for s in at.success)  # greedy's panel
+    ck = registry.load("lm-tiny")
+    text = next(w for w in [*at.text_area, *at.text_input] if w.key == "sentence").value
+    prompt = ck.tokenizer.encode(text)[: max_positions(ck.model) - 2]
+    draft = S.truncated_draft(ck.model, 1)
+    res = S.speculative_sample(ck.model, draft, prompt=prompt, k=4, max_new=32, temperature=0.8, seed=7)
+    assert res.proposed > 0
+    table = next(d.value for d in at.dataframe if "min(1, p/q)" in d.value.columns)
+    assert list(table["min(1, p/q)"]) == pytest.approx([a for s in res.steps for a in s.accept_prob], abs=1e-9)
+    assert list(table["proposal"]) == [t for s in res.steps for t in ck.tokenizer.display(s.proposed)]
+    assert (table["verdict"] == "kept").sum() == res.accepted
+    kept = next(m.value for m in at.metric if m.label == "Proposals kept")
+    assert kept == f"{res.acceptance_rate:.0%}"
+    assert int(next(m.value for m in at.metric if m.label == "Tokens generated")) == len(res.ids)
+    dist = next(json.loads(el.proto.spec) for el in at.get("plotly_chart")
+                if json.loads(el.proto.spec)["layout"]["title"]["text"].startswith("First token: 500 draws"))
+    check = S.first_token_check(ck.model, draft, prompt=prompt, n=500, temperature=0.8, seed=7)
+    bars = {d["name"]: d["y"] for d in dist["data"]}
+    top = check["p"].argsort(descending=True)[:8]
+    assert bars["speculative ×500"][:8] == pytest.approx((check["spec"][top].double() / 500).tolist(), abs=1e-9)
+    assert bars["target sampling ×500"][:8] == pytest.approx((check["plain"][top].double() / 500).tolist(), abs=1e-9)
+    assert sum(bars["speculative ×500"]) == pytest.approx(1.0)
+    assert any(f"**{check['tv_spec_plain']:.3f}**" in m.value for m in at.markdown)
