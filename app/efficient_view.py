@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from app.cache import bounded
 from core.variants import efficient as E
+from core.variants import span as SP
 
 FEATURES = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 MAX_DEFAULT_TILES = 8  # the tile slider starts where the followed query reads at most this many key blocks
@@ -26,3 +27,36 @@ def default_tile(n_tokens: int) -> int:
     """The tile slider's first value: 2 for a short sentence (each online-softmax step visible), larger for a long one
     so the table has at most :data:`MAX_DEFAULT_TILES` rows (a 104-token sentence at tile 2 walked 2,704 tiles)."""
     return max(min(2, n_tokens), -(-n_tokens // MAX_DEFAULT_TILES))
+
+
+def span_table(res, kind: str, mass: float = 0.9, quantile: float = 0.9):
+    """``[layers, heads]`` spans of one stack's self-attention on the traced sentence (``span.query_spans`` of
+    every query, the ``quantile`` over them per head)."""
+    import torch
+    rows = []
+    for layer in range(res.trace.n_layers(kind)):
+        per_query = SP.query_spans(res.trace.attention(kind, layer)[0].float(), mass)  # [H, T]
+        rows.append(torch.quantile(per_query.float(), quantile, dim=1, interpolation="higher"))
+    return torch.stack(rows)
+
+
+@bounded(spinner="Measuring every head's span on held-out text, then cutting each head there…")
+def span_study(name: str) -> SP.SpanResult:
+    """``span.span_experiment`` on the model's held-out batch (the one the Heads page ranks heads on)."""
+    from app.shell import load_model
+    return SP.span_experiment(load_model(name))
+
+
+def span_reading(study: SP.SpanResult) -> str:
+    """What the held-out cut shows, in numbers: each head cut to its span against one radius for all."""
+    full, cut, uniform = study.full[0], study.cut[0], study.uniform[0]
+    heads = sum(len(r) for r in study.spans.values())
+    shortest = min(((int(x), n, h) for n, r in study.spans.items() for h, x in enumerate(r)))
+    text = (f"On {study.length}-token held-out {'windows' if study.length > 32 else 'sentences'}, the {heads} heads' "
+            f"spans run from **{shortest[0]}** ({shortest[1]} H{shortest[2]}) to "
+            f"**{max(int(x) for r in study.spans.values() for x in r)}** tokens. Cut to them, the model computes "
+            f"{study.cut_share:.0%} of the pairs and its loss moves by **{cut - full:+.4f}** nats; one radius for "
+            f"every head with as many pairs moves it by **{uniform - full:+.4f}**.")
+    if uniform - full > 1.5 * max(cut - full, 1e-4):
+        text += " Heads differ in how far they look, so a span per head loses less than one window for all."
+    return text

@@ -12,7 +12,8 @@ run's values into chosen heads or positions. Names are checked against :func:`ho
 The mask an attention applies is a hook point too, ``{attention}.mask``: the additive mask
 (0 = may look, ``-inf`` = may not) as a ``[B, 1, Tq, Tk]`` tensor, padding, window and causal mask
 folded in (what the Trace keeps under the same name). A hook that returns a mask replaces it; the
-attention then applies exactly that mask (and no causal mask of its own). The mask is built only
+attention then applies exactly that mask (and no causal mask of its own). It may return ``[B, H, Tq, Tk]``
+instead: one mask per head (:mod:`core.variants.span` cuts each head to its own span). The mask is built only
 when a hook is registered at that point: without one the attention runs as before.
 
 Three ways to pass hooks (TransformerLens's ``run_with_hooks`` / ``hooks`` context)::
@@ -167,7 +168,7 @@ class Hooks:
         for fn in self.fns.get(name, ()):
             new = fn(tensor, name)
             if new is not None:
-                if new.shape != tensor.shape:
+                if new.shape != tensor.shape and not _per_head_mask(name, new, tensor):
                     raise ValueError(f"hook on {name} returned shape {tuple(new.shape)}, expected {tuple(tensor.shape)}")
                 tensor = new
         if self.trace is not None:
@@ -177,6 +178,12 @@ class Hooks:
 
 
 NO_HOOKS = Hooks()
+
+
+def _per_head_mask(name: str, new: torch.Tensor, old: torch.Tensor) -> bool:
+    """A mask hook may return ``[B, H, Tq, Tk]`` for the ``[B, 1, Tq, Tk]`` it was given: one mask per head."""
+    return (name.endswith(".mask") and new.dim() == 4 and old.shape[1] == 1
+            and new.shape[:1] + new.shape[2:] == old.shape[:1] + old.shape[2:])
 
 
 # ------------------------------------------------------------------ hook functions the core uses

@@ -13,6 +13,7 @@ from app.shell import page_run
 from app.text import code, md
 from core.variants import attention_cost as cost
 from core.variants import efficient as E
+from core.variants import span as SP
 
 COST_JSON = Path(os.environ.get("ATTENTION_COST_JSON", Path(__file__).resolve().parents[1] / "docs" / "attention_cost.json"))
 FEATURES = list(EV.FEATURES)
@@ -94,6 +95,35 @@ win, _, allowed = E.sliding_window_attention(q, k, v, window, glob, causal=causa
 st.plotly_chart(heat(win, f"Sliding window w = {window}, {len(glob)} global token(s)"), key="window_map")
 st.markdown(f"{int(allowed.sum())} of {allowed.numel()} query–key pairs computed; they carry "
             f"**{E.mass_kept(exact, allowed).mean():.1%}** of the full attention mass on average.")
+
+st.header("Adaptive span: how far each head looks")
+st.markdown(r"Sukhbaatar et al. (2019) saw that many heads of a trained model attend only to nearby tokens, and gave "
+            r"each head its own span, learned with a soft mask $m_z(x)=\min(1,\max(0,(R+z-x)/R))$ on the distance "
+            r"$x$. Nothing is trained here: a head's **span** is measured as the smallest radius $r$ whose keys "
+            r"$|i-j|\le r$ hold 90 % of a query's attention, taken at the 90th percentile of its queries.")
+spans = EV.span_table(res, kind)
+st.plotly_chart(figures.matrix(spans, [f"H{h}" for h in range(n_heads)], [f"L{i}" for i in range(len(spans))],
+                               title=f"{stack} self-attention: span of each head on your text", x_title="head",
+                               y_title="layer", value_name="span (tokens)", show_values=True, zmin=0,
+                               zmax=max(len(tokens) - 1, 1), **plot), key="span_heads")
+reach = SP.radius_mass(res.trace.attention(kind, layer)[0, head].float()).mean(0)
+st.plotly_chart(figures.lines({f"L{layer} H{head}": reach.tolist()}, list(range(len(tokens))),
+                              title=f"L{layer} H{head}: attention within radius r (mean of queries)",
+                              x_title="radius r (tokens)", y_title="share of attention", y_range=[0, 1.02], **plot),
+                key="span_reach")
+st.caption(f"Layer {layer}, head {head} (the pickers at the top): its span on your text is "
+           f"{int(spans[layer, head])} of at most {len(tokens) - 1} tokens.")
+try:
+    study = EV.span_study(view.name)
+except ValueError as e:
+    st.info(f"No held-out text for this model, so no cut: {md(e)}")
+else:
+    (fl, fa), (cl, ca), (ul, ua) = study.full, study.cut, study.uniform
+    st.dataframe({"every self-attention head": ["whole", "cut to its own span", f"one radius, {study.uniform_radius}"],
+                  "query–key pairs computed": ["100 %", f"{study.cut_share:.1%}", f"{study.uniform_share:.1%}"],
+                  "held-out loss": [round(fl, 4), round(cl, 4), round(ul, 4)],
+                  "token accuracy": [f"{fa:.1%}", f"{ca:.1%}", f"{ua:.1%}"]}, key="span_study")
+    st.markdown(EV.span_reading(study))
 
 st.header("FlashAttention: exact attention, one tile at a time")
 st.markdown(r"Dao et al. (2022) never build the T×T matrix: a block of queries walks the key blocks keeping, per "

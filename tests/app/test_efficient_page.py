@@ -151,3 +151,24 @@ def test_the_error_curve_is_drawn_once_per_sentence_and_head_and_long_sentences_
     assert at.slider(key="flash_block").value == 2  # a short sentence: every online-softmax step visible
     assert default_tile(104) == 13 and -(-104 // default_tile(104)) <= MAX_DEFAULT_TILES
     assert [default_tile(n) for n in (1, 2, 12, 16, 17)] == [1, 2, 2, 2, 3]
+
+
+def test_span_section_measures_this_sentence_and_cuts_the_held_out_text():
+    """The span map is query_spans of this sentence's own attention (the 90th percentile per head), the table is
+    span_experiment's held-out cut, and the reading quotes its numbers."""
+    from core.variants import span as S
+    at = efficient_page("lm-tiny")
+    assert not at.exception, [e.value for e in at.exception]
+    ck = registry.load("lm-tiny")
+    text = next(w for w in [*at.text_area, *at.text_input] if w.key == "sentence").value
+    trace = runner.run(ck, text).trace
+    fig = next(f for t, f in charts(at).items() if t.replace("<br>", " ").endswith("span of each head on your text"))
+    for layer, row in enumerate(fig["data"][0]["z"]):
+        spans = S.query_spans(trace.attention("decoder", layer)[0].float(), 0.9)
+        assert row == [float(s.float().quantile(0.9, interpolation="higher")) for s in spans]
+    res = S.span_experiment(ck)
+    table = next(d.value for d in at.dataframe if "query–key pairs computed" in d.value.columns)
+    assert list(table["held-out loss"]) == [round(res.full[0], 4), round(res.cut[0], 4), round(res.uniform[0], 4)]
+    assert table["query–key pairs computed"].iloc[1] == f"{res.cut_share:.1%}"
+    reading = next(m.value for m in at.markdown if "one radius for every head" in m.value)
+    assert f"{res.cut[0] - res.full[0]:+.4f}" in reading and f"{res.uniform[0] - res.full[0]:+.4f}" in reading
