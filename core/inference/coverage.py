@@ -183,6 +183,54 @@ def shape_notice(ck, text: str, cov: dict | None, name: str | None = None) -> st
             "a guess.")
 
 
+# Function words of French and German that are not English words (so "die", "was", "on", "son" are left out):
+# a sentence made of them was typed in the wrong language.
+FOREIGN = {
+    "French": frozenset(
+        "le la les des du au aux est sont suis sommes êtes une et je tu nous vous ils elle elles dans avec pour qui "
+        "que sur ce cette ces mon ma mes ton ta tes sa ses leur leurs pas très mais ou où être avoir il ont était "
+        "aujourd'hui bonjour merci oui non chez quand parce c'est n'est j'ai qu'il qu'elle avait ne trop lui été "
+        "fait".split()),
+    "German": frozenset(
+        "der das und ist nicht ich du wir ihr sie ein eine einen einem einer mit für auf dem den zu von im es sind "
+        "bist haben auch aber oder wie wo wer heute danke ja nein sehr mein meine dein deine kein keine nach bei "
+        "aus über unter schon noch nur gibt geht weil er waren wurde hatte konnte konnten dass sich wenn zum zur "
+        "vom ins".split()),
+}
+ACCENTS = {"French": set("éèêëàâçùûôîïœ"), "German": set("äöüß")}
+SYNTHETIC_TASKS = ("copy", "reverse", "sort")
+
+
+def foreign_language(text: str) -> tuple[str, list[str]] | None:
+    """``(language, its function words found)`` when ``text`` reads as French or German rather than English: at
+    least two of the language's function words that English lacks, making up ≥ 25 % of the words (one is enough
+    with an accented letter of that language). None otherwise."""
+    ws = words(text)
+    best = None
+    for lang, vocab in FOREIGN.items():
+        hits = [w for w in ws if w in vocab]
+        accented = any(c in ACCENTS[lang] for c in text.lower())
+        if (len(hits) >= 2 or (hits and accented)) and len(hits) >= 0.25 * len(ws):
+            if best is None or len(hits) > len(best[1]):
+                best = (lang, list(dict.fromkeys(hits)))
+    return best
+
+
+def language_notice(ck, text: str, name: str | None = None) -> str | None:
+    """For a model that reads English, a text that looks French or German: say so and what the model reads."""
+    if ck.meta.get("task") in SYNTHETIC_TASKS:
+        return None
+    found = foreign_language(text)
+    if found is None:
+        return None
+    lang, hits = found
+    name = name or model_name(ck)
+    target = {"fr": "French", "de": "German"}.get(str(ck.meta.get("task", ""))[-2:]) if is_translation(ck) else None
+    reads = (f"{name} translates English into {target}" if target else f"{name} reads English")
+    return (f"This looks like {lang} ({', '.join(hits[:4])}), not English: {reads}, so what it makes of this "
+            "text says little. Type an English sentence.")
+
+
 def outside_label(ck) -> str:
     """How a page marks the output of a sentence with unknown words."""
     return OUTSIDE if is_translation(ck) else OUTSIDE_GENERIC

@@ -185,3 +185,39 @@ def test_minilm_unknown_words_are_those_read_as_unk():
     assert cov == {"unknown_words": ["ᚠᚢᚦ"], "known_share": 5 / 6}  # zorblax is spelled in word pieces
     res = run(ck, "The ᚠᚢᚦ is here.")
     assert res.outside and "Unknown to minilm: ᚠᚢᚦ" in res.notices[0] and "broad English" in res.notices[0]
+
+
+def _dev_rows():
+    import csv
+    from pathlib import Path
+    rows = []
+    for name in ("winograd_dev.tsv", "winograd_dev2.tsv", "winograd_dev3.tsv"):
+        lines = [line for line in (Path(__file__).parents[1] / "data" / name).read_text(encoding="utf-8").splitlines()
+                 if not line.startswith("#")]
+        rows += list(csv.DictReader(lines, delimiter="\t"))
+    return rows
+
+
+def test_french_and_german_are_told_apart_from_english_on_the_dev_sets():
+    """The 283 hand-written dev sentences: no English source is taken for French or German, and nearly every
+    French and German reference is named as its language (measured 277 and 275 of 283)."""
+    rows = _dev_rows()
+    assert len(rows) == 283
+    assert [r["en"] for r in rows if coverage.foreign_language(r["en"])] == []
+    for lang, column in (("French", "fr"), ("German", "de")):
+        named = [coverage.foreign_language(r[column]) for r in rows]
+        assert sum(n is not None and n[0] == lang for n in named) >= 0.95 * len(rows), lang
+
+
+def test_a_translator_given_french_says_so_first_and_a_synthetic_model_never_does():
+    ck = checkpoint.load("assets/models/en-fr")
+    from core.inference.runner import coverage_notices
+    _, notices = coverage_notices(ck, "Le chat est sur la table.", "en-fr")
+    assert notices[0].startswith("This looks like French (le, est, sur, la), not English: en-fr translates "
+                                 "English into French")
+    _, notices = coverage_notices(ck, "Der Hund ist sehr müde.", "en-fr")
+    assert notices[0].startswith("This looks like German (der, ist, sehr)")
+    assert not any("looks like" in n for n in coverage_notices(ck, TROPHY, "en-fr")[1])
+    lm = SimpleNamespace(meta={"task": "lm-large", "name": "lm"})
+    assert "lm reads English" in coverage.language_notice(lm, "Je suis très fatigué.")
+    assert coverage.language_notice(SimpleNamespace(meta={"task": "copy"}), "le la les des") is None
