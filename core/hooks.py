@@ -12,9 +12,10 @@ run's values into chosen heads or positions. Names are checked against :func:`ho
 The mask an attention applies is a hook point too, ``{attention}.mask``: the additive mask
 (0 = may look, ``-inf`` = may not) as a ``[B, 1, Tq, Tk]`` tensor, padding, window and causal mask
 folded in (what the Trace keeps under the same name). A hook that returns a mask replaces it; the
-attention then applies exactly that mask (and no causal mask of its own). It may return ``[B, H, Tq, Tk]``
-instead: one mask per head (:mod:`core.variants.span` cuts each head to its own span). The mask is built only
-when a hook is registered at that point: without one the attention runs as before.
+attention then applies exactly that mask (and no causal mask of its own). It may return
+``[B, H, Tq, Tk]`` instead: one mask per head (:func:`core.probes.compress.span_hooks` cuts each head to its
+own span). The mask is built only when a hook is registered at that point: without one the attention runs as
+before.
 
 Three ways to pass hooks (TransformerLens's ``run_with_hooks`` / ``hooks`` context)::
 

@@ -13,7 +13,7 @@ from app.shell import page_run
 from app.text import code, md
 from core.variants import attention_cost as cost
 from core.variants import efficient as E
-from core.variants import span as SP
+from core.probes import compress as SP
 
 COST_JSON = Path(os.environ.get("ATTENTION_COST_JSON", Path(__file__).resolve().parents[1] / "docs" / "attention_cost.json"))
 FEATURES = list(EV.FEATURES)
@@ -156,6 +156,31 @@ st.markdown(f"All rows: max |tiled − exact| **{E.gap(tiled.out, exact_out)['ma
 st.caption("On a GPU the tiles live in fast on-chip memory, which is where FlashAttention's speed comes from; here "
            "the tiling is shown on this head's real queries, keys and values. The model itself runs torch's fused "
            "scaled_dot_product_attention, timed against the explicit form in the chart below.")
+
+st.header("Reversible layers: recompute instead of store")
+st.markdown(r"The Reformer (Kitaev et al. 2020) makes its layers invertible with reversible residual connections "
+            r"(Gomez et al. 2017). A block reads two streams and writes $y_1=x_1+F(x_2)$, $y_2=x_2+G(y_1)$, with "
+            r"$F$ the attention and $G$ the feed-forward sublayer; its inputs come back from its outputs as "
+            r"$x_2=y_2-G(y_1)$, then $x_1=y_1-F(x_2)$. So training need not store them: the backward pass rebuilds "
+            r"each block's inputs from the block above and keeps one block's activations at a time.")
+rev = EV.reversible_study(view.name, view.text, view.tgt, kind)
+rev_mb = {"ordinary autograd": [b / 1e6 for b in rev.ordinary],
+          "reversible (output only)": [b / 1e6 for b in rev.reversible]}
+st.plotly_chart(figures.lines(rev_mb, rev.depths, title="Activations saved for the backward vs depth",
+                              x_title="reversible blocks N", y_title="saved MB", **plot), key="rev_memory")
+st.markdown(EV.reversible_reading(rev))
+st.dataframe({"blocks N": rev.depths, "ordinary autograd (MB)": [round(b / 1e6, 4) for b in rev.ordinary],
+              "reversible (MB)": [round(b / 1e6, 4) for b in rev.reversible],
+              "max |x − x̂| after the inverse": [float(f"{e:.2e}") for e in rev.error]}, key="rev_table")
+ours = rev.source == "model"
+used = (f"this model's own {kind} layers (block i uses layer i mod {rev.layers}; each LayerNorm is applied before "
+        "its sublayer)" if ours else "a freshly initialised two-layer stack of this model's width (seed 0): it is "
+        "not a Transformer of ours, so it has no layers to lend")
+st.caption(f"F and G come from {used}; both streams start as your sentence's embeddings, as in the Reformer. Our "
+           "models were trained with ordinary residual connections, not reversible ones, so these blocks borrow the "
+           "weights only to show the mechanism: they do not compute what the model computes. Memory is counted, not "
+           "timed: the bytes of every tensor autograd saves for the backward (torch's saved_tensors_hooks), each "
+           "buffer once, weights left out.")
 
 st.header("Cost as the sequence grows")
 data = json.loads(COST_JSON.read_text(encoding="utf-8")) if COST_JSON.exists() else st.session_state.get("cost_live")

@@ -7,6 +7,7 @@
 * :mod:`~core.probes.attribution` - per-head attributions of the pronoun decision;
 * :mod:`~core.probes.coref` - which heads link a pronoun to its antecedent (scoreboards, ablation);
 * :mod:`~core.probes.heads` - head importance and pruning, key/value-head savings;
+* :mod:`~core.probes.compress` - weights pruned by magnitude; how far each head looks, and each head cut there;
 * :mod:`~core.probes.patch` - activation patching between minimal pairs;
 * :mod:`~core.probes.patch_board` - its probe-set scoreboard kept beside the weights, and its command line
   (``python -m core.probes.patch_board``, or ``python -m core.probes.patch`` as before);

@@ -6,7 +6,9 @@
 * :mod:`~core.variants.recurrence` - an LSTM seq2seq baseline by length (``python -m core.variants.recurrence``);
 * :mod:`~core.variants.xl` - a small Transformer-XL language model with segment memory
   (``python -m core.variants.xl``);
-* :mod:`~core.variants.speculative` - speculative decoding with a draft model.
+* :mod:`~core.variants.speculative` - speculative decoding with a draft model, greedy and sampled;
+* :mod:`~core.variants.reversible` - reversible residual blocks (RevNet / Reformer): inputs recomputed by
+  inversion in the backward instead of stored.
 
 May import: the model core, :mod:`core.io`, :mod:`core.inference`, :mod:`core.training` and :mod:`core.data`;
 never probes, app/, pages/ or streamlit.

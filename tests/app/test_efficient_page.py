@@ -156,7 +156,7 @@ def test_the_error_curve_is_drawn_once_per_sentence_and_head_and_long_sentences_
 def test_span_section_measures_this_sentence_and_cuts_the_held_out_text():
     """The span map is query_spans of this sentence's own attention (the 90th percentile per head), the table is
     span_experiment's held-out cut, and the reading quotes its numbers."""
-    from core.variants import span as S
+    from core.probes import compress as S
     at = efficient_page("lm-tiny")
     assert not at.exception, [e.value for e in at.exception]
     ck = registry.load("lm-tiny")
@@ -172,3 +172,30 @@ def test_span_section_measures_this_sentence_and_cuts_the_held_out_text():
     assert table["query–key pairs computed"].iloc[1] == f"{res.cut_share:.1%}"
     reading = next(m.value for m in at.markdown if "one radius for every head" in m.value)
     assert f"{res.cut[0] - res.full[0]:+.4f}" in reading and f"{res.uniform[0] - res.full[0]:+.4f}" in reading
+
+
+@pytest.mark.parametrize("model, kind", [("en-fr", "encoder"), ("lm", "decoder")])
+def test_the_reversible_section_shows_the_core_counts_on_this_sentence(model, kind):
+    """The section's chart, table and reading are core.variants.reversible.model_report on the sentence's own
+    embeddings with the model's own layers: ordinary autograd's saved bytes grow with depth, the reversible stack's
+    do not, and the inverse gives the embeddings back."""
+    from core.variants import reversible as RV
+    at = efficient_page(model)
+    ck = registry.load(model)
+    x = runner.run(ck, at.text_area(key="sentence").value).trace[f"{kind}.embed.out"]
+    rep = RV.model_report(ck.model, x, kind)
+    assert rep.source == "model" and rep.ordinary[-1] == 8 * rep.ordinary[0] and len(set(rep.reversible)) == 1
+    fig = charts(at)["Activations saved for the backward vs depth"]
+    lines = {d["name"]: d for d in fig["data"]}
+    assert lines["ordinary autograd"]["x"] == rep.depths == list(range(1, 9))
+    assert lines["ordinary autograd"]["y"] == [b / 1e6 for b in rep.ordinary]
+    assert lines["reversible (output only)"]["y"] == [b / 1e6 for b in rep.reversible]
+    table = next(df.value for df in at.dataframe if "blocks N" in df.value.columns)
+    assert list(table["reversible (MB)"]) == [round(b / 1e6, 4) for b in rep.reversible]
+    assert list(table["max |x − x̂| after the inverse"]) == [float(f"{e:.2e}") for e in rep.error]
+    assert 0 < max(rep.error) < 1e-5 * rep.output_scale  # float32 rounding of the streams, nothing more
+    said = " ".join(m.value for m in at.markdown)
+    assert (f"ordinary autograd keeps **{rep.ordinary[-1] / 1e6:.3f} MB**" in said
+            and f"reversible stack **{rep.reversible[-1] / 1e6:.3f} MB** at every depth" in said
+            and f"return to within **{rep.error[-1]:.1e}**" in said), said
+    assert any(f"this model's own {kind} layers" in c.value and "not reversible ones" in c.value for c in at.caption)

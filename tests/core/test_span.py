@@ -1,4 +1,4 @@
-"""Attention spans (core.variants.span): the radius that holds a share of a query's attention, per-head span
+"""Attention spans (core.probes.compress): the radius that holds a share of a query's attention, per-head span
 masks through the mask hook, and the held-out cut."""
 import pytest
 import torch
@@ -7,7 +7,7 @@ from core.config import ModelConfig
 from core.io import registry
 from core.model import Transformer
 from core.probes import heads as H
-from core.variants import span as S
+from core.probes import compress as S
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
