@@ -130,7 +130,14 @@ def share_table(name: str, sparsity: float):
 def read_pruned(name: str, text: str) -> list[str]:
     """What the model makes of ``text`` when pruned to each of ``compress.LEVELS`` (``compress.read_with``)."""
     ck = load_model(name)
-    return [compress.read_with(ck, model, text) for _, model in compress.pruned_levels(ck.model, compress.LEVELS)]
+    levels = compress.pruned_levels(ck.model, compress.LEVELS, _cuts(name))
+    return [compress.read_with(ck, model, text) for _, model in levels]
+
+
+@bounded
+def _cuts(name: str) -> list:
+    """Where each sparsity level cuts this model's weights (``compress.cuts``: one sort, a few numbers)."""
+    return compress.cuts(load_model(name).model, compress.LEVELS)
 
 
 @bounded

@@ -46,37 +46,59 @@ def prunable(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
             if isinstance(m, nn.Linear) and ".layers." in f".{name}"]
 
 
-def _ranks(model: nn.Module) -> tuple[list[tuple[str, torch.Tensor]], list[torch.Tensor]]:
-    """:func:`prunable`'s weights and, per weight matrix, each entry's rank among all their magnitudes
-    (0 = smallest; ties in position order)."""
-    weights = prunable(model)
-    flat = torch.cat([w.detach().abs().flatten().float().cpu() for _, w in weights])
-    rank = torch.empty(flat.numel(), dtype=torch.int64)
-    rank[torch.argsort(flat, stable=True)] = torch.arange(flat.numel())
-    return weights, list(rank.split([w.numel() for _, w in weights]))
+def cuts(model: nn.Module, levels) -> list[tuple[float, int]]:
+    """Where each of ``levels`` cuts, from one sort of all :func:`prunable` magnitudes: ``(t, k)`` per level —
+    every weight with |w| < t goes, and the first ``k`` (in :func:`prunable` order, then position) with |w| = t,
+    so exactly ``round(s · N)`` go. A few numbers per level: a page keeps them per model and prunes again
+    without sorting."""
+    out = []
+    for s in levels:
+        if not 0.0 <= s <= 1.0:
+            raise ValueError(f"sparsity must be between 0 and 1, not {s}")
+    ordered = torch.sort(torch.cat([w.detach().abs().flatten().float().cpu() for _, w in prunable(model)])).values
+    for s in levels:
+        n_off = round(s * ordered.numel())
+        if n_off == 0:
+            out.append((0.0, 0))
+            continue
+        t = ordered[n_off - 1]
+        out.append((float(t), n_off - int(torch.searchsorted(ordered, t, right=False))))
+    return out
 
 
-def _masks(weights, ranks, sparsity: float) -> dict[str, torch.Tensor]:
-    if not 0.0 <= sparsity <= 1.0:
-        raise ValueError(f"sparsity must be between 0 and 1, not {sparsity}")
-    n_off = round(sparsity * sum(r.numel() for r in ranks))
-    return {name: r.ge(n_off).view_as(w) for (name, w), r in zip(weights, ranks)}
+def _masks(weights, cut: tuple[float, int]) -> dict[str, torch.Tensor]:
+    """Boolean masks (True = kept) of one :func:`cuts` entry over ``weights``."""
+    t, k = cut
+    masks, ties_before = {}, 0
+    for name, w in weights:
+        mag = w.detach().abs().float()
+        off = mag < t
+        if k:
+            tie = (mag == t).flatten()
+            first = tie & (tie.cumsum(0) + ties_before <= k)
+            ties_before += int(tie.sum())
+            off |= first.view_as(off)
+        masks[name] = ~off
+    return masks
 
 
 def magnitude_masks(model: nn.Module, sparsity: float) -> dict[str, torch.Tensor]:
     """Boolean masks (True = kept) over :func:`prunable`'s weights that remove the ``round(sparsity · N)``
-    smallest magnitudes of all of them together."""
-    return _masks(*_ranks(model), sparsity)
+    smallest magnitudes of all of them together (ties in :func:`prunable` order, then position)."""
+    return _masks(prunable(model), cuts(model, [sparsity])[0])
 
 
-def pruned_levels(model: nn.Module, levels):
+def pruned_levels(model: nn.Module, levels, cut_at: list | None = None):
     """``(sparsity, pruned copy)`` for each of ``levels``: one copy of ``model`` (eval mode) re-pruned from the
-    original weights at each level, the ranking computed once. Use each copy before taking the next."""
-    weights, ranks = _ranks(model)
+    original weights at each level (``cut_at``: :func:`cuts` of these levels, when already known). Use each copy
+    before taking the next."""
+    levels = list(levels)
+    weights = prunable(model)
+    cut_at = cuts(model, levels) if cut_at is None else cut_at
     out = copy.deepcopy(model).eval()
     mine = dict(prunable(out))
-    for s in levels:
-        masks = _masks(weights, ranks, s)
+    for s, cut in zip(levels, cut_at):
+        masks = _masks(weights, cut)
         with torch.no_grad():
             for name, w in weights:
                 mine[name].copy_(w).masked_fill_(~masks[name].to(w.device), 0.0)
