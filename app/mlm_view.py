@@ -117,3 +117,41 @@ def majority_share(test: list[str]) -> float:
 @bounded
 def pair(name: str, a: str, b: str) -> mlm.PairResult:
     return mlm.next_sentence(load_model(name), a, b)
+
+
+JUDGE = "lm"  # scores section 7's continuations; it wrote none of them (GPT-style, trained on real English prose)
+WRITE_PROMPT = "The dog saw a sheep in the path."
+
+
+@bounded
+def bert_writes(name: str, prompt: str, n: int, sweeps: int, temperature: float, seed: int) -> dict | None:
+    """core.inference.mlm.can_bert_write: the masked LM ``name`` and the causal LM trained on the same generated
+    English (lm-tiny) continue ``prompt``; the bundled lm judges. None when lm-tiny or lm is not installed."""
+    if LEFT_ONLY_LM not in models() or JUDGE not in models():
+        return None
+    return mlm.can_bert_write(load_model(name), load_model(LEFT_ONLY_LM), load_model(JUDGE), prompt, n=n,
+                              sweeps=sweeps, temperature=temperature, seed=seed)
+
+
+def _than(a: float, b: float) -> str:
+    """``a`` against ``b`` in words (bits per byte: lower is better), the difference in per cent of ``b``."""
+    change = (a - b) / b
+    if abs(change) < 0.005:
+        return "the same"
+    return f"{abs(change):.0%} {'lower (better)' if change < 0 else 'higher (worse)'}"
+
+
+def writes_reading(result: dict) -> str:
+    """Section 7's numbers read in words: each of BERT's two texts against the causal LM's under the judge (by how
+    much, in per cent), the most predictable of the three, and the shuffled words for scale; every number computed."""
+    score = {r["name"]: r["judge_bits_per_byte"] for r in result["rows"]}
+    causal, l2r, gibbs = score["causal LM"], score["BERT, left to right"], score["BERT, Gibbs"]
+    shuffled = score["shuffled words"]
+    best = min(("the causal LM", causal), ("BERT left to right", l2r), ("BERT with Gibbs sampling", gibbs),
+               key=lambda x: x[1])[0]
+    return (f"The judge needs {l2r:.2f} bits per byte for BERT's left-to-right text and {gibbs:.2f} for its Gibbs "
+            f"text, against {causal:.2f} for the causal LM's: {_than(l2r, causal)} and {_than(gibbs, causal)}. "
+            f"Most predictable of the three: {best}. Shuffling the causal LM's words makes it {shuffled:.2f} "
+            f"({(shuffled - causal) / causal:+.0%}): "
+            + ("the judge does read word order." if shuffled > causal else
+               "here the judge does not tell the shuffled words from the text."))

@@ -273,3 +273,51 @@ if first is not None:
     n_a = first.types.count(0)
     st.caption(f"First pair; mean over B's {first.types.count(1)} tokens; uniform attention would give "
                f"{n_a / len(first.types):.2f} to A.")
+
+st.header("7. Can BERT write?")
+st.markdown("A language model writes by predicting the next word from the ones before it; BERT was trained to fill "
+            "in hidden words from both sides, so nothing in its training says how to go on. It can still be made to "
+            "write (Wang & Cho 2019, *BERT has a mouth, and it must speak*): **left to right**, one [MASK] after "
+            "the text at a time, or by **Gibbs sampling**: the prompt and a block of [MASK]s filled at once, then "
+            "every position of the block masked and redrawn in turn, given all the others, for a few sweeps. A third "
+            "model judges the texts: lm, a GPT-style model trained on real English prose, which wrote none of them.")
+w_prompt = text_box("Prompt", mv.WRITE_PROMPT, key="mlm_write_prompt", limit=300)
+wc = st.columns(4)
+w_n = wc[0].slider("Tokens to write", 4, 32, 12, key="mlm_write_n")
+w_sweeps = wc[1].slider("Gibbs sweeps", 0, 10, 3, key="mlm_write_sweeps",
+                        help="each sweep masks and redraws every written position once, in a random order")
+w_temp = wc[2].slider("Temperature", 0.0, 1.5, 0.7, 0.1, key="mlm_write_temp",
+                      help="0: always the most probable token; the same for every writer")
+w_seed = wc[3].number_input("Seed", 0, 1_000_000, 0, key="mlm_write_seed")
+written = None
+try:
+    written = mv.bert_writes(name, w_prompt, int(w_n), int(w_sweeps), round(float(w_temp), 2), int(w_seed))
+    if written is None:
+        st.info(f"This section needs the bundled causal LMs {mv.LEFT_ONLY_LM} (a writer) and {mv.JUDGE} "
+                "(the judge).")
+except ValueError as e:
+    st.error(md(f"{str(e)[:1].upper()}{str(e)[1:]}."))
+if written is not None:
+    rows_w = written["rows"]
+    same_text = "trained on the same generated sentences with the same tokenizer, so the two differ in their " \
+                "training objective only" if name == "mlm" else "trained on the bundled generated sentences"
+    wcols = st.columns(3)
+    for col, row in zip(wcols, rows_w[:3]):
+        col.markdown(f"**{md(row['name'])}**  \n{md(written['prompt'])} **{md(row['text'].strip())}**")
+        col.metric("Judge: bits per byte", f"{row['judge_bits_per_byte']:.3f}")
+        if row["mlm_bits_per_byte"] is not None:
+            col.caption(f"{md(name)}'s pseudo bits per byte: {row['mlm_bits_per_byte']:.3f}")
+    st.caption(f"Causal LM: {mv.LEFT_ONLY_LM}, GPT-style, {same_text}. All three pick each token by one rule "
+               f"(temperature {w_temp:.1f}, seed {int(w_seed)}; no special tokens) and write {int(w_n)} tokens.")
+    st.plotly_chart(figures.bars([r["judge_bits_per_byte"] for r in rows_w], [r["name"] for r in rows_w],
+                                 title="Judge (lm): bits per byte of each continuation", x_title="writer",
+                                 y_title="bits per byte (lower: likelier)", **P), key="mlm_write_bars")
+    st.markdown(md(mv.writes_reading(written)))
+    st.markdown("  \n".join(f"**{md(r['name'])}** ({r['judge_bits_per_byte']:.3f}): {md(written['prompt'])} "
+                            f"**{md(r['text'].strip())}**" for r in rows_w[3:]))
+    st.caption("Judge: −log₂ p of the continuation's tokens under lm, each given the prompt and the tokens before it "
+               "(lm's own tokenizer), divided by the continuation's UTF-8 bytes, so no writer's tokenizer matters "
+               "(core.inference.mlm.can_bert_write). References, not writers: the causal LM's words shuffled (same "
+               "words, order lost) and lm's own continuation (its own sample under its own measure). Lower means more "
+               "predictable, and repetitive text is predictable too: read the texts. Pseudo bits per byte: the masked "
+               "LM's pseudo-log-likelihood (each token masked in turn), a second opinion that favours BERT's texts.")

@@ -29,7 +29,8 @@ def test_the_default_sentence_is_filled_with_the_models_own_probabilities(ck):
     at = open_page("mlm.py", "en-fr")
     assert [h.value for h in at.header] == ["1. Fill in the blank", "2. Both sides, or the left side only",
                                           "3. How BERT makes a training example", "4. Over many sentences",
-                                          "5. Pre-train, then fine-tune", "6. Next sentence prediction"]
+                                          "5. Pre-train, then fine-tune", "6. Next sentence prediction",
+                                          "7. Can BERT write?"]
     assert any("is not a masked LM, so this page uses mlm" in c.value for c in at.caption)
     text = at.text_area(key="mlm_text").value
     assert "[MASK]" in text
@@ -192,3 +193,31 @@ def test_t5_example_is_undone_by_its_target():
         assert restored == words
         starts.add(inputs.split().index(SENTINELS[0]))
     assert len(starts) > 3  # the spans fall in different places
+
+
+def test_bert_writes_and_lm_judges_with_core_numbers(ck):
+    """Section 7: the three continuations, the judge's bits per byte charted as core.inference.mlm.can_bert_write
+    computes them (lm-tiny writes beside the masked LM, lm judges), and the sentence reading them."""
+    from app.mlm_view import writes_reading
+    lms = registry.load("lm-tiny"), registry.load("lm")
+    at = open_page("mlm.py", "mlm")
+    prompt = at.text_input(key="mlm_write_prompt").value
+    expect = mlm.can_bert_write(ck, *lms, prompt, n=12, sweeps=3, temperature=0.7, seed=0)
+    bars = charts(at)["Judge (lm): bits per byte of each continuation"]["data"][0]
+    assert bars["customdata"] == list(mlm.WRITERS)
+    assert bars["y"] == pytest.approx([r["judge_bits_per_byte"] for r in expect["rows"]], rel=1e-6)
+    shown = [m.value for m in at.metric if m.label == "Judge: bits per byte"]
+    assert shown == [f"{r['judge_bits_per_byte']:.3f}" for r in expect["rows"][:3]]
+    for row in expect["rows"]:
+        assert any(md_text(row["text"].strip()) in m.value for m in at.markdown), row["text"]
+    assert any(m.value == md_text(writes_reading(expect)) for m in at.markdown)
+    at.slider(key="mlm_write_n").set_value(6)
+    at.slider(key="mlm_write_temp").set_value(1.0)
+    at.number_input(key="mlm_write_seed").set_value(4).run()
+    assert not at.exception and not at.error
+    expect = mlm.can_bert_write(ck, *lms, prompt, n=6, sweeps=3, temperature=1.0, seed=4)
+    bars = charts(at)["Judge (lm): bits per byte of each continuation"]["data"][0]
+    assert bars["y"] == pytest.approx([r["judge_bits_per_byte"] for r in expect["rows"]], rel=1e-6)
+    at.text_input(key="mlm_write_prompt").set_value("").run()  # BERT from nothing: still three texts
+    assert not at.exception and not at.error
+    assert len([m for m in at.metric if m.label == "Judge: bits per byte"]) == 3
