@@ -68,6 +68,16 @@ with st.expander("Linear attention (elu + 1 features, Katharopoulos et al. 2020)
     st.plotly_chart(heat(lin, "Linear attention φ(q)·φ(k), φ = elu + 1"), key="linear_map")
     st.caption(f"A different kernel, not an approximation of this model's softmax: mean |difference| "
                f"{E.gap(lin, exact)['mean']:.4f}. It runs in O(T) memory through φ(K)ᵀV.")
+    w_fast, read = E.fast_weights(q, k, v)
+    unnormalised = (E.elu_feature(q) @ E.elu_feature(k).transpose(-2, -1)).tril() @ v
+    st.markdown(r"**The same thing as fast weights** (Schmidhuber 1992): read causally and without its normaliser, "
+                r"linear attention is a memory matrix $W_t = W_{t-1} + v_t\,\varphi(k_t)^\top$ written with one outer "
+                r"product per token and read with the query, $\text{out}_t = W_t\,\varphi(q_t)$. On this head: max "
+                rf"$|W_t\varphi(q_t) - \sum_{{j\le t}}(\varphi(q_t)\cdot\varphi(k_j))\,v_j|$ = "
+                rf"{float((read - unnormalised).abs().max()):.1e} over all {len(tokens)} tokens.")
+    st.plotly_chart(figures.lines({"‖W_t‖ (Frobenius)": w_fast.flatten(-2).norm(dim=-1).tolist()},
+                                  list(range(len(tokens))), title="Fast-weight memory as tokens are written",
+                                  x_title="token position t", y_title="‖W_t‖", **plot), key="fast_weights")
 
 st.header("Reformer: LSH buckets")
 st.markdown(r"Random rotation $R$, bucket $h(x)=\arg\max[xR;\,-xR]$: a query only attends to keys in its own bucket.")

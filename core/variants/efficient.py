@@ -10,7 +10,8 @@ head dimensions, the same for q, k and v) and compare against exact softmax atte
   ``E[φ(x)ᵀφ(y)] = exp(xᵀy)``; with x = q/d^¼, y = k/d^¼ that is the softmax kernel exp(q·k/√d).
   ``out ≈ φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1)`` costs O(T·m·d) instead of O(T²·d).
 - **Linear attention** (Katharopoulos et al. 2020): ``φ(x) = elu(x) + 1``,
-  ``out_i = φ(q_i)ᵀ(Σ_j φ(k_j)v_jᵀ) / φ(q_i)ᵀ(Σ_j φ(k_j))`` — O(T) memory through ``φ(K)ᵀV``.
+  ``out_i = φ(q_i)ᵀ(Σ_j φ(k_j)v_jᵀ) / φ(q_i)ᵀ(Σ_j φ(k_j))`` — O(T) memory through ``φ(K)ᵀV``; causal and
+  unnormalised, it is a fast-weight memory written one outer product per token (:func:`fast_weights`).
 - **Reformer LSH attention** (Kitaev et al. 2020): ``h(x) = argmax([xR; −xR])`` with a random
   ``R ∈ ℝ^{d×b/2}``; a query attends only to keys in its own bucket.
 - **Longformer sliding window** (Beltagy et al. 2020): query i sees key j iff ``|i − j| ≤ w``;
@@ -201,6 +202,17 @@ def linear_attention(q, k, v, *, causal: bool = False, eps: float = 1e-6) -> tor
         z = torch.cumsum(kf, dim=-2)
         return (qf[..., :, None, :] @ s).squeeze(-2) / ((qf * z).sum(-1, keepdim=True) + eps)
     return (qf @ (kf.transpose(-2, -1) @ v)) / (qf @ kf.sum(-2)[..., :, None] + eps)
+
+
+def fast_weights(q, k, v) -> tuple[torch.Tensor, torch.Tensor]:
+    """Causal linear attention read as a fast-weight memory (Schmidhuber 1992; Schlag et al. 2021 showed the two
+    equal): at token t the memory ``W_t = W_{t−1} + v_t φ(k_t)ᵀ`` (``d_v × d``) is written with one outer product,
+    and read with the query, ``out_t = W_t φ(q_t)`` — the *unnormalised* linear attention
+    ``Σ_{j≤t} (φ(q_t)·φ(k_j)) v_j``. Returns ``(W [..., T, d_v, d] after each token, out [..., T, d_v])``; dividing
+    ``out_t`` by ``φ(q_t)·Σ_{j≤t} φ(k_j)`` gives :func:`linear_attention` (causal)."""
+    qf, kf = elu_feature(q), elu_feature(k)
+    w = torch.cumsum(v[..., :, :, None] * kf[..., :, None, :], dim=-3)
+    return w, (w @ qf[..., :, :, None]).squeeze(-1)
 
 
 def linear_attention_weights(q, k, *, causal: bool = False) -> torch.Tensor:

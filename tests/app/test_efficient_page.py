@@ -199,3 +199,18 @@ def test_the_reversible_section_shows_the_core_counts_on_this_sentence(model, ki
             and f"reversible stack **{rep.reversible[-1] / 1e6:.3f} MB** at every depth" in said
             and f"return to within **{rep.error[-1]:.1e}**" in said), said
     assert any(f"this model's own {kind} layers" in c.value and "not reversible ones" in c.value for c in at.caption)
+
+
+def test_linear_attention_read_as_fast_weights_on_this_head():
+    """The expander's fast-weight memory is this head's causal, unnormalised linear attention: its norm curve is
+    ‖Σ_{j≤t} v_j φ(k_j)ᵀ‖ of the page's own head, and the difference it reports is float rounding."""
+    import re
+    at = efficient_page("en-fr")
+    q, k, v = E.head_qkv(runner.run(registry.load("en-fr"), next(
+        w for w in [*at.text_area, *at.text_input] if w.key == "sentence").value).trace, "encoder", 0, 0)
+    fig = charts(at)["Fast-weight memory as tokens are written"]
+    phi_k = E.elu_feature(k)
+    expected = [float((v[:t + 1].T @ phi_k[:t + 1]).norm()) for t in range(len(k))]
+    assert fig["data"][0]["y"] == pytest.approx(expected, rel=1e-5)
+    said = next(m.value for m in at.markdown if "fast weights" in m.value)
+    assert float(re.search(r"= ([\d.e+-]+) over all", said).group(1)) < 1e-4

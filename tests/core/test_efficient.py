@@ -90,6 +90,20 @@ def test_linear_attention_equals_its_quadratic_form(causal):
     assert torch.all(phi_q > 0)
 
 
+def test_fast_weights_are_causal_linear_attention_written_one_outer_product_at_a_time():
+    """W_t grows by exactly v_t φ(k_t)ᵀ, its read is the unnormalised causal linear attention, and dividing by
+    φ(q_t)·Σφ(k_j) gives linear_attention(causal=True)."""
+    q, k, v = qkv(2, t=13, d=6)
+    w, out = E.fast_weights(q, k, v)
+    phi_q, phi_k = E.elu_feature(q), E.elu_feature(k)
+    assert w.shape == (2, 13, 6, 6)
+    torch.testing.assert_close(w[:, 4] - w[:, 3], v[:, 4, :, None] * phi_k[:, 4, None, :])
+    torch.testing.assert_close(out, (phi_q @ phi_k.transpose(-2, -1)).tril() @ v)
+    norm = (phi_q * phi_k.cumsum(-2)).sum(-1, keepdim=True)
+    torch.testing.assert_close(out / norm, E.linear_attention(q, k, v, causal=True), rtol=1e-6, atol=1e-6)
+    assert not torch.allclose(out, E.linear_attention(q, k, v, causal=True))  # the normaliser matters
+
+
 def test_lsh_buckets_range_and_scale_invariance():
     q, _, _ = qkv(t=40, d=16)
     b = E.lsh_buckets(q, 8, seed=2)
