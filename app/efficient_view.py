@@ -52,13 +52,16 @@ def span_reading(study: SP.SpanResult) -> str:
     full, cut, uniform = study.full[0], study.cut[0], study.uniform[0]
     heads = sum(len(r) for r in study.spans.values())
     shortest = min(((int(x), n, h) for n, r in study.spans.items() for h, x in enumerate(r)))
-    text = (f"On {study.length}-token held-out {'windows' if study.length > 32 else 'sentences'}, the {heads} heads' "
-            f"spans run from **{shortest[0]}** ({shortest[1]} H{shortest[2]}) to "
+    text = (f"On held-out {'windows' if study.length > 32 else 'sentences'} of up to {study.length} tokens, the "
+            f"{heads} heads' spans run from **{shortest[0]}** ({shortest[1]} H{shortest[2]}) to "
             f"**{max(int(x) for r in study.spans.values() for x in r)}** tokens. Cut to them, the model computes "
             f"{study.cut_share:.0%} of the pairs and its loss moves by **{cut - full:+.4f}** nats; one radius for "
             f"every head with as many pairs moves it by **{uniform - full:+.4f}**.")
-    if uniform - full > 1.5 * max(cut - full, 1e-4):
+    if uniform - full > 1.5 * max(cut - full, 1e-4) and uniform - full > 0.01:  # 0.01 nats: not rounding noise
         text += " Heads differ in how far they look, so a span per head loses less than one window for all."
+    elif max(uniform, cut) - full < 0.01:
+        text += (" Both cuts move the loss by less than 0.01 nats: on the held-out text neither costs anything "
+                 "measurable.")
     return text
 
 

@@ -15,6 +15,7 @@ from app import coref_view, figures, lm_heads_view, patch_view
 from app.shell import load_model, traced
 from app.text import md
 from core import find_heads
+from core.inference import coverage
 from core.io import registry
 from core.probes import coref, lesson
 from core.probes import layers, positions
@@ -71,7 +72,9 @@ def outside_note(c: Context) -> str:
     if not r.outside:
         return ""
     words = ", ".join(r.coverage["unknown_words"][:12])
-    return (f"This sentence is outside what {c.name} was trained on (unknown to {c.name}: {words}). The steps "
+    language = coverage.language_notice(c.ck, c.text, c.name)
+    return ((f"{language} " if language else "")
+            + f"This sentence is outside what {c.name} was trained on (unknown to {c.name}: {words}). The steps "
             "still show how the transformer computes, but its output is not a translation, and the attention "
             "patterns say nothing about what the sentence means.")
 

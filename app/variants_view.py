@@ -17,7 +17,7 @@ from core.probes import summaries
 from core.variants import speculative as S
 from core.io.budget import max_positions
 from core.io.checkpoint import Checkpoint
-from core.inference.decoding import generate
+from core.inference.decoding import decoder_prefix, generate, token_budget
 from core.inference.runner import coverage_notices, run
 
 EVAL_N = summaries.EVAL_N  # evaluation sentences / windows: small enough for a page, large enough to rank heads
@@ -105,19 +105,20 @@ def sparsity_shown(name: str) -> tuple[list | None, bool]:
 
 def sparsity_reading(points: list) -> str:
     """Two sentences that read a sparsity curve: the loss at 30 % against none, and the first level where it has
-    risen by more than 10 %."""
+    risen by more than 10 % and by more than 0.01 nats (10 % of a loss near 0 is rounding, not damage)."""
     base = points[0].loss
     at = {round(100 * p.sparsity): p for p in points}
     text = ""
     if 30 in at:
         p = at[30]
+        rise = round(p.loss - base, 3) + 0.0  # + 0.0: a rise that rounds to 0 reads +0.000, not -0.000
         text = (f"At 30 % pruned the held-out loss is **{p.loss:.3f}** against {base:.3f} with every weight "
-                f"({p.loss - base:+.3f} nats; token accuracy {p.acc:.1%} against {points[0].acc:.1%}). ")
-    worse = next((p for p in points if p.loss > 1.1 * base), None)
+                f"({rise:+.3f} nats; token accuracy {p.acc:.1%} against {points[0].acc:.1%}). ")
+    worse = next((p for p in points if p.loss > 1.1 * base and p.loss - base > 0.01), None)
     if worse is None:
-        return text + "Up to the last level measured the loss stays within 10 % of the unpruned model's."
-    return text + (f"The loss first rises by more than 10 % at **{round(100 * worse.sparsity)} %** pruned "
-                   f"({worse.loss:.3f}).")
+        return text + "Up to the last level measured the loss stays within 10 % (or 0.01 nats) of the unpruned model's."
+    return text + (f"The loss first rises by more than 10 % (and 0.01 nats) at **{round(100 * worse.sparsity)} %** "
+                   f"pruned ({worse.loss:.3f}).")
 
 
 @bounded
@@ -150,7 +151,8 @@ def speculative(name: str, text: str, k: int, max_new: int) -> dict:
     ck = load_model(name)
     prompt = ck.tokenizer.encode(text)[: max_positions(ck.model) - 2]
     res = S.speculative_generate(ck.model, draft(name), prompt=prompt, k=k, max_new=max_new)
-    greedy = generate(ck.model, prompt=prompt, max_new=max_new).ids
+    plain = generate(ck.model, prompt=prompt, max_new=max_new)
+    greedy = plain.ids
     cov, notices = coverage_notices(ck, text, name)
     show = ck.tokenizer.display
     steps = [{"proposed": show(s.proposed) if s.proposed else [], "accepted": s.accepted,
@@ -163,7 +165,8 @@ def speculative(name: str, text: str, k: int, max_new: int) -> dict:
                  "paragraph in its training text; leave off the final full stop")
     return {"ids": res.ids, "greedy": greedy, "why_empty": why_empty, "text": ck.tokenizer.decode(res.ids), "steps": steps,
             "target_passes": res.target_passes, "draft_passes": res.draft_passes, "proposed": res.proposed,
-            "accepted": res.accepted, "rate": res.acceptance_rate, "greedy_passes": len(greedy) + 1,
+            "accepted": res.accepted, "rate": res.acceptance_rate,
+            "greedy_passes": len(plain.steps),  # one pass per token chosen, the end of text included
             "notices": notices, "outside": coverage.outside_label(ck) if cov and cov["unknown_words"] else ""}
 
 
@@ -230,7 +233,15 @@ def speculative_sampled(name: str, text: str, k: int, max_new: int, temperature:
             "why_empty": why_empty, "target_passes": res.target_passes, "draft_passes": res.draft_passes,
             "proposed": res.proposed, "accepted": res.accepted, "rate": res.acceptance_rate,
             "resampled": sum(s.resampled for s in res.steps), "notices": notices,
+            "plain_passes": plain_passes(ck, prompt, len(res.ids), max_new),
             "outside": coverage.outside_label(ck) if cov and cov["unknown_words"] else ""}
+
+
+def plain_passes(ck, prompt: list[int], n_tokens: int, max_new: int) -> int:
+    """Forward passes plain decoding needs to write ``n_tokens`` tokens after ``prompt``: one a token, and one
+    more for the end of text when it stopped before its budget (a run cut by ``max_new`` or the window has none)."""
+    budget = token_budget(ck.model, len(decoder_prefix(ck.model, None, prompt)), max_new)
+    return n_tokens + (n_tokens < budget)
 
 
 @st.cache_data(max_entries=32, show_spinner="Sampling the first token 500 times each way…")

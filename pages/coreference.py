@@ -35,6 +35,8 @@ if not yours:
     st.info(md(typed.note))  # the typed sentence is not what these panels show: said, with the reason
 elif choice == 0:
     st.caption(md(typed.note))
+coverage_view.notices(list(dict.fromkeys(n for s in (a, b)
+                                         if (n := coverage.language_notice(view.ck, s, view.name)))))
 unknown = [w for s in (a, b) for w in (coverage.for_checkpoint(view.ck, s) or {}).get("unknown_words", [])]
 if unknown:
     coverage_view.notices([f"Unknown to {view.name}: {', '.join(dict.fromkeys(unknown))}. These sentences are "

@@ -282,6 +282,7 @@ st.markdown("A language model writes by predicting the next word from the ones b
             "every position of the block masked and redrawn in turn, given all the others, for a few sweeps. A third "
             "model judges the texts: lm, a GPT-style model trained on real English prose, which wrote none of them.")
 w_prompt = text_box("Prompt", mv.WRITE_PROMPT, key="mlm_write_prompt", limit=300)
+coverage_view.notices([n for n in [coverage.language_notice(ck, w_prompt, name)] if n])  # all three write English
 wc = st.columns(4)
 w_n = wc[0].slider("Tokens to write", 4, 32, 12, key="mlm_write_n")
 w_sweeps = wc[1].slider("Gibbs sweeps", 0, 10, 3, key="mlm_write_sweeps",

@@ -253,7 +253,8 @@ else:
             mean_f = means["forget gate f_t"]
             low = min(range(1, len(steps)), key=mean_f.__getitem__)  # step 0 has an empty cell to forget
             told = (f"Between reading the first symbol, {demo['symbols'][0]}, and the final state handed to the "
-                    f"decoder, {len(src) - 1} more steps multiply this LSTM's cell by their forget gates: "
+                    f"decoder, {len(src) - 1} more step{'s multiply' if len(src) > 2 else ' multiplies'} this "
+                    "LSTM's cell by their forget gates: "
                     f"∏ f_t lets through {float(kept[which].mean()):.3f} of it, the mean over its {hidden} units "
                     f"of each unit's product ({int((kept[which] > 0.5).sum())} units keep more than half). Its mean "
                     f"forget gate is lowest at “{steps[low]}” ({mean_f[low]:.3f}), where it clears the most.")

@@ -177,8 +177,9 @@ if mode == "Sampling":  # speculative sampling; the greedy panel below (and its 
         greedy_rate = V.speculative(name, text, int(k), int(max_new))["rate"]
         a, b, c = st.columns(3)
         a.metric("Tokens generated", len(samp["ids"]))
-        b.metric("Target passes", samp["target_passes"], delta=samp["target_passes"] - len(samp["ids"]) - 1,
-                 delta_color="inverse", help=f"Plain sampling: {len(samp['ids']) + 1} passes, one per token.")
+        b.metric("Target passes", samp["target_passes"], delta=samp["target_passes"] - samp["plain_passes"],
+                 delta_color="inverse", help=f"Plain sampling: {samp['plain_passes']} passes, one per token "
+                                             "(and one for the end of text when it stops before the limit).")
         c.metric("Proposals kept", f"{samp['rate']:.0%}", help=f"{samp['accepted']} of {samp['proposed']} proposals; "
                  f"greedy verification keeps {greedy_rate:.0%} on this prompt.")
         coverage_view.output("Continuation", samp["text"], samp["outside"])
@@ -208,8 +209,9 @@ if mode == "Sampling":  # speculative sampling; the greedy panel below (and its 
                                          y_title="share of draws", **plot), key="spec_dist")
     st.markdown(f"Total variation between the two histograms: **{chk['tv_spec_plain']:.3f}** (from the exact p: "
                 f"speculative {chk['tv_spec_p']:.3f}, plain {chk['tv_plain_p']:.3f}). Two plain samples of "
-                f"{n} are {chk['tv_plain_plain']:.3f} apart by chance alone, while the draft alone (its q, nothing "
-                f"checked) is {chk['tv_q_p']:.3f} from the target's p. {chk['accepted']} of the {n} speculative first "
+                f"{n} are {chk['tv_plain_plain']:.3f} apart by chance alone, while {n} draws from the draft alone "
+                f"(nothing checked) are {chk['tv_draft_p']:.3f} from p (its exact q: {chk['tv_q_p']:.3f}). "
+                f"{chk['accepted']} of the {n} speculative first "
                 "tokens were the draft's proposal kept, the others drawn from the residual; computed from p and q "
                 f"themselves, the procedure's distribution is p to within {chk['tv_exact']:.0e}.")
     st.caption(f"Computed now from {md(name)} and its draft on this prompt at T = {temperature:.1f}: run i makes "

@@ -227,3 +227,12 @@ def test_the_scoreboard_says_when_no_head_beats_chance():
         best = boards[kind]["best"][0]
         assert text.startswith("Best heads") == coref.beats_chance(best["share"], boards[kind]["n"]), (kind, text)
     assert any(t.startswith("No head picks") for t in said) and any(t.startswith("Best heads") for t in said)
+
+
+def test_french_sentences_are_named_as_french_before_the_unknown_words():
+    """QA finding: the coreference page said only "unknown to en-fr" for French sentences A and B."""
+    from apptest import open_page
+    at = open_page("coreference.py", "en-fr", timeout=240)
+    next(w for w in at.text_input if w.key.startswith("coref_a_")).set_value("Le chat est sur la table.").run()
+    shown = [w.value.replace("\\", "") for w in [*at.warning, *at.info]]
+    assert any(v.startswith("This looks like French (le, est, sur, la)") for v in shown), shown

@@ -200,3 +200,11 @@ def test_the_payoff_runs_on_the_class_sentence():
     text = re.sub(r"\\(.)", r"\1", " ".join(m.value for m in at.markdown))
     assert f"Sentence A: “{trophy}”" in text and "animal" not in text
     assert "Sentence A is yours" in text and "no minimal partner" not in text
+
+
+def test_a_french_sentence_is_named_as_french_at_the_top_of_the_lesson():
+    """QA finding: the lesson said only that the words were unknown."""
+    from apptest import open_page, type_sentence
+    at = type_sentence(open_page("lesson.py", "en-fr", timeout=240), "Le chat est sur la table.")
+    shown = [w.value.replace("\\", "") for w in at.warning]
+    assert shown and shown[0].startswith("This looks like French (le, est, sur, la), not English"), shown

@@ -157,3 +157,16 @@ def test_sampling_mode_shows_the_samplers_own_acceptance_probabilities_and_first
     assert bars["target sampling ×500"][:8] == pytest.approx((check["plain"][top].double() / 500).tolist(), abs=1e-9)
     assert sum(bars["speculative ×500"]) == pytest.approx(1.0)
     assert any(f"**{check['tv_spec_plain']:.3f}**" in m.value for m in at.markdown)
+
+
+def test_plain_decoding_passes_count_the_end_of_text_only_when_it_was_chosen():
+    """QA finding: the page said plain decoding takes tokens + 1 passes also when the token limit, not the end of
+    text, stopped it. A pass chooses one token; generate() records one step per pass."""
+    from app import variants_view as V
+    from core.inference.decoding import generate
+    ck = registry.load("lm")
+    for text, max_new in (("The function returns a list of the values", 8), ("The function returns", 3)):
+        prompt = ck.tokenizer.encode(text)
+        g = generate(ck.model, prompt=prompt, max_new=max_new)
+        assert V.plain_passes(ck, prompt, len(g.ids), max_new) == len(g.steps)
+    assert V.plain_passes(ck, prompt, 3, 3) == 3  # cut by the limit: no pass for an end of text
