@@ -42,9 +42,12 @@ def span_table(res, kind: str, mass: float = 0.9, quantile: float = 0.9):
 
 @bounded(spinner="Measuring every head's span on held-out text, then cutting each head there…")
 def span_study(name: str) -> SP.SpanResult:
-    """``span.span_experiment`` on the model's held-out batch (the one the Heads page ranks heads on)."""
+    """``compress.span_experiment`` on the model's held-out batch (the one the Heads page ranks heads on): shipped
+    beside the weights (scripts/precompute.py), else computed here."""
     from app.shell import load_model
-    return SP.span_experiment(load_model(name))
+    from core.probes import summaries
+    ck = load_model(name)
+    return summaries.spans_summary(ck, name) or SP.span_experiment(ck)
 
 
 def span_reading(study: SP.SpanResult) -> str:

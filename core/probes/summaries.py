@@ -2,7 +2,7 @@
 
 A page that ranks every head of a model over a fixed set of sentences (the coreference probe set's attention
 scoreboards; head importance on a held-out batch with its pruning curve; the held-out loss after a GQA / MQA
-conversion; the same batch's quality with the weights pruned by magnitude) would otherwise redo minutes of forward passes on a fresh server. They depend only on the weights and
+conversion; the same batch's quality with the weights pruned by magnitude, and with each head cut to its span) would otherwise redo minutes of forward passes on a fresh server. They depend only on the weights and
 on those fixed sentences, so ``python scripts/precompute.py --model NAME`` computes them once and writes
 ``summaries.json``: in the model's folder (``assets/models/NAME/``), or ``assets/precomputed/NAME/`` for a model
 loaded from an installed package (minilm).
@@ -238,8 +238,31 @@ def weights_summary(ck, name: str, n: int = EVAL_N) -> list | None:
     return [compress.SparsityPoint(**p) for p in entry["curve"]]
 
 
+def spans_spec(n: int = EVAL_N, mass: float = 0.9, quantile: float = 0.9) -> dict:
+    """The settings a shipped span study must match: the head-importance batch, the mass and the quantile."""
+    return eval_spec(n) | {"mass": mass, "quantile": quantile}
+
+
+def spans_to_json(res, n: int = EVAL_N) -> dict:
+    """The ``spans`` entry of ``summaries.json`` for a :func:`compress.span_experiment` result."""
+    body = dataclasses.asdict(res) | {"spans": {name: r.tolist() for name, r in res.spans.items()}}
+    return {"spec": spans_spec(n, res.mass, res.quantile), "result": jsonio.finite(body)}
+
+
+def spans_summary(ck, name: str, n: int = EVAL_N):
+    """The shipped :func:`compress.span_experiment` (None when not shipped for these weights and this batch)."""
+    entry = (_read(ck, name) or {}).get("spans")
+    if entry is None or entry.get("spec") != spans_spec(n):
+        return None
+    r = dict(entry["result"])
+    r["spans"] = {k: torch.tensor(v, dtype=torch.long) for k, v in r["spans"].items()}
+    for key in ("full", "cut", "uniform"):
+        r[key] = tuple(r[key])
+    return compress.SpanResult(**r)
+
+
 # ------------------------------------------------------------------ building the file
-PARTS = ("coref", "coref_check", "heads", "gqa", "weights")
+PARTS = ("coref", "coref_check", "heads", "gqa", "weights", "spans")
 
 
 def build(ck, name: str, parts=PARTS, log=None) -> dict:
@@ -275,6 +298,11 @@ def build(ck, name: str, parts=PARTS, log=None) -> dict:
             out["weights"] = weights_to_json(compress.sparsity_curve(ck, n=EVAL_N))
         except ValueError as e:
             say(f"weights: skipped ({e})")
+    if "spans" in parts:
+        try:
+            out["spans"] = spans_to_json(compress.span_experiment(ck, n=EVAL_N))
+        except ValueError as e:
+            say(f"spans: skipped ({e})")
     return out
 
 

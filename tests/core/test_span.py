@@ -89,3 +89,22 @@ def test_the_cut_on_held_out_text_keeps_its_promise():
     assert 0 < res.cut_share <= 1 and abs(res.uniform_share - res.cut_share) < 0.05
     t = batch.tgt_in.shape[1]
     assert S.pairs(t, t, causal=True) == t * (t + 1) // 2 and S.pairs(t, 0, causal=False) == t
+
+
+@pytest.mark.parametrize("name", ["en-fr", "lm", "mlm"])
+def test_shipped_span_study_is_what_these_weights_give(name):
+    """summaries.json's spans (python scripts/precompute.py --parts spans): each head's span re-measured from the
+    weights, and for mlm the whole cut again."""
+    from core.probes import summaries
+    ck = registry.load(name)
+    shipped = summaries.spans_summary(ck, name)
+    assert shipped is not None, f"python scripts/precompute.py --model {name} --parts spans"
+    batch, _ = H.eval_batch(ck, n=summaries.EVAL_N)
+    again = S.head_spans(ck.model, batch)
+    assert {k: v.tolist() for k, v in again.items()} == {k: v.tolist() for k, v in shipped.spans.items()}
+    assert shipped.full == pytest.approx(H.batch_loss(ck.model, batch), abs=1e-4)
+    if name == "mlm":
+        res = S.span_experiment(ck)
+        assert (res.cut, res.uniform, res.uniform_radius) == (pytest.approx(shipped.cut, abs=1e-4),
+                                                              pytest.approx(shipped.uniform, abs=1e-4),
+                                                              shipped.uniform_radius)
