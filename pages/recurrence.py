@@ -220,11 +220,12 @@ else:
 
             st.subheader("Inside the LSTM: its gates on your symbols")
             st.markdown(
-                "Hochreiter & Schmidhuber (1997), with the forget gate of Gers et al. (2000). At step t four layers "
-                "read x_t and h_{t−1}: three sigmoids, the **input gate** i_t, the **forget gate** f_t and the "
-                "**output gate** o_t, each between 0 and 1, and a tanh, the candidate g_t. The cell keeps "
-                "f_t of what it held and adds i_t of the candidate, c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t; the hidden "
-                "state shows o_t of it, h_t = o_t ⊙ tanh(c_t). Here every gate is recomputed from the shipped "
+                r"Hochreiter & Schmidhuber (1997), with the forget gate of Gers et al. (2000). At step $t$ four "
+                r"layers read $x_t$ and $h_{t-1}$: three sigmoids, the **input gate** $i_t$, the **forget gate** "
+                r"$f_t$ and the **output gate** $o_t$, each between 0 and 1, and a tanh, the candidate $g_t$. The "
+                r"cell keeps $f_t$ of what it held and adds $i_t$ of the candidate, "
+                r"$c_t = f_t \odot c_{t-1} + i_t \odot g_t$; the hidden state shows $o_t$ of it, "
+                r"$h_t = o_t \odot \tanh(c_t)$. Here every gate is recomputed from the shipped "
                 "model's own weights, step by step, on your symbols: the encoder reading them, then the decoder, "
                 "started from the encoder's final (h, c), writing its answer.")
             lstms = [k for k in ("lstm", "lstm-attention") if k in demo["gates"]]

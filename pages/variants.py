@@ -85,7 +85,8 @@ if sparse:
     st.plotly_chart(figures.matrix(share, cols, rows, title=f"Share of each matrix pruned at {pick} %",
                                    x_title="matrix", y_title="layer", value_name="share pruned", show_values=True,
                                    zmin=0, zmax=1, **plot), key="wprune_share")
-    st.caption("One ranking for all matrices, so a matrix of small weights loses more than its share.")
+    st.caption("One ranking for all matrices, so a matrix of small weights loses more than its share. NaN: a layer "
+               "without that matrix (an encoder layer has no cross-attention).")
     try:
         outputs = V.read_pruned(view.name, view.text)
     except ValueError as e:

@@ -183,12 +183,13 @@ def shape_notice(ck, text: str, cov: dict | None, name: str | None = None) -> st
             "a guess.")
 
 
-# Function words of French and German that are not English words (so "die", "was", "on", "son" are left out):
+# Function words of French and German that are not English words, or rarely ("die", "was", "on", "son", "pour",
+# "ton" are left out; "den" stays):
 # a sentence made of them was typed in the wrong language.
 FOREIGN = {
     "French": frozenset(
-        "le la les des du au aux est sont suis sommes êtes une et je tu nous vous ils elle elles dans avec pour qui "
-        "que sur ce cette ces mon ma mes ton ta tes sa ses leur leurs pas très mais ou où être avoir il ont était "
+        "le la les des du au aux est sont suis sommes êtes une et je tu nous vous ils elle elles dans avec qui "
+        "que sur ce cette ces mon ma mes tes sa ses leur leurs pas très mais ou où être avoir il ont était "
         "aujourd'hui bonjour merci oui non chez quand parce c'est n'est j'ai qu'il qu'elle avait ne trop lui été "
         "fait".split()),
     "German": frozenset(
