@@ -20,6 +20,7 @@ SECTIONS = {
         ("masking.py", "Masking", ":material/filter_alt:", "masking"),
         ("decode.py", "Decode step by step", ":material/skip_next:", "decode"),
         ("mlm.py", "Masked LM (BERT)", ":material/format_strikethrough:", "mlm"),
+        ("vision.py", "Images as tokens (ViT)", ":material/image:", "vision"),
     ],
     "Probe": [
         ("coreference.py", "Coreference probe", ":material/link:", "coreference"),

@@ -26,6 +26,8 @@ IDEAS = {  # url path → the ideas of the papers that page shows
     "mlm": "BERT: masked-LM pre-training (fill in [MASK] from both sides vs a left-to-right LM, the 15 % / 80-10-10 "
            "recipe, T5's span corruption), next-sentence prediction and token types, then fine-tuning vs training "
            "from scratch",
+    "vision": "Vision Transformers: an image cut into patches, each patch flattened into a token; a [CLS] token, "
+              "learned positions and the same encoder; where [CLS] looks, and what shuffling the patches does",
     "coreference": "Coreference: does “it” attend to “animal” (too tired) or “street” (too wide)? Patching says "
                    "which heads carry the choice",
     "variants": "Which heads matter (importance, pruning), multi-query / grouped-query attention, speculative "

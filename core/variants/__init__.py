@@ -8,7 +8,9 @@
   (``python -m core.variants.xl``);
 * :mod:`~core.variants.speculative` - speculative decoding with a draft model, greedy and sampled;
 * :mod:`~core.variants.reversible` - reversible residual blocks (RevNet / Reformer): inputs recomputed by
-  inversion in the backward instead of stored.
+  inversion in the backward instead of stored;
+* :mod:`~core.variants.vision` - images as tokens: a small Vision Transformer on procedural shapes
+  (``python -m core.variants.vision``).
 
 May import: the model core, :mod:`core.io`, :mod:`core.inference`, :mod:`core.training` and :mod:`core.data`;
 never probes, app/, pages/ or streamlit.

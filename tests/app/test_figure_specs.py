@@ -11,7 +11,7 @@ import pytest
 import torch
 from plotly.basedatatypes import BaseFigure, BasePlotlyType
 
-from app import coref_view, figures, theme
+from app import coref_view, figures, theme, vision_view
 
 TOKENS = ["The", "<b>cat</b>", "sat", "."]
 
@@ -76,6 +76,8 @@ BUILDERS = {  # each with presentation mode on or off
     "coref_grid": lambda p: coref_view.grid_figure(torch.rand(2, 3, 2), ["animal", "street"], "animal", title="A",
                                                    present=p),
     "coref_share": lambda p: coref_view.share_figure(torch.rand(2, 3), title="s", present=p),
+    "vision_patches": lambda p: vision_view.patch_figure(torch.rand(8, 8), 4, title="v", value_name="pixel",
+                                                         outline=torch.rand(8, 8) > 0.5, present=p),
     "training_metrics": lambda p: figures.lines({}, title="m", x_title="step", y_title="acc", present=p, legend=True,
                                                 points={"exact": ([1, 2], [0.1, 0.2])}, y_range=[0, 1]),
     "training_snapshot": lambda p: figures.heatmap(torch.rand(3, 3), TOKENS[:3], TOKENS[:3], title="step 5",

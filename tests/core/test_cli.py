@@ -14,7 +14,8 @@ from core.io import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ["core.train", "core.find_heads", "core.evaluate", "core.inspect", "core.probes.patch_board",
-            "core.probes.patch", "core.variants.xl", "core.training.stability", "core.variants.recurrence"]
+            "core.probes.patch", "core.variants.xl", "core.training.stability", "core.variants.recurrence",
+            "core.variants.vision"]
 
 
 @pytest.mark.parametrize("module", COMMANDS)
