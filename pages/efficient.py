@@ -122,7 +122,8 @@ st.plotly_chart(figures.lines({f"L{layer} H{head}": reach.tolist()}, list(range(
                               x_title="radius r (tokens)", y_title="share of attention", y_range=[0, 1.02], **plot),
                 key="span_reach")
 st.caption(f"Layer {layer}, head {head} (the pickers at the top): its span on your text is "
-           f"{int(spans[layer, head])} of at most {len(tokens) - 1} tokens.")
+           f"{int(spans[layer, head])} of at most {len(tokens) - 1} tokens — the radius nine queries in ten need. The "
+           "curve is the mean over all queries, so it can cross 0.9 at a smaller radius.")
 try:
     study = EV.span_study(view.name)
 except ValueError as e:

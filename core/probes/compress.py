@@ -142,7 +142,7 @@ class SparsityPoint:
 
 def sparsity_curve(ck, levels=LEVELS, n: int = 32, progress=None) -> list[SparsityPoint]:
     """:class:`SparsityPoint` at each of ``levels`` on the model's held-out batch (:func:`heads.eval_batch`,
-    ``n`` items, the batch the head-pruning curve uses). ``progress(k, total)`` after each level."""
+    ``n`` items, the batch the head-pruning curve uses). ``progress(k, total, points so far)`` after each level."""
     batch, pairs = H.eval_batch(ck, n=n)
     translation = bool(pairs) and hasattr(pairs[0], "tgt_pronoun")
     points = []
@@ -151,7 +151,7 @@ def sparsity_curve(ck, levels=LEVELS, n: int = 32, progress=None) -> list[Sparsi
         metrics = H.translation_quality(ck, pairs, model=model) if translation else {}
         points.append(SparsityPoint(float(s), loss, acc, metrics))
         if progress:
-            progress(k + 1, len(levels))
+            progress(k + 1, len(levels), list(points))  # what is done so far, for a Stop click
     return points
 
 

@@ -104,3 +104,12 @@ def test_shipped_sparsity_curve_is_remeasured_from_the_weights(name):
     batch, _ = H.eval_batch(ck, n=summaries.EVAL_N)
     assert shipped[0].loss == pytest.approx(H.batch_loss(ck.model, batch)[0], abs=1e-4)
     assert shipped[-1].loss > shipped[0].loss  # 90 % of the weights gone costs something
+
+
+def test_the_live_curve_hands_over_what_it_has_after_each_level():
+    """QA finding: a Stop click on the Heads page's progress bar showed nothing, because the curve reported progress
+    without its points so far."""
+    seen = []
+    C.sparsity_curve(registry.load("lm-tiny"), levels=(0.0, 0.5, 0.9), n=4,
+                     progress=lambda k, n, partial: seen.append((k, n, [p.sparsity for p in partial])))
+    assert seen == [(1, 3, [0.0]), (2, 3, [0.0, 0.5]), (3, 3, [0.0, 0.5, 0.9])]
