@@ -37,7 +37,7 @@ def span_table(res, kind: str, mass: float = 0.9, quantile: float = 0.9):
     for layer in range(res.trace.n_layers(kind)):
         per_query = SP.query_spans(res.trace.attention(kind, layer)[0].float(), mass)  # [H, T]
         rows.append(torch.quantile(per_query.float(), quantile, dim=1, interpolation="higher"))
-    return torch.stack(rows)
+    return torch.stack(rows).long()  # a radius in tokens
 
 
 @bounded(spinner="Measuring every head's span on held-out text, then cutting each head there…")

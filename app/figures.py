@@ -259,10 +259,12 @@ def _matrix_spec(z: torch.Tensor, x_labels, y_labels, *, title: str, x_title: st
               hovertemplate=f"{y_title or 'row'} {hover_y}, {x_title or 'column'} {hover_x}"
                             f"<br>{value_name} %{{z:.6g}}<extra></extra>", colorbar={"title": {"text": value_name}})
     if show_values:
+        places = 2 if z.is_floating_point() else 0  # counts (an integer tensor) are written as integers
+
         def cell(v):
             if v != v:
                 return "NaN"
-            return ("−∞" if v < 0 else "∞") if v in (float("inf"), float("-inf")) else f"{v:.2f}"
+            return ("−∞" if v < 0 else "∞") if v in (float("inf"), float("-inf")) else f"{v:.{places}f}"
         hm["text"] = table([[cell(v) for v in row] for row in z.detach().float().cpu().tolist()])
         hm["texttemplate"] = "%{text}"
     xaxis = {"tickvals": list(range(n_x)), "ticktext": xs} if xs else {}

@@ -33,3 +33,14 @@ def test_hover_names_layer_head_query_and_key():
     assert list(cd[r][c]) == ["layer 1 head 2", "it", "z"]
     assert list(cd[3][0]) == ["layer 1 head 0", "&lt;b&gt;", "x"]  # tokens escaped
     assert list(cd[2][0]) == ["", "", ""] and list(cd[0][3]) == ["", "", ""]  # between tiles
+
+
+def test_a_matrix_of_counts_is_written_as_integers_and_one_of_reals_with_two_places():
+    """QA finding: the span map (radii in tokens) read "11.00"."""
+    import torch
+    from app import figures as F
+    counts = F.matrix(torch.tensor([[11, 3]]), ["a", "b"], ["r"], title="t", x_title="x", y_title="y",
+                      show_values=True)
+    reals = F.matrix(torch.tensor([[11.0, 0.125]]), ["a", "b"], ["r"], title="t", x_title="x", y_title="y",
+                     show_values=True)
+    assert list(counts.data[0].text[0]) == ["11", "3"] and list(reals.data[0].text[0]) == ["11.00", "0.12"]
