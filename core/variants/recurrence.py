@@ -370,8 +370,8 @@ def copy_demo(task: SyntheticTask, models: dict, text: str, longest: int) -> dic
     symbols = text.split()
     unknown = sorted({s for s in symbols if s not in vocab})
     if unknown:
-        raise ValueError(f"{', '.join(unknown[:5])}: not symbols of this task; it knows {' '.join(vocab)}, "
-                         "separated by spaces")
+        raise ValueError(f"Not symbols of this task: {', '.join(unknown[:5])}. It knows {' '.join(vocab)}, "
+                         "separated by spaces")  # the user's text not first: an alert takes a leading emoji as icon
     if not 1 <= len(symbols) <= longest:
         raise ValueError(f"{len(symbols)} symbols: type 1 to {longest}, separated by spaces")
     ids = [vocab[s] for s in symbols]

@@ -123,7 +123,7 @@ def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_dr
         # each output symbol looked most at the source symbol it copies (rows 0-7 → columns 0-7)
         assert z[:8].argmax(-1).tolist() == list(range(8)), z.argmax(-1)
     at.text_input(key="rec_symbols").set_value("7 2 x 9").run()
-    assert any("not symbols of this task" in e.value and "0 1 2" in e.value for e in at.error)
+    assert any("Not symbols of this task" in e.value and "0 1 2" in e.value for e in at.error)
     at.text_input(key="rec_symbols").set_value(" ".join("1" * 21)).run()
     assert any("type 1 to 20" in e.value for e in at.error)
 
