@@ -140,7 +140,8 @@ if gres is not None:
 st.header("Speculative decoding")
 name = view.name if view.kind == "decoder-only" else "lm"
 st.markdown("A draft proposes k tokens; the target checks all of them in **one** forward pass and keeps the longest "
-            "prefix it agrees with, plus its own next token (Leviathan et al. 2023, greedy verification). "
+            "prefix it accepts, plus one token of its own (Leviathan et al. 2023; greedy or sampled verification "
+            "below). "
             f"Target: **{md(name)}**. Draft: the same model cut to its first decoder layer (self-speculative: shared "
             "embeddings, first layer, final norm and head; no training).")
 try:
@@ -156,6 +157,10 @@ if view.kind == "decoder-only":
 else:  # the shared sentence is one to translate, which a language model would simply end
     text = text_box(f"Prompt for {md(name)} (the sentence above is for {md(view.name)})",
                     PRESETS[name][1] if name in PRESETS else PRESETS["lm"][1], key="spec_prompt")
+if not text.strip():  # an empty page sentence (a decoder-only model) or prompt box: nothing to continue
+    st.info("Type a prompt first: speculative decoding continues a text.")
+    st.stop()
+same_text = view.kind == "decoder-only"  # the page's own sentence: its notices are already at the top
 mode = st.radio("Verification", ["Greedy", "Sampling"], horizontal=True, key="spec_mode",
                 help="Greedy: keep the proposals equal to the target's own argmax. Sampling: draw the proposals and "
                      "keep each with probability min(1, p/q).")
@@ -170,7 +175,7 @@ if mode == "Sampling":  # speculative sampling; the greedy panel below (and its 
                 "then distributed exactly as the target's own sampling at $T$, whatever the draft (Leviathan et al. "
                 "2023; Chen et al. 2023).")
     samp = V.speculative_sampled(name, text, int(k), int(max_new), float(temperature), int(seed))
-    coverage_view.notices(samp["notices"])
+    coverage_view.notices([] if same_text else samp["notices"])
     coverage_view.output("Prompt", text)
     if not samp["ids"]:
         st.info(f"Nothing was generated: {md(samp['why_empty'])}.")
@@ -235,7 +240,7 @@ if spec["ids"] == spec["greedy"]:
     st.success("Output identical to the target's greedy decoding ✓")
 else:
     st.error("Output differs from greedy decoding")
-coverage_view.notices(spec["notices"])
+coverage_view.notices([] if same_text else spec["notices"])
 coverage_view.output("Prompt", text)
 coverage_view.output("Continuation", spec["text"], spec["outside"])
 st.plotly_chart(figures.grouped_bars({"proposed": [len(s["proposed"]) for s in spec["steps"]],

@@ -170,3 +170,18 @@ def test_plain_decoding_passes_count_the_end_of_text_only_when_it_was_chosen():
         g = generate(ck.model, prompt=prompt, max_new=max_new)
         assert V.plain_passes(ck, prompt, len(g.ids), max_new) == len(g.steps)
     assert V.plain_passes(ck, prompt, 3, 3) == 3  # cut by the limit: no pass for an end of text
+
+
+def test_on_a_language_model_page_the_panel_neither_repeats_notices_nor_continues_nothing():
+    """QA findings: with lm-tiny the speculative panel repeated the page's notices, and with the sentence emptied
+    it still generated from nothing."""
+    from apptest import type_sentence
+    at = type_sentence(variants_page("lm-tiny"), "The dog saw the zorblat.")
+    warnings = [w.value for w in at.warning]
+    assert warnings and len(warnings) == len(set(warnings)), warnings
+    at.radio(key="spec_mode").set_value("Sampling").run()
+    warnings = [w.value for w in at.warning]
+    assert len(warnings) == len(set(warnings)), warnings
+    at = type_sentence(at, "   ")
+    assert any(i.value.startswith("Type a prompt first") for i in at.info)
+    assert not any(t.startswith("Per target pass") for t in titles(at))
