@@ -125,6 +125,11 @@ def test_card_mismatches_holds_counts_exactly_and_losses_to_float32():
         f"exact_match: 0.5 → {0.5 + 1 / 6000}"]
     assert card_mismatches({"exact_match": 0.5, "n": 6000, "valid_loss": 0.4056}, card) == ["valid_loss: 0.40557605 → 0.4056"]
     assert card_mismatches({"exact_match": 0.5, "valid_loss": 0.40557605}, card) == ["n: 6000 → None"]
+    # a perplexity is exp(loss): the lm's loss moved by 1.2e-6 (float32 rounding) moved its perplexity by that, relative
+    lm = {"test_loss": 3.156253445533014, "perplexity": 23.482452627543765}
+    assert card_mismatches({"test_loss": 3.1562546760805192, "perplexity": 23.48248152383504}, lm) == []
+    assert card_mismatches({"test_loss": 3.156253445533014, "perplexity": 23.4830}, lm) == [
+        "perplexity: 23.482452627543765 → 23.483"]
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
