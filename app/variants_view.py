@@ -123,8 +123,10 @@ def sparsity_reading(points: list) -> str:
 
 @bounded
 def share_table(name: str, sparsity: float):
-    """``compress.share_table`` of the model (rows, columns, shares)."""
-    return compress.share_table(load_model(name).model, sparsity)
+    """``compress.share_table`` of the model (rows, columns, shares), cut where the page's levels cut."""
+    levels = [round(x, 6) for x in compress.LEVELS]
+    cut = _cuts(name)[levels.index(round(sparsity, 6))] if round(sparsity, 6) in levels else None
+    return compress.share_table(load_model(name).model, sparsity, cut)
 
 
 @bounded(spinner="Pruning the weights at ten levels and reading your text with each…")

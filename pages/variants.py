@@ -87,14 +87,20 @@ if sparse:
                                    zmin=0, zmax=1, **plot), key="wprune_share")
     st.caption("One ranking for all matrices, so a matrix of small weights loses more than its share. NaN: a layer "
                "without that matrix (an encoder layer has no cross-attention).")
+    read = st.toggle("Read your text at every level", False, key="wprune_read",
+                     help="prunes the model ten times and runs it on your text each time: a second or more")
     try:
-        outputs = V.read_pruned(view.name, view.text)
+        outputs = V.read_pruned(view.name, view.text) if read else None
     except ValueError as e:
         st.info(f"Your sentence with the pruned weights: {md(e)}")
     else:
-        st.table([{"weights pruned": f"{lv} %",
-                   "what the model makes of your text": md(out) if out else "(nothing: it ends at once)"}
-                  for lv, out in zip(levels, outputs)])
+        if outputs is None:
+            st.caption("Switch on “Read your text at every level” to see what the pruned models make of your text.")
+            outputs = []
+        if outputs:
+            st.table([{"weights pruned": f"{lv} %",
+                       "what the model makes of your text": md(out) if out else "(nothing: it ends at once)"}
+                      for lv, out in zip(levels, outputs)])
 
 st.header("Multi-query and grouped-query attention")
 st.markdown(r"GQA (Ainslie et al. 2023) lets $h/g$ query heads share one key/value head; MQA (Shazeer 2019) is "

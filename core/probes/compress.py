@@ -110,16 +110,19 @@ def pruned(model: nn.Module, sparsity: float) -> nn.Module:
     return next(pruned_levels(model, [sparsity]))[1]
 
 
-def share_pruned(model: nn.Module, sparsity: float) -> dict[str, float]:
-    """Per weight matrix, the share of its entries the global ranking zeroes at ``sparsity``."""
-    return {name: 1.0 - float(m.float().mean()) for name, m in magnitude_masks(model, sparsity).items()}
+def share_pruned(model: nn.Module, sparsity: float, cut: tuple[float, int] | None = None) -> dict[str, float]:
+    """Per weight matrix, the share of its entries the global ranking zeroes at ``sparsity`` (``cut``: its
+    :func:`cuts` entry, when already known)."""
+    masks = magnitude_masks(model, sparsity) if cut is None else _masks(prunable(model), cut)
+    return {name: 1.0 - float(m.float().mean()) for name, m in masks.items()}
 
 
-def share_table(model: nn.Module, sparsity: float) -> tuple[list[str], list[str], torch.Tensor]:
+def share_table(model: nn.Module, sparsity: float,
+                cut: tuple[float, int] | None = None) -> tuple[list[str], list[str], torch.Tensor]:
     """:func:`share_pruned` as a table: rows are layers (``encoder 0``, ``decoder 1``, …), columns the matrices
     of a layer (``self_attn.qkv``, ``ffn.w1``, …); a cell a layer does not have is NaN."""
     cells: dict[tuple[str, str], float] = {}
-    for name, share in share_pruned(model, sparsity).items():
+    for name, share in share_pruned(model, sparsity, cut).items():
         stack, _, layer, *rest = name.removesuffix(".weight").split(".")
         cells[(f"{stack} {layer}", ".".join(rest))] = share
     rows = list(dict.fromkeys(r for r, _ in cells))

@@ -70,6 +70,8 @@ def pruned_weights_section(at, model):
     assert curve["data"][0]["x"] == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90]
     assert [curve["data"][0]["y"][0], curve["data"][0]["y"][-1]] == pytest.approx([p.loss for p in shipped], abs=1e-4)
     text = next(w for w in [*at.text_area, *at.text_input] if w.key == "sentence").value
+    assert not any("weights pruned" in t.value.columns for t in at.table)  # read only on request: ten runs
+    at.toggle(key="wprune_read").set_value(True).run()
     table = next(t.value for t in at.table if "weights pruned" in t.value.columns)
     assert list(table["weights pruned"]) == [f"{x} %" for x in range(0, 100, 10)]
     first = table["what the model makes of your text"].iloc[0]

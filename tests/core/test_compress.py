@@ -113,3 +113,10 @@ def test_the_live_curve_hands_over_what_it_has_after_each_level():
     C.sparsity_curve(registry.load("lm-tiny"), levels=(0.0, 0.5, 0.9), n=4,
                      progress=lambda k, n, partial: seen.append((k, n, [p.sparsity for p in partial])))
     assert seen == [(1, 3, [0.0]), (2, 3, [0.0, 0.5]), (3, 3, [0.0, 0.5, 0.9])]
+
+
+def test_a_known_cut_gives_the_same_shares_as_sorting_again():
+    model = registry.load("en-fr").model
+    cut = C.cuts(model, [0.5])[0]
+    rows, cols, with_cut = C.share_table(model, 0.5, cut)
+    assert torch.equal(with_cut.nan_to_num(-1), C.share_table(model, 0.5)[2].nan_to_num(-1))
