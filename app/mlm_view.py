@@ -143,14 +143,14 @@ def _than(a: float, b: float) -> str:
 
 def writes_reading(result: dict) -> str:
     """Section 7's numbers read in words: each of BERT's two texts against the causal LM's under the judge (by how
-    much, in per cent), the most predictable of the three, and the shuffled words for scale; every number computed."""
-    score = {r["name"]: r["judge_bits_per_byte"] for r in result["rows"]}
-    causal, l2r, gibbs = score["causal LM"], score["BERT, left to right"], score["BERT, Gibbs"]
-    shuffled = score["shuffled words"]
-    best = min(("the causal LM", causal), ("BERT left to right", l2r), ("BERT with Gibbs sampling", gibbs),
-               key=lambda x: x[1])[0]
-    return (f"The judge needs {l2r:.2f} bits per byte for BERT's left-to-right text and {gibbs:.2f} for its Gibbs "
-            f"text, against {causal:.2f} for the causal LM's: {_than(l2r, causal)} and {_than(gibbs, causal)}. "
+    much, in per cent), the most predictable of the three, and the shuffled words for scale; every number computed.
+    At 0 sweeps BERT's second text is its one-pass fill, and is called so (no Gibbs sampling took place)."""
+    causal, l2r, gibbs, shuffled = (r["judge_bits_per_byte"] for r in result["rows"][:4])
+    second, by = (("Gibbs text", "BERT with Gibbs sampling") if result["sweeps"] else
+                  ("one-pass fill (0 sweeps: no Gibbs sampling)", "BERT in one pass"))
+    best = min(("the causal LM", causal), ("BERT left to right", l2r), (by, gibbs), key=lambda x: x[1])[0]
+    return (f"The judge needs {l2r:.2f} bits per byte for BERT's left-to-right text and {gibbs:.2f} for its {second}, "
+            f"against {causal:.2f} for the causal LM's: {_than(l2r, causal)} and {_than(gibbs, causal)}. "
             f"Most predictable of the three: {best}. Shuffling the causal LM's words makes it {shuffled:.2f} "
             f"({(shuffled - causal) / causal:+.0%}): "
             + ("the judge does read word order." if shuffled > causal else

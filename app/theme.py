@@ -45,6 +45,8 @@ h3 { font-size: 1.3rem !important; }
 [data-testid="stPageLink"] span, [data-testid="stTab"] p, button p {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }
+/* a metric's value is Markdown inside: the 1 rem rule above shrank it to body text; it keeps its own 2.25 rem */
+[data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: inherit !important; }
 [data-testid="stSidebarNav"] a { height: auto !important; min-height: 2rem; }
 [data-testid="stCaptionContainer"] { opacity: 1 !important; }
 /* the title just under the header's sidebar button: the first screen is for the page's figure */

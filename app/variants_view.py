@@ -151,7 +151,7 @@ def draft(name: str, n_layers: int = 1):
 @st.cache_data(max_entries=32, show_spinner="Drafting and verifying…")
 def speculative(name: str, text: str, k: int, max_new: int) -> dict:
     ck = load_model(name)
-    prompt = ck.tokenizer.encode(text)[: max_positions(ck.model) - 2]
+    prompt = _prompt(ck, text)
     res = S.speculative_generate(ck.model, draft(name), prompt=prompt, k=k, max_new=max_new)
     plain = generate(ck.model, prompt=prompt, max_new=max_new)
     greedy = plain.ids
@@ -161,11 +161,10 @@ def speculative(name: str, text: str, k: int, max_new: int) -> dict:
               "target": None if s.target_token is None else show([s.target_token])[0],
               "target_choice": show(s.target_choice) if s.target_choice else []} for s in res.steps]
     why_empty = ("" if res.ids else
-                 f"the prompt already fills the model's window of {max_positions(ck.model)} positions"
-                 if len(prompt) >= max_positions(ck.model) - 2 else
                  "the model's first choice was the end of the text — a prompt that closes a sentence often closes a "
                  "paragraph in its training text; leave off the final full stop")
     return {"ids": res.ids, "greedy": greedy, "why_empty": why_empty, "text": ck.tokenizer.decode(res.ids), "steps": steps,
+            "window": window_notice(ck, text, max_new, name),
             "target_passes": res.target_passes, "draft_passes": res.draft_passes, "proposed": res.proposed,
             "accepted": res.accepted, "rate": res.acceptance_rate,
             "greedy_passes": len(plain.steps),  # one pass per token chosen, the end of text included
@@ -174,7 +173,7 @@ def speculative(name: str, text: str, k: int, max_new: int) -> dict:
 
 def timing(name: str, text: str, k: int, max_new: int, repeats: int = 5) -> dict:
     ck = load_model(name)
-    prompt = ck.tokenizer.encode(text)[: max_positions(ck.model) - 2]
+    prompt = _prompt(ck, text)
     t = time.perf_counter()
     out = S.compare_timing(ck.model, draft(name), [prompt], k=k, max_new=max_new, repeats=repeats)
     out["total_s"] = time.perf_counter() - t
@@ -201,7 +200,25 @@ SAMPLE_N = 500  # draws of each sampler in the first-token check: a fraction of 
 
 
 def _prompt(ck, text: str) -> list[int]:
+    """The prompt's ids as the speculative panel reads them: at most the model's positions less two ([BOS] and
+    room for one new token)."""
     return ck.tokenizer.encode(text)[: max_positions(ck.model) - 2]
+
+
+def window_notice(ck, text: str, max_new: int, name: str) -> str:
+    """What the model's window leaves of the request, in numbers: "" when the whole prompt is read and all
+    ``max_new`` tokens fit; else how many of its positions the prompt takes (and where a long one was cut) and how
+    many new tokens fit."""
+    n_tokens, prompt = len(ck.tokenizer.encode(text)), _prompt(ck, text)
+    used = len(decoder_prefix(ck.model, None, prompt))
+    fit = token_budget(ck.model, used, max_new)
+    if fit >= max_new:
+        return ""
+    read = (f"[BOS] and the first {len(prompt)} of its {n_tokens} tokens" if len(prompt) < n_tokens else
+            "[BOS] included")
+    return (f"The prompt uses {used} of {name}'s {max_positions(ck.model)} positions ({read}): only {fit} new "
+            f"token{'s' if fit != 1 else ''} fit{'s' if fit == 1 else ''}, not the {max_new} asked for. Shorten the "
+            "prompt to let it write more.")
 
 
 @st.cache_data(max_entries=32, show_spinner="Drafting, sampling and verifying…")
@@ -227,8 +244,6 @@ def speculative_sampled(name: str, text: str, k: int, max_new: int, temperature:
                          "p(x̃) target": s.target_prob[j], "min(1, p/q)": s.accept_prob[j],
                          "u": s.uniforms[j] if j < len(s.uniforms) else None, "verdict": verdicts[j]})
     why_empty = ("" if res.ids else
-                 f"the prompt already fills the model's window of {max_positions(ck.model)} positions"
-                 if len(prompt) >= max_positions(ck.model) - 2 else
                  "the first token drawn was the end of the text; try another seed, or leave off a final full stop")
     cov, notices = coverage_notices(ck, text, name)
     return {"ids": res.ids, "text": ck.tokenizer.decode(res.ids), "steps": steps, "rows": rows,
@@ -236,6 +251,7 @@ def speculative_sampled(name: str, text: str, k: int, max_new: int, temperature:
             "proposed": res.proposed, "accepted": res.accepted, "rate": res.acceptance_rate,
             "resampled": sum(s.resampled for s in res.steps), "notices": notices,
             "plain_passes": plain_passes(ck, prompt, len(res.ids), max_new),
+            "window": window_notice(ck, text, max_new, name),
             "outside": coverage.outside_label(ck) if cov and cov["unknown_words"] else ""}
 
 

@@ -286,7 +286,8 @@ coverage_view.notices([n for n in [coverage.language_notice(ck, w_prompt, name)]
 wc = st.columns(4)
 w_n = wc[0].slider("Tokens to write", 4, 32, 12, key="mlm_write_n")
 w_sweeps = wc[1].slider("Gibbs sweeps", 0, 10, 3, key="mlm_write_sweeps",
-                        help="each sweep masks and redraws every written position once, in a random order")
+                        help="each sweep masks and redraws every written position once, in a random order; at 0 no "
+                             "Gibbs step is taken and BERT's block is only filled at once, in one pass")
 w_temp = wc[2].slider("Temperature", 0.0, 1.5, 0.7, 0.1, key="mlm_write_temp",
                       help="0: always the most probable token; the same for every writer")
 w_seed = wc[3].number_input("Seed", 0, 1_000_000, 0, key="mlm_write_seed")

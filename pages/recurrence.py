@@ -6,9 +6,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import figures
+from app import coverage_view, figures
 from app.shell import sentence_box, text_box
 from app.text import code, md
+from core.inference import coverage
 from core.training import stability
 from core.variants import recurrence, xl
 from core.io import jsonio
@@ -56,6 +57,10 @@ else:
     if len(ids) < 6:
         st.caption("Your sentence is very short; showing a generated text instead.")
         ids = [BOS] + tok.encode(FALLBACK)
+    else:  # the user's own text is read: one in French or German is named, as on the other pages
+        foreign = coverage.foreign_notice(text, "this Transformer-XL reads English (it was trained on generated "
+                                                "English sentences)")
+        coverage_view.notices([foreign] if foreign else [])
     ids = ids[:48]
     tokens = tok.display(ids)
     c1, c2 = st.columns(2)

@@ -181,7 +181,7 @@ if mode == "Sampling":  # speculative sampling; the greedy panel below (and its 
                 "then distributed exactly as the target's own sampling at $T$, whatever the draft (Leviathan et al. "
                 "2023; Chen et al. 2023).")
     samp = V.speculative_sampled(name, text, int(k), int(max_new), float(temperature), int(seed))
-    coverage_view.notices([] if same_text else samp["notices"])
+    coverage_view.notices(([] if same_text else samp["notices"]) + [w for w in [samp["window"]] if w])
     coverage_view.output("Prompt", text)
     if not samp["ids"]:
         st.info(f"Nothing was generated: {md(samp['why_empty'])}.")
@@ -230,7 +230,12 @@ if mode == "Sampling":  # speculative sampling; the greedy panel below (and its 
                f"exactly the draws of speculative_sample(…, max_new=1, seed={int(seed)} + i); plain sampling draws "
                "from softmax(logits / T) as generate(method=\"sample\") does.")
     st.stop()
+st.markdown("Greedy verification: a proposal is kept while it equals the target's own most probable token (its "
+            "argmax) at that position; at the first that differs, the target's argmax is written instead, and when "
+            "all k match, the target adds its next argmax as a bonus. The output is exactly the target's greedy "
+            "decoding, in fewer target passes.")
 spec = V.speculative(name, text, int(k), int(max_new))
+coverage_view.notices([w for w in [spec["window"]] if w])
 if not spec["ids"]:
     coverage_view.output("Prompt", text)  # the prompt read, whole, as text, whatever the model made of it
     st.info(f"Nothing was generated: {md(spec['why_empty'])}. Change the sentence; acceptance and "

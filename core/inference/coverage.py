@@ -217,19 +217,25 @@ def foreign_language(text: str) -> tuple[str, list[str]] | None:
     return best
 
 
-def language_notice(ck, text: str, name: str | None = None) -> str | None:
-    """For a model that reads English, a text that looks French or German: say so and what the model reads."""
-    if ck.meta.get("task") in SYNTHETIC_TASKS:
-        return None
+def foreign_notice(text: str, reads: str) -> str | None:
+    """The notice for a ``text`` that looks French or German (:func:`foreign_language`), given to a model that
+    ``reads`` English (e.g. "lm reads English"); None for English. For models that are no Checkpoint too (the
+    Recurrence page's Transformer-XL)."""
     found = foreign_language(text)
     if found is None:
         return None
     lang, hits = found
-    name = name or model_name(ck)
-    target = {"fr": "French", "de": "German"}.get(str(ck.meta.get("task", ""))[-2:]) if is_translation(ck) else None
-    reads = (f"{name} translates English into {target}" if target else f"{name} reads English")
     return (f"This looks like {lang} ({', '.join(hits[:4])}), not English: {reads}, so what it makes of this "
             "text says little. Type an English sentence.")
+
+
+def language_notice(ck, text: str, name: str | None = None) -> str | None:
+    """For a model that reads English, a text that looks French or German: say so and what the model reads."""
+    if ck.meta.get("task") in SYNTHETIC_TASKS or foreign_language(text) is None:
+        return None
+    name = name or model_name(ck)
+    target = {"fr": "French", "de": "German"}.get(str(ck.meta.get("task", ""))[-2:]) if is_translation(ck) else None
+    return foreign_notice(text, f"{name} translates English into {target}" if target else f"{name} reads English")
 
 
 def outside_label(ck) -> str:

@@ -12,7 +12,7 @@ import torch
 
 from ..io.budget import max_positions
 from ..io.checkpoint import Checkpoint
-from ..io.tokenizer import BOS, MASK, SPECIALS, normalize_text
+from ..io.tokenizer import BOS, MASK, SPECIALS, UNK, normalize_text
 from ..trace import Trace
 
 MASK_TEXT = re.compile(r"\[mask\]", re.IGNORECASE)
@@ -393,6 +393,15 @@ def shuffle_words(text: str, seed: int = 0) -> str:
 
 
 WRITERS = ("causal LM", "BERT, left to right", "BERT, Gibbs", "shuffled words", "the judge's own")
+ONE_PASS = "BERT, one pass"  # the third writer's name at 0 sweeps: the block filled at once, no Gibbs step taken
+
+
+def typed_specials(tok, text: str) -> list[str]:
+    """The special tokens that ``tok`` makes of the literal ``text`` (a typed "[MASK]" becomes the mask token, not
+    the six characters), each once; [UNK] is left out, as it also stands for any character the tokenizer lacks."""
+    specials, unk = set(_specials(tok)), getattr(tok, "unk_id", UNK)
+    ids = [i for i in tok.encode(text) if i in specials and i != unk]
+    return list(dict.fromkeys(tok.display(ids)))
 
 
 @torch.no_grad()
@@ -414,10 +423,19 @@ def can_bert_write(masked: Checkpoint, causal: Checkpoint, judge: Checkpoint, pr
     ``mlm_bits_per_byte``: the masked LM's pseudo-log-likelihood per byte (:func:`pseudo_bits_per_byte`), a second
     opinion that favours the masked LM's own texts (``None`` when a text is longer than the masked LM reads).
 
+    The prompt is literal text for all three models: one that any of their tokenizers reads as a special token (a
+    typed "[MASK]", "[CLS]", …) raises ValueError rather than reaching one model as a hidden word and another as
+    letters. At ``sweeps`` 0 no Gibbs step is taken: the third writer is named :data:`ONE_PASS`, not "BERT, Gibbs".
+
     Returns ``{"prompt", "n", "sweeps", "temperature", "seed", "rows"}``; ``rows`` in the order of :data:`WRITERS`,
     each ``{"name", "text" (the continuation, leading space kept), "judge_bits_per_byte", "judge_bytes",
     "mlm_bits_per_byte", "reference" (True for the two references)}``."""
     prompt = normalize_text(prompt)
+    typed = list(dict.fromkeys(t for ck in (masked, causal, judge) for t in typed_specials(ck.tokenizer, prompt)))
+    if typed:
+        raise ValueError(f"the prompt contains {', '.join(typed)}, which a model reads as its special token, not as "
+                         "text: here the prompt is plain text for three models to continue (a [MASK] that hides a "
+                         "word belongs in the sentence of section 1, Fill in the blank); write the words themselves")
     written = [write_causal(causal, causal.tokenizer.encode(prompt), n, temperature, seed),
                write_left_to_right(masked, masked.tokenizer.encode(prompt), n, temperature, seed),
                write_gibbs(masked, masked.tokenizer.encode(prompt), n, sweeps, temperature, seed)]
@@ -425,7 +443,8 @@ def can_bert_write(masked: Checkpoint, causal: Checkpoint, judge: Checkpoint, pr
     texts.append((" " if prompt else "") + shuffle_words(texts[0], seed))
     texts.append(write_causal(judge, judge.tokenizer.encode(prompt), n, temperature, seed).text)
     rows = []
-    for name, text in zip(WRITERS, texts):
+    names = WRITERS[:2] + ((WRITERS[2] if sweeps else ONE_PASS),) + WRITERS[3:]
+    for name, text in zip(names, texts):
         score = judge_bits_per_byte(judge, prompt, text)
         try:
             pll = pseudo_bits_per_byte(masked, prompt, text)["bits_per_byte"]

@@ -166,6 +166,8 @@ def test_span_section_measures_this_sentence_and_cuts_the_held_out_text():
     for layer, row in enumerate(fig["data"][0]["z"]):
         spans = S.query_spans(trace.attention("decoder", layer)[0].float(), 0.9)
         assert row == [float(s.float().quantile(0.9, interpolation="higher")) for s in spans]
+    cells = [c for row in fig["data"][0]["text"] for c in row]
+    assert cells and all(c.isdigit() for c in cells), cells  # radii in tokens, written "11", not "11.00" (QA)
     res = S.span_experiment(ck)
     table = next(d.value for d in at.dataframe if "query–key pairs computed" in d.value.columns)
     assert list(table["held-out loss"]) == [round(res.full[0], 4), round(res.cut[0], 4), round(res.uniform[0], 4)]

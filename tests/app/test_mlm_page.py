@@ -221,3 +221,25 @@ def test_bert_writes_and_lm_judges_with_core_numbers(ck):
     at.text_input(key="mlm_write_prompt").set_value("").run()  # BERT from nothing: still three texts
     assert not at.exception and not at.error
     assert len([m for m in at.metric if m.label == "Judge: bits per byte"]) == 3
+
+
+def test_bert_writing_is_not_called_gibbs_at_zero_sweeps_and_a_typed_mask_is_refused(ck):
+    """QA findings: at 0 sweeps the column still read "BERT, Gibbs" (it is the one-pass fill), and a [MASK] typed in
+    the prompt reached BERT as a mask to fill while the judge read it as letters."""
+    lms = registry.load("lm-tiny"), registry.load("lm")
+    at = open_page("mlm.py", "mlm")
+    prompt = at.text_input(key="mlm_write_prompt").value
+    at.slider(key="mlm_write_sweeps").set_value(0).run()
+    assert not at.exception and not at.error
+    bars = charts(at)["Judge (lm): bits per byte of each continuation"]["data"][0]
+    assert "BERT, Gibbs" not in bars["customdata"] and bars["customdata"][2] == mlm.ONE_PASS == "BERT, one pass"
+    one_pass = mlm.write_gibbs(ck, ck.tokenizer.encode(prompt), 12, sweeps=0, temperature=0.7, seed=0)
+    assert mlm.can_bert_write(ck, *lms, prompt, n=12, sweeps=0)["rows"][2]["text"] == one_pass.text
+    reading = next(m.value for m in at.markdown if m.value.startswith("The judge needs"))
+    assert md_text("its one-pass fill (0 sweeps: no Gibbs sampling)") in reading and "Gibbs text" not in reading
+    at.text_input(key="mlm_write_prompt").set_value("The dog saw a [MASK] in the path.").run()
+    assert not at.exception
+    assert any(e.value.startswith(md_text("The prompt contains [MASK], which a model reads as its special token"))
+               for e in at.error), [e.value for e in at.error]
+    assert "Judge (lm): bits per byte of each continuation" not in charts(at)
+    assert mlm.typed_specials(ck.tokenizer, "a [MASK], an [EOS], 😀 and [CLS]") == ["[MASK]", "[EOS]"]  # no [UNK]

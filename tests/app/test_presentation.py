@@ -112,6 +112,18 @@ def test_page_css_is_projector_size_only_in_presentation_mode():
     assert theme.CAPTION["dark"] in theme.page_css(False, True)
 
 
+def test_a_metrics_value_keeps_its_own_size_in_presentation_mode():
+    """QA finding: st.metric values were body-sized in presentation mode. Streamlit 1.67 writes the value as Markdown
+    (``stMetricValue > stMarkdownContainer > p``), so the rule raising Markdown paragraphs to 1 rem caught it; a more
+    specific rule gives it back its own size (2.25 rem: 49.5 px at 22 px, measured in Chromium)."""
+    import re
+    css = theme.page_css(True, False)
+    rule = re.search(r'\[data-testid="stMetricValue"\] \[data-testid="stMarkdownContainer"\] p \{([^}]*)\}', css)
+    assert rule and rule.group(1).strip() == "font-size: inherit !important;"
+    assert css.index(rule.group(0)) > css.index('[data-testid="stMarkdownContainer"] p,')  # after the 1 rem rule
+    assert "stMetricValue" not in theme.page_css(False, False)
+
+
 def test_navigation_holds_every_page_once_in_its_group():
     files = [e[0] for entries in nav.SECTIONS.values() for e in entries] + [nav.HOME[0]]
     assert len(files) == len(set(files))

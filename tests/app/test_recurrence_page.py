@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.text import md
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -103,6 +105,18 @@ def test_bundled_model_and_precomputed_curves_render():
         assert any("core.variants.recurrence" in c.value and "parameters" in c.value for c in at.caption)
 
 
+def test_a_french_sentence_read_by_the_transformer_xl_is_named_as_french():
+    """QA finding: the Transformer-XL reads the shared sentence with its own tokenizer, and the page said nothing
+    about a French one (the other pages name it first among their notices)."""
+    from apptest import type_sentence
+    at = type_sentence(page("en-fr"), "Le chat est sur la table et il dort.")
+    assert not at.exception, [e.value for e in at.exception]
+    said = [w.value for w in at.warning if "This looks like French" in w.value]
+    assert len(said) == 1 and md("this Transformer-XL reads English") in said[0], [w.value for w in at.warning]
+    at = type_sentence(at, "The dog saw a sheep in the path and it ran.")
+    assert not any("This looks like" in w.value for w in at.warning)
+
+
 def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_drawn():
     """The LSTM with Luong attention and the Transformer, shipped beside the results, on symbols the user types:
     the outputs, and for the two that attend, where each output step looked (on copy, the diagonal)."""
@@ -126,6 +140,9 @@ def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_dr
     assert any("Not symbols of this task" in e.value and "0 1 2" in e.value for e in at.error)
     at.text_input(key="rec_symbols").set_value(" ".join("1" * 21)).run()
     assert any("type 1 to 20" in e.value for e in at.error)
+    at.text_input(key="rec_symbols").set_value("😀").run()  # an alert takes a leading emoji as its icon
+    assert any("Not symbols of this task" in e.value and "😀" in e.value for e in at.error), \
+        [(e.icon, e.value) for e in at.error]
 
 
 def test_the_lstms_gates_on_the_users_symbols_are_recomputed_from_the_shipped_model():

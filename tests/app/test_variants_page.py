@@ -187,3 +187,34 @@ def test_on_a_language_model_page_the_panel_neither_repeats_notices_nor_continue
     at = type_sentence(at, "   ")
     assert any(i.value.startswith("Type a prompt first") for i in at.info)
     assert not any(t.startswith("Per target pass") for t in titles(at))
+
+
+def test_each_verification_mode_says_what_it_does_and_a_full_window_is_explained():
+    """QA findings: the panel described greedy verification only (and in Sampling mode too), and a prompt that left
+    room for one new token gave "Tokens generated 1" with nothing saying why."""
+    from apptest import type_sentence
+    from app import variants_view as V
+    from core.io.budget import max_positions
+    at = variants_page("lm-tiny")
+    greedy = [m.value for m in at.markdown if m.value.startswith("Greedy verification")]
+    assert greedy and "argmax" in greedy[0] and "exactly the target's greedy decoding" in greedy[0]
+    long = " ".join(["The dog saw a sheep in the path"] * 40)
+    at = type_sentence(at, long)
+    ck = registry.load("lm-tiny")
+    n, total = max_positions(ck.model), len(ck.tokenizer.encode(long))
+    said = V.window_notice(ck, long, 32, "lm-tiny")
+    assert said == (f"The prompt uses {n - 1} of lm-tiny's {n} positions ([BOS] and the first {n - 2} of its "
+                    f"{total} tokens): only 1 new token fits, not the 32 asked for. Shorten the prompt to let it "
+                    "write more.")
+    assert md(said) in [w.value for w in at.warning]
+    assert next(m.value for m in at.metric if m.label == "Tokens generated") == "1"
+    at.radio(key="spec_mode").set_value("Sampling").run()
+    assert not any(m.value.startswith("Greedy verification") for m in at.markdown)
+    assert any(m.value.startswith("Sampling at temperature") for m in at.markdown)
+    assert md(said) in [w.value for w in at.warning]
+    assert V.window_notice(ck, "The dog saw a sheep", 32, "lm-tiny") == ""  # everything fits: nothing to say
+    prompt = " ".join(["sheep"] * (n - 11))  # one token a word: [BOS] and the prompt leave 10 positions
+    assert len(ck.tokenizer.encode(prompt)) == n - 11
+    assert V.window_notice(ck, prompt, 32, "lm-tiny") == (
+        f"The prompt uses {n - 10} of lm-tiny's {n} positions ([BOS] included): only 10 new tokens fit, not the 32 "
+        "asked for. Shorten the prompt to let it write more.")
