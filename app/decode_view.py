@@ -123,3 +123,55 @@ def decode_panel(view, figures) -> None:
         st.warning(f"Finished: {md(tok.decode(result.ids))} — {md(args['unsure'])}")
     elif n == total:
         st.success(f"Finished: {md(tok.decode(result.ids))}")
+    if ck.model.cfg.kind == "encoder-decoder":
+        reference_panel(view.tgt, tok.decode(result.ids), n == total)
+
+
+def bleu_rows(score: dict) -> list[dict]:
+    """The table of :func:`core.inference.quality.sentence_bleu`: per n-gram order the clipped matches, the output's
+    n-grams, the precision p_n and the value BLEU's mean uses."""
+    names = {1: "words (1-grams)", 2: "word pairs (2-grams)", 3: "3-grams", 4: "4-grams"}
+    rows = []
+    for r in score["rows"]:
+        if r["total"] == 0:
+            used = "left out: the output is too short"
+        elif r["matched"] == 0:
+            used = f"{r['used']:.4f} (no match: smoothed)"
+        else:
+            used = f"{r['used']:.4f}"
+        rows.append({"n": names.get(r["n"], f"{r['n']}-grams"), "matched (clipped)": r["matched"],
+                     "in the output": r["total"],
+                     "precision p_n": "—" if r["precision"] is None else f"{r['precision']:.4f}", "used in BLEU": used})
+    return rows
+
+
+def reference_panel(reference: str | None, output: str, finished: bool) -> None:
+    """The finished output scored against the user's reference translation (the sidebar's Target): clipped n-gram
+    precisions, brevity penalty, sentence BLEU and chrF (core.inference.quality), or a note saying what to type."""
+    st.subheader("Score against your reference: BLEU and chrF")
+    if not (reference or "").strip():
+        st.info("To score the translation, type a reference translation (a correct translation of your sentence) "
+                "in the sidebar's Target box (the arrow at the top left opens the sidebar). BLEU and chrF then "
+                "compare the finished output with it.")
+        return
+    if not finished:
+        st.caption("Click Run to end: the finished output is scored against your reference.")
+        return
+    b, chrf = quality.sentence_bleu(output, reference), quality.sentence_chrf(output, reference)
+    st.markdown(f"**Reference** (the sidebar's Target): {md(reference)}")
+    st.dataframe(bleu_rows(b), hide_index=True)
+    c1, c2, c3 = st.columns(3)
+    c1.metric("BLEU", f"{b['bleu']:.1f}", help="100 × BP × geometric mean of the values used (sacrebleu's sentence "
+              "BLEU: 13a tokens, an order with no match counts as 1 / (2^k · n-grams))")
+    c2.metric("Brevity penalty BP", f"{b['bp']:.3f}", help="1 when the output is at least as long as the reference, "
+              "else exp(1 − reference length / output length)")
+    c3.metric("chrF", f"{chrf:.1f}", help="F-score of character 1- to 6-grams, recall weighted twice (β = 2)")
+    if not b["hyp_len"]:
+        st.markdown("The output is empty, so BLEU and chrF are 0.")
+        return
+    p1 = b["rows"][0]
+    length = ("as long as the reference or longer, so BP is 1" if b["bp"] == 1 else
+              f"shorter than the reference ({b['hyp_len']} tokens against {b['ref_len']}), so BP is {b['bp']:.3f}")
+    st.markdown(f"{p1['matched']} of the output's {p1['total']} tokens also appear in the reference (counted at most "
+                f"as often as there), and the output is {length}. BLEU rewards exact word sequences; chrF compares "
+                "characters, so a word with the right stem but the wrong ending still earns part of the credit.")

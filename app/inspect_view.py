@@ -11,6 +11,7 @@ import torch
 
 from app.cache import bounded
 from core.hooks import as_ablation
+from core.io.tokenizer import EOS
 from core.masks import additive
 from core.probes import masking, positions
 
@@ -108,3 +109,97 @@ def prediction_rows(tok, in_tokens, logits_a, logits_b, next_ids=None, names=("b
             row[f"{names[1]}: p(true next)"] = float(probs_b[i, int(next_ids[i])])
         out.append(row)
     return out
+
+
+COMPARE_LIMIT = 32  # positions the teacher-forcing comparison decodes step by step (prefix passes grow as n²)
+
+
+@bounded
+def teacher_forcing(name: str, src_ids: tuple | None, target_ids: tuple, limit: int) -> dict:
+    """:func:`core.probes.masking.parallel_vs_sequential` for the page: its differences and times, not its logits."""
+    out = masking.parallel_vs_sequential(_model(name).model, None if src_ids is None else list(src_ids),
+                                         list(target_ids), limit)
+    return {k: v for k, v in out.items() if k not in ("parallel", "prefix", "cached")}
+
+
+@bounded
+def strict(name: str, src_ids: tuple | None, target_ids: tuple) -> dict:
+    """:func:`core.probes.masking.strict_demo` (the diagonal masked too) on the page's sentence."""
+    return masking.strict_demo(_model(name).model, None if src_ids is None else list(src_ids), list(target_ids))
+
+
+def teacher_forcing_section(view, res) -> None:
+    """The Masking page's teacher-forcing section: the shifted decoder input above its targets, a mask that hides
+    the diagonal too (row 0 all −∞), and, on request, one causal pass against n step-by-step passes."""
+    kind = view.ck.model.cfg.kind
+    if kind == "encoder-only":
+        st.info("This model has no decoder, so there is no shifted input to show. Pick a translator (en-fr) or the "
+                "language model (lm).")
+        return
+    tok = view.ck.tokenizer
+    encdec = kind == "encoder-decoder"
+    target = list(res.tgt_ids[1:]) + [EOS] if encdec else list(res.tgt_ids[1:])
+    src = tuple(res.src_ids) if encdec else None
+    if not target:
+        st.info("Type a longer text: there is no token to predict.")
+        return
+    dec_in = masking.shifted_input(target)
+    n = len(target)
+    whose = ("your target" if (view.tgt or "").strip() else "the model's own translation") if encdec else "your text"
+    st.markdown(f"In training, the decoder reads the true output ({whose}) shifted one place to the right, behind "
+                "[BOS]: the position that reads [BOS] must predict the first token, the one that reads the first "
+                "token must predict the second, and so on. So a position may attend to itself: it sees the word "
+                "before, never the word it must predict. Some texts say the decoder \"cannot see the word itself\", "
+                "others that a token attends to itself. The shift makes both true.")
+    top = res.trace.logits[0, :n].float().argmax(-1).tolist()
+    cells = {"decoder input (reads)": tok.display(dec_in), "target (must predict)": tok.display(target),
+             "model's top prediction": tok.display(top)}
+    st.dataframe([{"row": label, **{str(i): t for i, t in enumerate(toks)}} for label, toks in cells.items()],
+                 hide_index=True)
+    hits = sum(a == b for a, b in zip(top, target))
+    st.caption(f"Columns are positions. All {n} predictions come from one forward pass; the top prediction is the "
+               f"target at {hits} of {n} positions.")
+
+    st.subheader("A stricter mask: hide the diagonal too")
+    sd = strict(view.name, src, tuple(target))
+    keys = tok.display(dec_in)[:8]
+    head_rows = [{"head": h, **{f"{j}: {t}": f"{float(w):.3g}" for j, (t, w) in enumerate(zip(keys, row))}}
+                 for h, row in enumerate(sd["row0"])]
+    st.markdown("If position i could see only the positions before it, position 0 ([BOS]) would see nothing: its "
+                "row of the mask is all −∞, and softmax of that row is 0/0, not a number (NaN). Query 0 in decoder "
+                "layer 0 under that mask, by the formula above (first keys):")
+    st.dataframe(head_rows, hide_index=True)
+    nan_at = sum(sd["nan_positions"])
+    if sd["kernel_nan"]:
+        kernel = (f"PyTorch's fused attention, which runs this model, gives NaN there too; {nan_at} of {n} outputs "
+                  "are NaN.")
+    else:
+        kernel = ("PyTorch's fused attention, which runs this model, returns a zero vector for such a row instead "
+                  f"(largest |value| {sd['kernel_row0']:g}), so {nan_at} of {n} outputs are NaN: position 0 silently "
+                  "reads nothing from the decoder.")
+    st.markdown(f"{kernel} The top prediction is the target at {sd['hits_strict']} of {n} positions with the strict "
+                f"mask, {sd['hits']} of {n} with the model's own. The shifted input is why the diagonal is safe: "
+                "what a position sees of itself is the previous word.")
+
+    st.subheader("One masked pass = n decoding steps")
+    m = min(n, COMPARE_LIMIT)
+    first = f" (the first {m} positions)" if m < n else ""
+    if not st.toggle(f"Compare one pass with {m} step-by-step passes{first}: runs the model {2 * m + 2} times",
+                     key="tf_compare"):
+        st.caption("Off by default: the step-by-step runs take one to a few seconds on a long sentence.")
+        return
+    pv = teacher_forcing(view.name, src, tuple(target), COMPARE_LIMIT)
+    s, n = pv["seconds"], m
+    ratio = s["prefix"] / max(s["parallel"], 1e-9)
+    c1, c2, c3 = st.columns(3)
+    c1.metric("One causal pass", f"{1000 * s['parallel']:.1f} ms")
+    c2.metric(f"{n} passes over growing prefixes", f"{1000 * s['prefix']:.1f} ms",
+              help="The t-th pass reads the first t inputs, from scratch, and keeps its last position.")
+    c3.metric(f"{n} one-token steps with a KV cache", f"{1000 * s['cached']:.1f} ms",
+              help="How the model generates: each step feeds one token and reuses the keys and values before it.")
+    st.markdown(f"Largest |logit difference| from the one pass: **{pv['max_diff_prefix']:.1e}** (prefixes), "
+                f"**{pv['max_diff_cached']:.1e}** (KV cache). Under the causal mask no position reads anything after "
+                "it, so one pass gives every step's result at once; the differences are float32 rounding. "
+                + (f"Here the one pass was {ratio:.0f}× faster than the prefix passes." if ratio >= 1.5 else
+                   "On an input this short the one pass is not much faster."))
+    st.caption("Times: one run each on this server when first computed; they vary with its load.")

@@ -3,7 +3,8 @@ import streamlit as st
 import torch
 
 from app import figures
-from app.inspect_view import as_key, cheat, mask_editor, masked_run, padding, prediction_rows
+from app.inspect_view import (as_key, cheat, mask_editor, masked_run, padding, prediction_rows,
+                              teacher_forcing_section)
 from app.shell import page_run, text_box
 from app.text import md
 from core.probes import layers, masking
@@ -136,3 +137,6 @@ else:
                                    title=f"Decoder layer {dl}, head {head} without the causal mask"), key="cheat_w")
     st.caption("The model was trained never to see the future, so it was never taught what to do with it: "
                "the weight above the diagonal shows how much it now reads ahead.")
+
+st.header("5. Teacher forcing: the shifted input, and why the decoder may see itself")
+teacher_forcing_section(view, res)

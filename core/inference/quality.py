@@ -6,8 +6,15 @@ tell is how probable it finds the translation it wrote: the mean log-probability
 estimate for machine translation (no reference needed). Whether it separates right from wrong translations is
 measured, per model, on dev sets by ``scripts/calibrate_quality.py``, which stores the threshold and the measured
 rates in the checkpoint's ``meta.quality``; pages show the notice only for a model so calibrated.
+
+With a reference translation, :func:`sentence_bleu` and :func:`sentence_chrf` score one output against it, n-gram by
+n-gram (the Decode page's table).
 """
 from __future__ import annotations
+
+import math
+import re
+from collections import Counter
 
 import torch
 
@@ -75,3 +82,84 @@ def choose(points: list[dict], want_wrong: float = 0.8, max_right: float = 0.2) 
     ok = [p for p in points if p["flag_right"] <= max_right]
     best = max(ok, key=lambda p: (p["flag_wrong"], -p["flag_right"])) if ok else min(points, key=lambda p: p["flag_right"])
     return best | {"meets": best["flag_wrong"] >= want_wrong and best["flag_right"] <= max_right}
+
+
+# ---------------------------------------------------------------- scoring against a reference: sentence BLEU and chrF
+# Our own implementations, checked against sacrebleu's sentence_bleu / sentence_chrf (its defaults) in
+# tests/core/test_reference_scores.py. Tokenisation follows the "13a" rules of the WMT scoring script mteval-v13a.
+_ALWAYS_SPLIT = re.compile(r"([{-~\[-` -&(-+:-@/])")  # ASCII punctuation except ' - . , (and letters, digits)
+_POINT_AFTER = re.compile(r"([^0-9])([.,])")  # a period or comma after a non-digit
+_POINT_BEFORE = re.compile(r"([.,])([^0-9])")  # ... or before one
+_DASH_AFTER_DIGIT = re.compile(r"([0-9])(-)")
+
+
+def words_13a(text: str) -> list[str]:
+    """The tokens BLEU counts in ``text``: the "13a" rules (WMT's mteval-v13a) that set apart punctuation, periods
+    and commas that are not inside a number, and a dash after a digit; apostrophes stay inside words ("didn't")."""
+    line = text.rstrip().replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    for escaped, plain in (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">")):
+        line = line.replace(escaped, plain)
+    line = _ALWAYS_SPLIT.sub(r" \1 ", f" {line} ")
+    line = _POINT_AFTER.sub(r"\1 \2 ", line)
+    line = _POINT_BEFORE.sub(r" \1 \2", line)
+    line = _DASH_AFTER_DIGIT.sub(r"\1 \2 ", line)
+    return line.split()
+
+
+def ngrams(tokens: list, n: int) -> Counter:
+    """How often each run of ``n`` consecutive tokens occurs in ``tokens``."""
+    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+def sentence_bleu(hypothesis: str, reference: str, max_n: int = 4) -> dict:
+    """BLEU of one output against one reference (Papineni et al. 2002), on a 0-100 scale.
+
+    For n = 1..``max_n``: the clipped precision p_n = Σ min(count in output, count in reference) / n-grams in the
+    output. BLEU = BP · exp(mean over n of log p_n) with the brevity penalty BP = min(1, exp(1 − r/c)) (c, r: output
+    and reference lengths in tokens). A single sentence often has no matching 4-gram, so, like
+    ``sacrebleu.sentence_bleu`` by default: an order with no match counts as 1 / (2^k · n-grams), the k-th such order
+    (the "exp" smoothing of mteval); orders past the output's length are left out of the mean (effective order);
+    no match of any order gives 0. Returns ``rows`` (n, matched, total, precision p_n, value used in the mean or
+    None where left out), ``bp``, ``hyp_len``, ``ref_len``, ``bleu`` and the tokens of both."""
+    hyp, ref = words_13a(hypothesis), words_13a(reference)
+    c, r = len(hyp), len(ref)
+    rows, halvings = [], 1.0
+    for n in range(1, max_n + 1):
+        got, want = ngrams(hyp, n), ngrams(ref, n)
+        matched, total = sum(min(k, want[g]) for g, k in got.items()), max(0, c - n + 1)
+        used = None
+        if total:
+            if matched:
+                used = matched / total
+            else:
+                halvings *= 2
+                used = 1 / (halvings * total)
+        rows.append({"n": n, "matched": matched, "total": total, "precision": matched / total if total else None,
+                     "used": used})
+    bp = 1.0 if c >= r else (math.exp(1 - r / c) if c else 0.0)
+    counted = [row["used"] for row in rows if row["used"] is not None]
+    if not any(row["matched"] for row in rows) or not counted:
+        bleu = 0.0
+    else:
+        bleu = 100 * bp * math.exp(sum(math.log(p) for p in counted) / len(counted))
+    return {"rows": rows, "bp": bp, "hyp_len": c, "ref_len": r, "bleu": bleu, "hyp_tokens": hyp, "ref_tokens": ref}
+
+
+def sentence_chrf(hypothesis: str, reference: str, max_n: int = 6, beta: float = 2.0) -> float:
+    """chrF (Popović 2015) of one output against one reference, 0-100: character n-grams (n = 1..``max_n``, spaces
+    removed), their precision P and recall R averaged over the orders both texts are long enough for, then
+    F_β = (1 + β²)·P·R / (β²·P + R); β = 2 weighs recall twice as much as precision (sacrebleu's defaults)."""
+    hyp, ref = "".join(hypothesis.split()), "".join(reference.split())
+    precisions, recalls = [], []
+    for n in range(1, max_n + 1):
+        got, want = ngrams(list(hyp), n), ngrams(list(ref), n)
+        n_got, n_want = sum(got.values()), sum(want.values())
+        if n_got and n_want:
+            matched = sum(min(k, want[g]) for g, k in got.items())
+            precisions.append(matched / n_got)
+            recalls.append(matched / n_want)
+    if not precisions:
+        return 0.0
+    p, r = sum(precisions) / len(precisions), sum(recalls) / len(recalls)
+    b2 = beta * beta
+    return 100 * (1 + b2) * p * r / (b2 * p + r) if p + r else 0.0

@@ -8,14 +8,16 @@ the ``{attention}.mask`` hook points), never editing :mod:`core.model`.
 """
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 
 import torch
+import torch.nn.functional as F
 
 from ..attention import full_mask
 from ..hooks import ablate, merge
 from ..hooks import mask as mask_hooks
-from ..inference.decoding import greedy_batch
+from ..inference.decoding import Incremental, greedy_batch
 from ..inference.runner import forward_ids
 from ..io.budget import max_positions
 from ..io.tokenizer import BOS, EOS
@@ -220,3 +222,98 @@ def translate_ablated(model: Transformer, src_ids: list[int], heads_off: dict) -
         return greedy_batch(model, src, max_new=max_positions(model) - 1)[0]
 
 
+# ---------------------------------------------------------------- teacher forcing: one masked pass = n decoding steps
+def shifted_input(target_ids: list[int]) -> list[int]:
+    """The decoder input that teaches ``target_ids`` y1 … yn: the same tokens shifted one place right,
+    ``[BOS] y1 … y(n−1)``, so position i reads y(i) (counting BOS as y0) and must predict y(i+1)."""
+    return [BOS] + list(target_ids[:-1])
+
+
+@torch.no_grad()
+def parallel_vs_sequential(model: Transformer, src_ids: list[int] | None, target_ids: list[int],
+                           limit: int | None = None) -> dict:
+    """Teacher forcing: one causal pass over the shifted input against decoding it position by position.
+
+    ``src_ids``: the encoder's ids (None for a decoder-only model); ``target_ids``: y1 … yn, what the decoder must
+    produce (a translation and EOS, or a language model's text). Three ways to get the logits of every position:
+    ``parallel``, one pass over ``[BOS] y1 … y(n−1)`` under the causal mask (how a model trains); ``prefix``, n passes
+    from scratch, the t-th over the first t inputs only, keeping its last row; ``cached``, n steps of one token each
+    with a KV cache (:class:`~core.inference.decoding.Incremental`, how a model generates). Returns the three
+    ``[n, vocab]`` logits, the largest |difference| of each sequential way from the one pass, and the seconds each
+    way took (one run each, after one warm-up pass; the model runs without a trace). ``limit``: compare the first
+    ``limit`` positions only (the prefix passes grow with the square of the length)."""
+    if not target_ids:
+        raise ValueError("nothing to predict: the target is empty")
+    encdec = model.cfg.kind == "encoder-decoder"
+    if encdec and not src_ids:
+        raise ValueError("nothing to translate: the source is empty")
+    if model.cfg.kind == "encoder-only":
+        raise ValueError("an encoder-only model has no decoder to teach")
+    model.eval()
+    target_ids = list(target_ids)[:limit]
+    dec_in = shifted_input(target_ids)
+    n, dev = len(dec_in), model.device
+    tgt = torch.tensor([dec_in], device=dev)
+    src = torch.tensor([src_ids], device=dev) if encdec else None
+
+    def last_rows(ids):
+        return (model(src, ids) if encdec else model(ids)).logits[0].float()
+
+    def parallel():
+        return last_rows(tgt)
+
+    def prefix():
+        return torch.stack([last_rows(tgt[:, :t])[-1] for t in range(1, n + 1)])
+
+    def cached():
+        inc = Incremental(model, src)
+        return torch.stack([inc.feed(tgt[:, t:t + 1])[0] for t in range(n)])
+
+    parallel()  # warm-up: the first call of a process pays one-off costs that are not the method's
+    out, seconds = {}, {}
+    for key, fn in (("parallel", parallel), ("prefix", prefix), ("cached", cached)):
+        t0 = time.perf_counter()
+        out[key] = fn().cpu()
+        seconds[key] = time.perf_counter() - t0
+    return {"dec_in": dec_in, "targets": list(target_ids), **out, "seconds": seconds,
+            "max_diff_prefix": float((out["prefix"] - out["parallel"]).abs().max()),
+            "max_diff_cached": float((out["cached"] - out["parallel"]).abs().max()),
+            "top_ids": out["parallel"].argmax(-1).tolist()}
+
+
+def strict_causal_mask(t: int) -> torch.Tensor:
+    """Additive ``[t, t]`` mask that hides the diagonal too: query i may look at keys j < i only. Row 0 is all −∞."""
+    return additive(torch.ones(t, t, dtype=torch.bool).tril(-1))
+
+
+@torch.no_grad()
+def strict_demo(model: Transformer, src_ids: list[int] | None, target_ids: list[int]) -> dict:
+    """What a decoder mask that hides each position from itself (keys j < i only) does to a real model.
+
+    The diagonal is masked on top of the model's causal mask in every decoder self-attention and the model re-run
+    on the shifted input of ``target_ids`` (:func:`shifted_input`). Returns ``row0``: decoder layer 0's weights of
+    query 0 by eq. 1, per head ``[H, t]`` (NaN: every key of that row is −∞ and its softmax is 0/0); ``kernel_row0``:
+    the largest |value| of that row's output from ``F.scaled_dot_product_attention`` (the fused kernel the model
+    runs on) on the same q, k, v and mask, and ``kernel_nan`` whether it is NaN (recent PyTorch returns zeros there);
+    ``nan_positions``: whether each position's logits hold a NaN; ``hits`` / ``hits_strict``: positions whose top
+    prediction is their target, with the model's own mask and with the strict one."""
+    names = [n for n in model.attention_names() if n.startswith("decoder.") and n.endswith("self_attn")]
+    dec_in = shifted_input(target_ids)
+    t = len(dec_in)
+    diagonal = additive(~torch.eye(t, dtype=torch.bool)).to(model.device)  # with the causal mask: j < i only
+    src = src_ids if model.cfg.kind == "encoder-decoder" else None
+    normal = forward_ids(model, src, dec_in)
+    out = run_patched(model, src, dec_in, masks={n: diagonal for n in names})
+    first = names[0]
+    q, k, v = (out.trace[f"{first}.{x}"].float() for x in ("q", "k", "v"))
+    mask = out.trace[f"{first}.mask"].float()
+    row = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.broadcast_to(mask, (*q.shape[:3], t)))[0, :, 0]
+    logits = out.logits[0].float().cpu()
+    want = torch.tensor(list(target_ids))
+
+    def hits(lg):
+        return int((lg.argmax(-1) == want).sum())
+    return {"names": names, "row0": out.trace[f"{first}.weights"][0, :, 0].float().cpu(),
+            "kernel_row0": float(row.abs().max()), "kernel_nan": bool(torch.isnan(row).any()),
+            "nan_positions": torch.isnan(logits).any(-1).tolist(), "hits": hits(normal.logits[0].float().cpu()),
+            "hits_strict": hits(logits), "n": t}
