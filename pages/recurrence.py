@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import coverage_view, figures
+from app import coverage_view, figures, recurrence_view
 from app.shell import sentence_box, text_box
 from app.text import code, md
 from core.inference import coverage
@@ -271,3 +271,5 @@ else:
                          + (": the one with attention can look the source up again instead of carrying it."
                             if float(kept["lstm-attention"].mean()) < float(kept["lstm"].mean()) else "."))
             st.markdown(md(told))
+
+            recurrence_view.input_reach(trained, demo, task, plot)

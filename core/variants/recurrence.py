@@ -13,7 +13,9 @@ encoder step ``i`` and written at decoder step ``i``, so ``n`` recurrent steps s
 read from where it is needed — the distance is exactly the length. :func:`run` trains the three models on
 the same batches for the same steps from the same seed and returns accuracy per length. :func:`lstm_gates`
 recomputes an LSTM's gates and states step by step from its own weights; :func:`seq2seq_gates` does it for a
-trained model's encoder and decoder on one source.
+trained model's encoder and decoder on one source. :func:`input_sensitivity` (the gradient of each output on each
+source embedding) and :func:`perturbation_effect` (the outputs one substituted source token changes) measure how far
+one input token reaches in each model.
 
 CLI: ``python -m core.variants.recurrence --out assets/recurrence/results.json`` (the page reads that file).
 """
@@ -362,7 +364,8 @@ def copy_demo(task: SyntheticTask, models: dict, text: str, longest: int) -> dic
     """The symbols of ``text`` (space-separated) through each trained model of :func:`load_models`, greedily:
     ``{"symbols", "target", "outputs": {key: symbols}, "alignment": α [steps, S] of the attention LSTM,
     "cross": the Transformer's last-layer cross-attention, mean over heads [steps, S], "gates": {key: each LSTM's
-    :class:`Seq2SeqGates`}}`` (S: the symbols and EOS; each row: the output step it produced, EOS last when
+    :class:`Seq2SeqGates`}, "source": the source ids (symbols, EOS), "written": {key: the ids each model wrote, EOS
+    last when reached}}`` (S: the symbols and EOS; each row: the output step it produced, EOS last when
     reached). Raises ValueError, saying what is allowed, for a symbol the task does not have or more than
     ``longest`` symbols."""
     from ..inference.decoding import greedy_batch
@@ -377,7 +380,7 @@ def copy_demo(task: SyntheticTask, models: dict, text: str, longest: int) -> dic
     ids = [vocab[s] for s in symbols]
     name = {i: s for s, i in vocab.items()}
     src = torch.tensor([ids + [EOS]])
-    outputs, result = {}, {"symbols": symbols, "target": [name[i] for i in task.target(ids)]}
+    outputs, result = {}, {"symbols": symbols, "target": [name[i] for i in task.target(ids)], "source": ids + [EOS]}
     with torch.no_grad():
         for key, model in models.items():
             if key == "lstm-attention":
@@ -392,7 +395,105 @@ def copy_demo(task: SyntheticTask, models: dict, text: str, longest: int) -> dic
             if isinstance(model, LSTMSeq2Seq):
                 result.setdefault("gates", {})[key] = seq2seq_gates(model, ids + [EOS], len(ids) + 2)
             outputs[key] = [name.get(i, task.tokenizer.id_to_token(i)) for i in out]
+            result.setdefault("written", {})[key] = out + [EOS] if len(out) < len(ids) + 2 else out
     return result | {"outputs": outputs}
+
+
+def gradient_norms(outputs, x: torch.Tensor, n_out: int) -> torch.Tensor:
+    """``[T, S]`` (``T = n_out``): the length ‖∂ y_t / ∂ x_j‖ of the gradient of each scalar output ``y_t`` with
+    respect to each input vector ``x_j``. ``x [S, d]``; ``outputs`` maps a batch ``[B, S, d]`` to ``[B, T]``, each row
+    computed from its own batch row only. Row ``t`` of a batch of ``T`` copies of ``x`` gives the gradient of ``y_t``,
+    so one backward pass serves every output."""
+    with torch.enable_grad():
+        xs = x.detach().unsqueeze(0).repeat(n_out, 1, 1).requires_grad_(True)
+        y = outputs(xs)
+        grad, = torch.autograd.grad(y.diagonal().sum(), xs, allow_unused=True)
+    return torch.zeros(xs.shape[:2], dtype=x.dtype) if grad is None else grad.norm(dim=-1)
+
+
+def _source_embedding(model) -> nn.Embedding:
+    """The token table that reads the source: the LSTMs' ``embed``, the Transformer's ``embed.tokens`` (before its
+    ×√d_model and positions)."""
+    return model.embed if isinstance(model.embed, nn.Embedding) else model.embed.tokens
+
+
+def _written_log_probs(model, src: torch.Tensor, written: list[int]) -> torch.Tensor:
+    """``[B, T]``: log p of each written token, teacher forced on ``BOS`` and the tokens written before it."""
+    tgt = torch.tensor([[BOS] + written[:-1]] * src.shape[0])
+    logp = torch.log_softmax(_logits(model, src, tgt), -1)
+    return logp[:, torch.arange(len(written)), torch.tensor(written)]
+
+
+def input_sensitivity(model, src: list[int], written: list[int]) -> torch.Tensor:
+    """``[T, S]``: for each output step ``t`` and source position ``j``, ‖∂ log p(y_t) / ∂ e(x_j)‖, the length of
+    the gradient of the log-probability of the token the model wrote at step ``t`` (teacher forced on what it wrote
+    before) with respect to the embedding of the source token ``x_j``, the row of its token table (the
+    :func:`_source_embedding`). ``src``: the source ids (symbols, EOS); ``written``: the tokens written (copy_demo's
+    ``written``). Only the source's embeddings move; the decoder's own inputs keep theirs, even in a shared table."""
+    src_t = torch.tensor([src])
+    table = _source_embedding(model)
+    with torch.no_grad():
+        base = table(src_t)[0]
+    batch, given = {}, {}
+
+    def swap(module, args, out):  # the embedding of the source (never of the decoder's input) replaced by the batch
+        if args[0] is batch.get("src"):
+            return given["x"]
+
+    def outputs(xs):
+        batch["src"], given["x"] = src_t.expand(xs.shape[0], -1).clone(), xs
+        return _written_log_probs(model, batch["src"], written)
+
+    handle = table.register_forward_hook(swap)
+    try:
+        return gradient_norms(outputs, base, len(written))
+    finally:
+        handle.remove()
+
+
+@torch.no_grad()
+def perturbation_effect(model, src: list[int], written: list[int], substitutions) -> dict:
+    """What replacing one source token does to each output step, teacher forced on the tokens ``written``: for
+    each ``(position, token)`` of ``substitutions``, ``"delta" [P, T]``: |Δ log p| of the token written at each step,
+    and ``"changed" [P, T]``: whether the step's most likely token is no longer the one it is without the change."""
+    rows = torch.tensor([src] * (len(substitutions) + 1))
+    for r, (j, token) in enumerate(substitutions, start=1):
+        rows[r, j] = token
+    tgt = torch.tensor([[BOS] + written[:-1]] * rows.shape[0])
+    logp = torch.log_softmax(_logits(model, rows, tgt), -1)
+    picked = logp[:, torch.arange(len(written)), torch.tensor(written)]
+    best = logp.argmax(-1)
+    return {"delta": (picked[1:] - picked[0]).abs(), "changed": best[1:].ne(best[0])}
+
+
+def by_distance(sensitivity: torch.Tensor, n: int) -> tuple[list[int], list[float]]:
+    """Mean of ``sensitivity [T, S]`` over the pairs (t, j) at each distance ``n − j + t``, the steps between the
+    encoder reading source token ``j`` and the decoder writing output ``t`` (``n``: the symbols before EOS; on
+    copy, each symbol's own output is ``n`` steps away). Returns (distances, means), distances ascending."""
+    t, j = torch.meshgrid(torch.arange(sensitivity.shape[0]), torch.arange(sensitivity.shape[1]), indexing="ij")
+    dist = (n - j + t).flatten()
+    values = sensitivity.flatten().double()
+    ds = sorted(set(dist.tolist()))
+    return ds, [float(values[dist == d].mean()) for d in ds]
+
+
+def copied_from(task_name: str, n: int) -> list[int] | None:
+    """For each of the ``n`` symbol outputs, the source position it copies (copy: itself; reverse: its mirror);
+    None for a task whose outputs are not tied to fixed positions (sort)."""
+    return list(range(n)) if task_name == "copy" else list(range(n))[::-1] if task_name == "reverse" else None
+
+
+def reach_summary(sensitivity: torch.Tensor, n: int, own: list[int] | None) -> dict:
+    """Two numbers read off an input-sensitivity map ``[T, S]`` (:func:`input_sensitivity`) of ``n`` source symbols:
+    ``"first_vs_last"``: the mean gradient on the first symbol over the mean on the last one, over all outputs (the
+    first is read ``n − 1`` steps earlier; a recurrent path that loses ``r`` per step would make this about
+    ``r^(n−1)``), None for one symbol; ``"own_share"``: the mean, over the symbol outputs, of the share of each
+    output's gradient that lies on the source symbol it copies (``own``: :func:`copied_from`; None without it)."""
+    last = float(sensitivity[:, n - 1].mean()) if n > 1 else 0.0
+    first_vs_last = float(sensitivity[:, 0].mean()) / last if last > 0 else None
+    shares = [float(sensitivity[t, own[t]] / sensitivity[t].sum()) for t in range(min(len(own or []), len(sensitivity)))
+              if float(sensitivity[t].sum()) > 0]
+    return {"first_vs_last": first_vs_last, "own_share": sum(shares) / len(shares) if shares else None}
 
 
 def command(cfg: RecurrenceConfig, out: str) -> str:

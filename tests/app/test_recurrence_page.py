@@ -136,6 +136,7 @@ def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_dr
         assert z.shape == (9, 9) and torch.allclose(z.sum(-1), torch.ones(9, dtype=torch.float64), atol=1e-5)
         # each output symbol looked most at the source symbol it copies (rows 0-7 → columns 0-7)
         assert z[:8].argmax(-1).tolist() == list(range(8)), z.argmax(-1)
+    check_input_reach(at, "7 2 9 a 4 c 1 8")
     at.text_input(key="rec_symbols").set_value("7 2 x 9").run()
     assert any("Not symbols of this task" in e.value and "0 1 2" in e.value for e in at.error)
     at.text_input(key="rec_symbols").set_value(" ".join("1" * 21)).run()
@@ -144,6 +145,43 @@ def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_dr
     assert any("Not symbols of this task" in e.value and "😀" in e.value for e in at.error), \
         [(e.icon, e.value) for e in at.error]
 
+
+def check_input_reach(at, typed: str) -> None:
+    """"How far one input symbol reaches" on ``typed``: each model's map is log10 of the core's
+    input_sensitivity, the distance chart its by_distance means, the table counts the outputs perturbation_effect
+    finds changed for the chosen substitution (the first symbol by the next one, then the fourth), and the reading
+    quotes the measured shares."""
+    import torch
+    from core.variants import recurrence
+    folder = ROOT / "assets" / "recurrence"
+    rec = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    task, models = recurrence.load_models(folder, recurrence.config_of(rec["config"]))
+    demo = recurrence.copy_demo(task, models, typed, 20)
+    src, n, figs = demo["source"], len(demo["symbols"]), charts(at)
+    labels = {"lstm": "Plain LSTM", "lstm-attention": "LSTM + attention", "transformer": "Transformer"}
+    lines = {t["name"]: t for t in figs["Mean gradient length by steps from reading to writing"]["data"]}
+    shares = {}
+    for (key, label), short in zip(labels.items(), ("plain LSTM", "LSTM + attention", "Transformer")):
+        sens = recurrence.input_sensitivity(models[key], src, demo["written"][key])
+        z = torch.tensor(figs[f"Log10 gradient length, {short}"]["data"][0]["z"], dtype=torch.float64)
+        torch.testing.assert_close(z, sens.log10().double(), rtol=0, atol=1e-6)
+        ds, means = recurrence.by_distance(sens, n)
+        assert lines[label]["x"] == ds and lines[label]["y"] == pytest.approx(means, rel=1e-6)
+        shares[key] = recurrence.reach_summary(sens, n, list(range(n)))["own_share"]
+    told = next(m.value for m in at.markdown if m.value.startswith("**What these numbers show.**")).replace("\\", "")
+    assert (f"plain LSTM {shares['lstm']:.0%}, LSTM + attention {shares['lstm-attention']:.0%}, "
+            f"Transformer {shares['transformer']:.0%}") in told
+    ids = {task.tokenizer.id_to_token(i).lstrip("▁"): i for i in task.ids}
+    for j, to in ((0, "8"), (3, "b")):  # each symbol by the next one by default: 7 → 8, then a → b
+        if j:
+            at.selectbox(key=f"rec_reach_at_{n}").set_value(j).run()
+            assert not at.exception, [e.value for e in at.exception]
+        rows = next(d.value for d in at.dataframe if "outputs changed" in d.value)
+        shown = dict(zip(rows["model"], rows["outputs changed"]))
+        for key, label in labels.items():
+            got = recurrence.perturbation_effect(models[key], src, demo["written"][key], [(j, ids[to])])
+            assert shown[label] == f"{int(got['changed'][0].sum())} of {len(demo['written'][key])}", (j, label)
+    assert any("Symbol 4 (a) replaced by b." in c.value.replace("\\", "") for c in at.caption)
 
 def test_the_lstms_gates_on_the_users_symbols_are_recomputed_from_the_shipped_model():
     """The forget-gate map, the mean gates and the sentence that reads them are the core recomputation
