@@ -1,7 +1,7 @@
 """Layer outputs: the residual stream after every sublayer, FFN neurons, the logit lens and head ablation."""
 import streamlit as st
 
-from app import coverage_view, figures
+from app import coverage_view, figures, layers_view
 from app.inspect_view import translation_ablated
 from app.shell import current_run, page_run
 from app.text import md
@@ -64,7 +64,7 @@ trained_head = layers.has_trained_head(view.ck)
 if not trained_head:  # e.g. minilm: never show an untrained output head's guesses as the model's
     st.header("4. Sentence-embedding lens")
     st.info(f"{md(view.name)} ships without an output (masked-LM) head; the one our code attaches is random, so reading "
-            "the stream through it would print noise, not what the model knows. Sections 4 and 5 read what "
+            "the stream through it would print noise, not what the model knows. Sections 4 and 6 read what "
             f"{md(view.name)} was trained for instead: its **sentence embedding** (the mean of the last layer's token "
             "vectors), compared by cosine similarity.")
     lens = layers.embedding_lens(res.trace, out_stack)
@@ -92,7 +92,9 @@ else:
                                  highlight=0, title=f"Final distribution at position {pos} "
                                  f"(“{figures.label(out_toks[pos])}”)", **P), key="final")
 
-st.header("5. Switch heads off")
+layers_view.section(view, 5, **P)
+
+st.header("6. Switch heads off")
 n_heads = model.cfg.n_heads
 options = [(a, h) for a in model.attention_names() for h in range(n_heads)]
 chosen = st.multiselect("Heads to ablate (their output is multiplied by 0)", options, key="ablate",

@@ -1,7 +1,8 @@
-"""Positional encoding: the sinusoidal table and its geometry, other schemes, and the live sentence's embeddings."""
+"""Positional encoding: the sinusoidal table and its geometry, other schemes, the live sentence's embeddings, and the
+variants of the formula that the seeds write."""
 import streamlit as st
 
-from app import figures
+from app import figures, positional_view
 from app.inspect_view import permutation, positional_kinds, shifted
 from app.shell import page_run
 from app.text import code, md
@@ -166,3 +167,5 @@ st.plotly_chart(figures.grouped_bars({"without positions": pt["without"]["per_to
                                      title=f"{pt['stack'].capitalize()} layer 0: shuffled vs original order"), key="perm")
 st.caption("Each bar: ‖a shuffled token's output − its twin's output in the original order‖. Positional terms of this model: " + ("; ".join(pt["terms"]) or "none — so the two runs are the same") +
            ". Without them the layer's outputs are the same vectors, just permuted (differences are float rounding).")
+
+positional_view.formula_variants(7, d_model, n_pos, base, k, **P)

@@ -1,8 +1,10 @@
 """Looking inside a trained model: attention analysis, attributions, coreference, heads, patching.
 
-* :mod:`~core.probes.positions` - positional encodings as the model uses them (offsets, rotation, RoPE, ALiBi, order);
+* :mod:`~core.probes.positions` - positional encodings as the model uses them (offsets, rotation, RoPE, ALiBi, order),
+  and the seeds' variants of the sinusoidal table checked against the paper's;
 * :mod:`~core.probes.masking` - masks on real scores, and the model re-run with masks or heads changed (:func:`patched`);
-* :mod:`~core.probes.layers` - what each layer outputs: residual stream, sublayers, PCA, FFN neurons, logit lens;
+* :mod:`~core.probes.layers` - what each layer outputs: residual stream, sublayers, PCA, FFN neurons, logit lens,
+  one word followed through two sentences;
 * :mod:`~core.probes.analysis` - computations on a Trace the pages show (rollout, top-k links, one row by hand);
 * :mod:`~core.probes.attribution` - per-head attributions of the pronoun decision;
 * :mod:`~core.probes.coref` - which heads link a pronoun to its antecedent (scoreboards, ablation);

@@ -2,12 +2,15 @@
 
 The residual stream after every sublayer and what each sublayer adds, a 2-D PCA of the stream, the most active FFN
 neurons, the logit lens, and for a model without a trained output head (MiniLM) a sentence-embedding lens. Everything
-reads a :class:`~core.trace.Trace` of a real run on the user's sentence.
+reads a :class:`~core.trace.Trace` of a real run on the user's sentence. :func:`same_word` follows one word through
+two sentences, stage by stage (static token embedding, then contextual vectors).
 """
 from __future__ import annotations
 
 import torch
 
+from ..io.budget import max_positions
+from ..io.tokenizer import BOS, EOS, UNK, normalize_text
 from ..model import Transformer
 from ..trace import Trace
 
@@ -163,3 +166,115 @@ def embedding_change(trace_a: Trace, trace_b: Trace, stack: str = "encoder") -> 
     a, b = trace_a[f"{stack}.output"][0].float(), trace_b[f"{stack}.output"][0].float()
     return {"sentence_cos": float(_pooled(a) @ _pooled(b)),
             "token_cos": torch.nn.functional.cosine_similarity(a, b, dim=-1)}
+
+
+# ======================================================================= one word, two sentences
+def sentence_words(tok, text: str) -> list[tuple[str, list[int]]]:
+    """The words of ``text`` as the tokenizer splits it: ``(word as typed, indices of its tokens in
+    tok.encode(text))``, in order. A word cut into several sub-word pieces has several indices; punctuation is a word
+    of its own. ``tok`` is a :class:`core.io.tokenizer.Tokenizer` or :class:`core.io.pretrained.BertTokenizer`."""
+    norm = normalize_text(text)
+    enc = tok.hf.encode(norm, add_special_tokens=False)
+    groups: dict[int, list[int]] = {}
+    for i, w in enumerate(enc.word_ids):
+        if w is not None:
+            groups.setdefault(w, []).append(i)
+    return [(norm[min(enc.offsets[i][0] for i in idx):max(enc.offsets[i][1] for i in idx)].strip(), idx)
+            for idx in groups.values()]
+
+
+def _is_word(word: str) -> bool:
+    return any(ch.isalnum() for ch in word)
+
+
+def shared_words(tok, text_a: str, text_b: str) -> list[str]:
+    """The words (lower case, with a letter or digit) that both texts contain, in the order of ``text_a``."""
+    in_b = {w.casefold() for w, _ in sentence_words(tok, text_b)}
+    out = []
+    for w, _ in sentence_words(tok, text_a):
+        if _is_word(w) and w.casefold() in in_b and w.casefold() not in out:
+            out.append(w.casefold())
+    return out
+
+
+def _framed(model: Transformer, tok, ids: list[int]) -> tuple[list[int], int]:
+    """The ids the model's reading stack takes for one sentence, as :func:`core.inference.runner.run` frames them,
+    and where ``ids`` start inside them."""
+    kind = model.cfg.kind
+    if kind == "encoder-decoder":
+        return ids + [EOS], 0
+    if kind == "decoder-only":
+        return [BOS] + ids, 1
+    framed = tok.frame(ids)
+    return framed, next(k for k in range(len(framed) - len(ids) + 1) if framed[k:k + len(ids)] == ids)
+
+
+def _cos(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double(), b.double()
+    return float(a @ b / (a.norm() * b.norm()).clamp_min(1e-300))
+
+
+@torch.no_grad()
+def same_word(model: Transformer, tok, text_a: str, text_b: str, word: str, other: str | None = None,
+              text_c: str | None = None) -> dict:
+    """One word in two sentences: its vector at every stage of the stack that reads a sentence (the encoder; a
+    decoder-only model's decoder): the token embedding, the embedding output (+ position; for BERT also the token
+    type and a LayerNorm) and the output of every layer. A word cut into several tokens is the mean of its tokens'
+    vectors; its first occurrence (case-insensitive) in each sentence is used.
+
+    Returns ``stages`` (S names), ``same`` (S cosines between the word's vector in ``text_a`` and in ``text_b``),
+    ``other`` (S cosines between the word and the word ``other`` of ``text_a``, or None), ``control`` (S cosines
+    between the word in ``text_a`` and in ``text_c``, a sentence where it means the same as in ``text_a``, or None),
+    the token strings of each word (``pieces_a``, ``pieces_b``, ``pieces_other``, ``pieces_c``), their ids
+    (``ids_a`` …) and indices in the model's input (``index_a`` …),
+    ``unknown`` (the chosen words that contain [UNK]) and the vectors ``a``, ``b`` ``[S, d]``. The token embedding
+    of the same ids is the same row, so ``same[0]`` is 1 up to rounding. Raises ValueError (a message for the user)
+    when a word is missing or a sentence is too long."""
+    word = word.strip()
+    unk = getattr(tok, "unk_id", UNK)
+    kind = model.cfg.kind
+    stack = "decoder" if kind == "decoder-only" else "encoder"
+    wanted = [("a", text_a, word, "sentence A"), ("b", text_b, word, "sentence B")]
+    if other:
+        wanted.append(("other", text_a, other.strip(), "sentence A"))
+    if text_c:
+        wanted.append(("c", text_c, word, "sentence C"))
+    runs, found = {}, {}
+    for key, text, w, where in wanted:
+        if text not in runs:
+            ids = tok.encode(text)
+            if not ids:
+                raise ValueError(f"S{where[1:]} is empty: type a sentence.")
+            framed, start = _framed(model, tok, ids)
+            if len(framed) > max_positions(model):
+                raise ValueError(f"S{where[1:]} has {len(framed)} tokens; this model reads at most "
+                                 f"{max_positions(model)}. Shorten it.")
+            trace = Trace()
+            x = torch.tensor([framed], device=model.device)
+            if stack == "decoder":
+                model.decode(x, trace=trace)
+            else:
+                model.encode(x, trace=trace)
+            layers = [trace[f"{stack}.{i}.resid_post"][0] for i in range(n_layers(trace, stack))]
+            stages = [trace[f"{stack}.embed.tokens"][0], trace[f"{stack}.embed.out"][0], *layers]
+            runs[text] = (sentence_words(tok, text), framed, start, torch.stack(stages).float().cpu())
+        words, framed, start, stages = runs[text]
+        hit = next((idx for t, idx in words if t.casefold() == w.casefold()), None)
+        if hit is None:
+            raise ValueError(f"“{w}” is not a word of {where}.")
+        index = [start + i for i in hit]
+        ids = [framed[i] for i in index]
+        found[key] = {"index": index, "ids": ids, "pieces": tok.display(ids),
+                      "unknown": unk in ids, "vector": stages[:, index].mean(1)}
+    a, b = found["a"]["vector"], found["b"]["vector"]
+    n_l = a.shape[0] - 2
+    result = {"stack": stack, "stages": ["token", "+ position"] + [f"layer {i}" for i in range(n_l)],
+              "same": [_cos(a[s], b[s]) for s in range(a.shape[0])], "other": None, "control": None, "a": a, "b": b,
+              "unknown": [w for key, w in (("a", word), ("other", other)) if key in found and found[key]["unknown"]]}
+    for key, name in (("other", "other"), ("c", "control")):
+        if key in found:
+            v = found[key]["vector"]
+            result[name] = [_cos(a[s], v[s]) for s in range(a.shape[0])]
+    for key, f in found.items():
+        result[f"pieces_{key}"], result[f"index_{key}"], result[f"ids_{key}"] = f["pieces"], f["index"], f["ids"]
+    return result

@@ -2,7 +2,9 @@
 
 Similarity between encodings and its dependence on the offset only, the shift as a rotation, RoPE's relative scores,
 ALiBi's distance bias, the token / position / sum split of the embeddings, and a permutation test of the first layer
-(without positions, attention cannot see order). Everything runs on a real model or the user's token ids.
+(without positions, attention cannot see order). Everything runs on a real model or the user's token ids. Two ways
+the seeds write the sinusoidal table are checked against the paper's: the layout (:func:`layout_check`) and the
+frequency indexed per dimension (:func:`indexing_check`).
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from ..io import registry
 from ..io.checkpoint import CheckpointError, read_config
 from ..masks import alibi_bias, causal_mask
 from ..model import RunContext, Transformer
-from ..positional import apply_rope, rope_cache, shift_matrix, sinusoidal
+from ..positional import (apply_rope, halves_order, rope_cache, shift_matrix, sinusoidal, sinusoidal_halves,
+                          sinusoidal_per_dimension)
 from ..trace import Trace
 
 
@@ -57,6 +60,47 @@ def shift_check(n_positions: int, d_model: int, k: int, base: float = 10000.0) -
     rotated = pe[: n_positions - k] @ rot.T  # row-vector form of R_k · PE(pos)
     direct = pe[k:]
     return {"rotated": rotated, "direct": direct, "matrix": rot, "max_error": float((rotated - direct).abs().max())}
+
+
+def layout_check(n_positions: int, d_model: int, base: float = 10000.0) -> dict:
+    """The paper's interleaved table against the sines-then-cosines layout: both tables (``interleaved``,
+    ``halves``), the largest difference between the halves table and the interleaved one with its columns reordered
+    (``permutation_diff``) and between their dot products ``PE(i)·PE(j)`` (``gram_diff``)."""
+    pe, halves = sinusoidal(n_positions, d_model, base), sinusoidal_halves(n_positions, d_model, base)
+    gram = position_similarity(pe).double() - position_similarity(halves).double()
+    return {"interleaved": pe, "halves": halves, "order": halves_order(d_model),
+            "permutation_diff": float((pe[:, halves_order(d_model)] - halves).abs().max()),
+            "gram_diff": float(gram.abs().max())}
+
+
+def _best_pair_maps(table: torch.Tensor, k: int) -> float:
+    """Largest error left by the best 2×2 linear map per pair of dimensions (2i, 2i+1) that sends every row pos of
+    ``table`` to row pos + k (least squares over the positions)."""
+    x = table.double()
+    n, d = x.shape
+    src = x[: n - k].reshape(n - k, d // 2, 2).transpose(0, 1)  # [pairs, positions, 2]
+    dst = x[k:].reshape(n - k, d // 2, 2).transpose(0, 1)
+    fit = torch.linalg.lstsq(src, dst).solution  # [pairs, 2, 2]
+    return float((src @ fit - dst).abs().max())
+
+
+def indexing_check(n_positions: int, d_model: int, k: int, base: float = 10000.0) -> dict:
+    """The shift-is-a-rotation property, ``PE(pos + k) = R_k · PE(pos)``, for the paper's table (frequency per pair)
+    and for the table indexed per dimension: the largest error of the paper's ``R_k`` on each (``paper``,
+    ``per_dimension``), the largest error of the best 2×2 map per pair fitted to the per-dimension table
+    (``per_dimension_best``; any rotation included), and the largest difference between the two tables."""
+    if not 0 <= k < n_positions - 2:
+        raise ValueError(f"shift k must be between 0 and {n_positions - 3}, got {k}")
+    rot = shift_matrix(k, d_model, base).double()
+    out = {}
+    for key, table in (("paper", sinusoidal(n_positions, d_model, base)),
+                       ("per_dimension", sinusoidal_per_dimension(n_positions, d_model, base))):
+        x = table.double()
+        out[key] = float((x[: n_positions - k] @ rot.T - x[k:]).abs().max())
+        out[f"{key}_best"] = _best_pair_maps(table, k)
+    out["table_diff"] = float((sinusoidal(n_positions, d_model, base)
+                               - sinusoidal_per_dimension(n_positions, d_model, base)).abs().max())
+    return out
 
 
 def rope_scores(d_head: int, n_positions: int, base: float = 10000.0, seed: int = 0) -> torch.Tensor:

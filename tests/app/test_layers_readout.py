@@ -22,6 +22,9 @@ def test_minilm_reads_its_sentence_embedding_not_a_random_head():
     at = open_page("layers.py", "minilm", timeout=120)
     heads = [h.value for h in at.header]
     assert "4. Sentence-embedding lens" in heads and "4. Logit lens" not in heads
+    assert heads[-2:] == ["5. Same word, two meanings", "6. Switch heads off"]
+    same = next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if el.proto.id.endswith("-same_word"))
+    assert same["data"][0]["y"][0] == pytest.approx(1.0, abs=1e-12) and min(same["data"][0]["y"]) < 0.95
     assert any("without an output (masked-LM) head" in i.value for i in at.info)
     assert {"emb_lens", "emb_tokens"} <= keys(at) and "final" not in keys(at)
     assert not at.dataframe  # no table of predicted tokens

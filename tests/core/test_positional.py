@@ -242,3 +242,60 @@ def test_the_shift_test_refuses_what_it_cannot_shift():
         shift_test(_tiny("alibi"), [1, 2, 3], 2)
     with pytest.raises(ValueError, match="added and rotary"):
         _tiny("alibi", "encoder-only").encode(torch.tensor([[1, 2]]), start=3)
+
+
+# --------------------------------------------------------------------- formula variants the seeds write
+def _per_dimension_formula(n_pos, d, base):
+    """Seed 000, appendix A, literally: dimension j uses pos / base^(2j/d), sin on even j, cos on odd j."""
+    pe = torch.empty(n_pos, d, dtype=torch.float64)
+    for pos in range(n_pos):
+        for j in range(d):
+            angle = pos / base ** (2 * j / d)
+            pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return pe
+
+
+@pytest.mark.parametrize("d", [4, 16, 64])
+def test_sines_then_cosines_is_a_permutation_with_the_same_dot_products(d):
+    from core.positional import halves_order, sinusoidal_halves
+    from core.probes.positions import layout_check
+    n, base = 40, 10000.0
+    ref = _formula(n, d, base)
+    halves = sinusoidal_halves(n, d, base)
+    order = halves_order(d)
+    assert sorted(order) == list(range(d)) and order[: d // 2] == list(range(0, d, 2))
+    torch.testing.assert_close(halves[:, : d // 2].double(), ref[:, 0::2], rtol=0, atol=1e-6)  # all the sines
+    torch.testing.assert_close(halves[:, d // 2:].double(), ref[:, 1::2], rtol=0, atol=1e-6)  # then the cosines
+    assert not torch.allclose(halves, sinusoidal(n, d, base))  # another picture …
+    torch.testing.assert_close(halves.double() @ halves.double().T, ref @ ref.T, rtol=0, atol=1e-5)  # … same Gram
+    check = layout_check(n, d, base)
+    assert check["permutation_diff"] == 0.0 and check["gram_diff"] < 1e-5
+
+
+@pytest.mark.parametrize("d,n,k", [(8, 64, 3), (64, 40, 1), (512, 64, 3)])
+def test_shift_is_a_rotation_per_pair_but_not_per_dimension(d, n, k):
+    from core.positional import sinusoidal_per_dimension
+    from core.probes.positions import indexing_check
+    base = 10000.0
+    per_dim = sinusoidal_per_dimension(n, d, base)
+    torch.testing.assert_close(per_dim.double(), _per_dimension_formula(n, d, base), rtol=0, atol=1e-6)
+    rot = shift_matrix(k, d, base).double()
+    paper = _formula(n, d, base)
+    assert (paper[: n - k] @ rot.T - paper[k:]).abs().max() < 1e-5  # PE(p + k) = R_k PE(p)
+    assert (per_dim.double()[: n - k] @ rot.T - per_dim.double()[k:]).abs().max() > 0.1
+    check = indexing_check(n, d, k, base)
+    assert check["paper"] < 1e-5 and check["paper_best"] < 1e-5  # the fit finds R_k's blocks where they exist
+    assert check["per_dimension"] > 0.1 and check["per_dimension_best"] > 0.1  # no 2×2 map per pair works
+    assert check["table_diff"] > 1.0
+
+
+def test_wavelengths_run_from_two_pi_towards_base_times_two_pi():
+    from core.positional import wavelengths
+    d, base = 512, 10000.0
+    lam = wavelengths(d, base)
+    assert lam[0].item() == pytest.approx(2 * math.pi, rel=1e-12)
+    assert lam[-1].item() == pytest.approx(2 * math.pi * base ** ((d - 2) / d), rel=1e-12)
+    assert 10000 * math.pi < lam[-1].item() < 10000 * 2 * math.pi  # above seed 001's 10000·π, below the paper's bound
+    torch.testing.assert_close(lam * frequencies(d, base), torch.full((d // 2,), 2 * math.pi, dtype=torch.float64))
+    ratio = lam[1:] / lam[:-1]  # a geometric progression: one ratio, base^(2/d)
+    torch.testing.assert_close(ratio, torch.full_like(ratio, base ** (2 / d)), rtol=1e-12, atol=0)

@@ -105,3 +105,26 @@ def test_long_input_is_cut_with_a_notice(ours):
 def test_unknown_pretrained_name_is_refused():
     with pytest.raises(ValueError, match="unknown pretrained model"):
         pretrained.load("gpt-17")
+
+
+@pytest.mark.usefixtures("one_thread")  # the last test here: 20 ms an oracle call, not 0.2-3 s on a shared machine
+def test_one_word_in_two_sentences_follows_bertmodel(ours, oracle):
+    """core.probes.layers.same_word on minilm: the stages after the token embedding are BertModel's hidden states at
+    the word's tokens (a word cut into pieces: their mean), and its cosines are those of the oracle's vectors."""
+    from core.probes import layers
+    a, b = "The tokenizer split the river bank.", "A tokenizer reads money."  # "tokenizer": token ##izer
+    r = layers.same_word(ours.model, ours.tokenizer, a, b, "tokenizer", "bank")
+    assert r["pieces_a"] == ["token", "##izer"] and r["index_a"] == r["index_b"] == [2, 3]
+    tok, hidden = ours.tokenizer, {}
+    for text in (a, b):
+        ids = torch.tensor([tok.frame(tok.encode(text))])  # [CLS] pieces [SEP]
+        with torch.no_grad():  # hidden states: the embeddings, then each of the 6 layers
+            hidden[text] = oracle[0](ids, output_hidden_states=True).hidden_states
+    vectors = {key: torch.stack([h[0, idx].mean(0) for h in hidden[text]]).double()
+               for key, text, idx in (("a", a, r["index_a"]), ("b", b, r["index_b"]), ("other", a, r["index_other"]))}
+    assert (r["a"][1:] - vectors["a"]).abs().max() <= 1e-4
+    assert (r["b"][1:] - vectors["b"]).abs().max() <= 1e-4
+    cos = torch.nn.functional.cosine_similarity
+    assert r["same"][1:] == pytest.approx(cos(vectors["a"], vectors["b"], dim=-1).tolist(), abs=1e-5)
+    assert r["other"][1:] == pytest.approx(cos(vectors["a"], vectors["other"], dim=-1).tolist(), abs=1e-5)
+    assert torch.equal(r["a"][0], r["b"][0]) and r["same"][0] == pytest.approx(1.0, abs=1e-12)
