@@ -3,7 +3,9 @@ layers × heads score maps, the traced repeated-random-sequence example and the 
 
 Everything is computed from the chosen model: the score maps on a batch of repeated random sequences (previous-token
 optionally on the sidebar sentence), the attention maps on the sidebar sentence (the shared traced run) or on one
-repeated random sequence, the losses with the heads the user switches off.
+repeated random sequence, the losses with the heads the user switches off. The last section, "A task stated as text",
+shows few-shot accuracy curves (shipped in summaries.json, or measured on request), the user's prompt with their
+answers ranked by log p, and a Winograd pair scored by sentence likelihood (:mod:`core.inference.prompting`).
 """
 from __future__ import annotations
 
@@ -11,12 +13,16 @@ import streamlit as st
 import torch
 
 from app import figures
+from app import progress as progress_bar
 from app.cache import bounded
-from app.shell import load_model
-from app.text import md
+from app.shell import load_model, text_box
+from app.text import code, md
 from core import find_heads as fh
+from core.inference import coverage
+from core.inference import prompting as pr
 from core.io.budget import max_positions
 from core.io.tokenizer import normalize_text
+from core.probes import summaries
 from core.trace import Trace
 
 TITLES = {"previous_token": "Previous-token score", "duplicate_token": "Duplicate-token score",
@@ -147,3 +153,261 @@ def encoder_note(name: str) -> None:
             "without copying from context (it can simply look there), so it is not evidence of an induction "
             "mechanism; and an encoder predicts no next token, so there is no in-context loss to compare or to "
             "ablate.")
+
+
+# ------------------------------------------------------------------ a task stated as text (GPT-2's zero-/few-shot)
+WINOGRAD = ("The animal didn't cross the street because it was too tired.",
+            "The animal didn't cross the street because it was too wide.")
+WINOGRAD_ANSWERS = ("the animal", "the street")  # what a reader picks for each
+
+
+def shipped_curves(name: str) -> tuple[dict | None, str | None]:
+    """The few-shot curves shipped in the model's summaries.json for exactly these weights and tasks, and where they
+    were read from (None, None: not shipped)."""
+    ck = load_model(name)
+    found = summaries.prompting_summary(ck, name)
+    return (found, summaries.source(ck, name)) if found is not None else (None, None)
+
+
+@bounded(ignore=("progress",))
+def measured_curves(name: str, progress=None) -> dict:
+    """:func:`core.inference.prompting.all_curves` measured here (a model with no shipped curves)."""
+    ck = load_model(name)
+    return pr.all_curves(ck.model, ck.tokenizer, progress=progress)
+
+
+@bounded
+def answer_scores(name: str, prompt: str, answers: tuple) -> list[dict]:
+    """Each answer's summed log p after the prompt, its token count and its rank (1 = the model's answer)."""
+    ck = load_model(name)
+    scored = pr.score_answers(ck.model, ck.tokenizer, prompt, list(answers))
+    logps = [s.logp for s in scored]
+    return [{"answer": a, "tokens": " · ".join(ck.tokenizer.display(s.tokens)), "log p (sum)": s.logp,
+             "log p per token": s.per_token, "rank": 1 + sum(x > s.logp for x in logps)}
+            for a, s in zip(answers, scored)]
+
+
+@bounded
+def winograd_scores(name: str, sentences: tuple, candidates: tuple) -> list[list[dict]]:
+    """:func:`core.inference.prompting.winograd` of the sentences (one batched pass)."""
+    ck = load_model(name)
+    return pr.winograd(ck.model, ck.tokenizer, list(sentences), list(candidates))
+
+
+def curve_figure(curves: dict, name: str, *, present: bool, dark: bool):
+    """Accuracy (%) against the number of examples in the prompt, one line per task, and chance (the highest of the
+    tasks': one over the fewest candidates)."""
+    points = {}
+    for c in curves["curves"]:
+        fit = [p for p in c["points"] if p["accuracy"] is not None]
+        points[c["title"]] = ([p["k"] for p in fit], [100 * p["accuracy"] for p in fit])
+    chance = max(p["chance"] for c in curves["curves"] for p in c["points"] if p["chance"] is not None)
+    ks = curves["spec"]["ks"]
+    return figures.lines({f"chance (≈ {100 * chance:.0f} %)": [100 * chance] * len(ks)}, ks,
+                         title=f"Few-shot accuracy of {name}", x_title="examples in the prompt (k)",
+                         y_title="accuracy (%)", points=points, legend=True, y_range=[0, 100], present=present,
+                         dark=dark)
+
+
+def _odds(p: float) -> str:
+    return "less than 0.1 %" if p < 0.001 else f"{100 * p:.1f} %" if p < 0.1 else f"{100 * p:.0f} %"
+
+
+def curve_summary(curves: dict, name: str) -> list[str]:
+    """One line per task (no examples, most examples, best, chance level or not) and one on whether examples helped,
+    in words, from the measured points."""
+    lines, rose, noise, fell = [], [], [], []
+    for c in curves["curves"]:
+        fit = [p for p in c["points"] if p["accuracy"] is not None]
+        first, last = fit[0], fit[-1]
+        top = max(fit, key=lambda p: p["accuracy"])
+        odds = pr.binomial_tail(round(top["accuracy"] * top["n"]), top["n"], top["chance"])
+        level = ("no better than chance" if top["accuracy"] <= top["chance"] else
+                 f"above chance: guessing does as well {_odds(odds)} of the time" if odds < 0.05 else
+                 f"chance level: guessing does as well {_odds(odds)} of the time")
+        missing = [p["k"] for p in c["points"] if p["accuracy"] is None]
+        cut = f" (with k = {', '.join(map(str, missing))} the prompt is longer than {name} reads)" if missing else ""
+        lines.append(f"**{md(c['title'])}**: {first['accuracy']:.0%} with no example, {last['accuracy']:.0%} with "
+                     f"k = {last['k']}{cut}. Best: {top['accuracy']:.0%} at k = {top['k']} ({level}).")
+        task = pr.tasks()[c["task"]]
+        if task.query_is_distractor:
+            copied = [sum(pick == word for pick, (word, _) in zip(p["picks"], task.queries)) / p["n"]
+                      for p in (first, last)]
+            lines[-1] += (f" It picks the query word itself, unchanged, for {copied[0]:.0%} of the queries with no "
+                          f"example and {copied[1]:.0%} with k = {last['k']}.")
+        last_odds = pr.binomial_tail(round(last["accuracy"] * last["n"]), last["n"], last["chance"])
+        first_odds = pr.binomial_tail(round(first["accuracy"] * first["n"]), first["n"], first["chance"])
+        if last["accuracy"] > first["accuracy"]:
+            (rose if last_odds < 0.05 else noise).append(c["title"])
+        elif last["accuracy"] < first["accuracy"] and first_odds < 0.05:
+            fell.append(c["title"])
+    if rose:
+        lines.append(f"More examples raised the accuracy above chance for: {md(', '.join(rose))}.")
+    else:
+        lines.append(f"No task rose above chance with more examples: {md(name)} does not learn these tasks from the "
+                     "examples in its prompt" + (f" ({md(', '.join(noise))} rose, but stayed at chance level)."
+                                                 if noise else "."))
+    if fell:
+        lines.append(f"More examples lowered an accuracy that was above chance without them: {md(', '.join(fell))}.")
+    return lines
+
+
+def picks_table(curves: dict, k_low: int, k_high: int) -> list[dict]:
+    """The first queries of each task: the right answer and what the model picked with ``k_low`` and ``k_high``
+    examples."""
+    rows = []
+    for c in curves["curves"]:
+        by_k = {p["k"]: p for p in c["points"] if p["picks"]}
+        if k_low not in by_k:
+            continue
+        task = pr.tasks()[c["task"]]
+        for i, (word, answer) in enumerate(task.queries[:4]):
+            rows.append({"task": c["title"], "query": word, "right answer": answer,
+                         f"picked, k = {k_low}": by_k[k_low]["picks"][i],
+                         f"picked, k = {k_high}": by_k[k_high]["picks"][i] if k_high in by_k else "(does not fit)"})
+    return rows
+
+
+def _known_share(ck, task: pr.Task) -> float | None:
+    known = coverage.known_words(ck)
+    if known is None:
+        return None
+    words = [w.lower() for pair in task.queries for w in pair]
+    return sum(w in known for w in words) / len(words)
+
+
+def _curves_part(name: str, ck, *, present: bool, dark: bool) -> None:
+    curves, source = shipped_curves(name)
+    if curves is None:
+        n = sum(len(pr.KS) * len(t.queries) for t in pr.tasks().values())
+        st.info(f"No few-shot curve is shipped for {md(name)}: measuring it scores {n} prompts.")
+        if not st.toggle("Measure the few-shot curve on this model", key=f"lm_heads_fewshot_{name}"):
+            return
+        curves, complete = progress_bar.run(f"lm_heads_fewshot_{name}", f"Scoring few-shot prompts on {name}",
+                                            lambda tell: measured_curves(name, progress=tell))
+        if not complete:
+            st.info("Stopped: the curve needs every prompt; run it to the end to see it.")
+            return
+    st.plotly_chart(curve_figure(curves, name, present=present, dark=dark), key="lm_heads_fewshot_curve")
+    spec = curves["spec"]
+    example = curves["curves"][0]
+    origin = f" Read from {md(source)}." if source is not None else " Measured here."
+    sizes = sorted({round(1 / p["chance"]) for c in curves["curves"] for p in c["points"] if p["chance"]})
+    st.caption(f"Each task: {spec['queries']} held-out queries; the k examples come from {spec['pool']} other pairs. "
+               "Every query's answer is ranked among all the task's answers (and the query word itself, where that "
+               f"is wrong): {sizes[0]} to {sizes[-1]} candidates, so chance is about {100 / sizes[-1]:.0f} %. A "
+               f"prompt with k = {spec['ks'][-1]}: {code(example['example'])} → {code(example['example_answer'])}."
+               + origin)
+    st.markdown("\n".join(f"- {line}" for line in curve_summary(curves, name)))
+    unknown = [(c["title"], share) for c in curves["curves"]
+               if (share := _known_share(ck, pr.tasks()[c["task"]])) is not None and share < 0.5]
+    if unknown:
+        st.markdown(f"Most of these words are not in {md(name)}'s training text. Share of the query words and answers "
+                    "it read: " + "; ".join(f"{md(t)} {s:.0%}" for t, s in unknown) + ".")
+    with st.expander("What the model picked"):
+        st.dataframe(picks_table(curves, spec["ks"][0], spec["ks"][-1]), hide_index=True)
+
+
+def _own_prompt_part(name: str, ck, *, present: bool, dark: bool) -> None:
+    seps = pr.separators(ck.tokenizer)
+    default = pr.build_prompt([("dog", "dogs"), ("cat", "cats")], "horse", seps)
+    st.markdown("**Your own prompt.** Type a prompt and up to five answers. Each answer is scored by the summed "
+                "log-probability of its tokens after the prompt.")
+    c1, c2 = (st.container(), st.container()) if present else st.columns([3, 2])
+    prompt = text_box("Prompt", default, key=f"lm_heads_prompt_{seps[0]}", where=c1)
+    typed = text_box(f"Answers (comma-separated, at most {pr.MAX_ANSWERS})", "horses, horse, cows",
+                     key="lm_heads_answers", where=c2)
+    if not normalize_text(prompt):
+        st.info("The prompt is empty. Type a task as text, e.g. a few solved examples and a question.")
+        return
+    try:
+        answers = pr.parse_answers(typed)
+        rows = answer_scores(name, normalize_text(prompt), tuple(answers))
+    except ValueError as e:
+        st.info(md(str(e)[:1].upper() + str(e)[1:] + "."))
+        return
+    top = min(range(len(rows)), key=lambda i: rows[i]["rank"])
+    st.markdown(f"{md(name)} picks {code(rows[top]['answer'])}.")
+    st.dataframe(rows, hide_index=True)
+    st.plotly_chart(figures.bars([r["log p (sum)"] for r in rows], [r["answer"] for r in rows],
+                                 title="Summed log-probability of each answer", x_title="answer",
+                                 y_title="log p (nats)", highlight=top, present=present, dark=dark),
+                    key="lm_heads_answer_bars")
+    st.caption("A sum over tokens favours short answers: each extra token costs probability. The mean per token is in "
+               "the table; the ranking uses the sum, as the curve above does.")
+
+
+def _winograd_part(name: str, ck, *, present: bool, dark: bool) -> None:
+    st.markdown("**Winograd by likelihood.** GPT-2 resolved “it” without being taught to: put each candidate in "
+                "the place of “it” and ask which whole sentence the model finds more probable (*full* scoring), or "
+                "which makes the words after it more probable (*partial* scoring, Trinh & Le 2018).")
+    c1, c2 = (st.container(), st.container()) if present else st.columns(2)
+    first = text_box("Sentence", WINOGRAD[0], key="lm_heads_wino_a", where=c1)
+    second = text_box("Its twin (one word changed)", WINOGRAD[1], key="lm_heads_wino_b", where=c2)
+    typed = text_box("Candidates for “it” (comma-separated)", ", ".join(pr.candidate_phrases(WINOGRAD[0])),
+                     key="lm_heads_wino_cands")
+    try:
+        cands = pr.parse_answers(typed)
+    except ValueError:
+        cands = []
+    if len(cands) < 2:
+        st.info(f"Type two to {pr.MAX_ANSWERS} different candidates, separated by commas (e.g. the animal, the "
+                "street).")
+        return
+    usable = {}
+    for col, sentence in zip((c1, c2), (first, second)):
+        try:
+            pr.substitute(sentence, cands)
+        except ValueError as e:
+            col.info(md(str(e)[:1].upper() + str(e)[1:] + ". Type a sentence with “it”."))
+        else:
+            usable[col] = normalize_text(sentence)
+    try:
+        scored = winograd_scores(name, tuple(usable.values()), tuple(cands)) if usable else []
+    except ValueError as e:
+        st.info(md(str(e)[:1].upper() + str(e)[1:] + "."))
+        return
+    picks = {}
+    for (col, sentence), rows in zip(usable.items(), scored):
+        full = max(rows, key=lambda r: r["full"])["candidate"]
+        after = [r for r in rows if r["partial"] is not None]
+        part = max(after, key=lambda r: r["partial"])["candidate"] if after else None
+        picks[sentence] = (full, part)
+        col.dataframe([{"candidate": r["candidate"], "sentence": r["sentence"], "full log p": r["full"],
+                        "partial log p": r["partial"]} for r in rows], hide_index=True)
+        col.markdown(f"Full scoring picks {code(full)}"
+                     + (f"; partial scoring picks {code(part)}." if part else "; nothing follows “it” to score."))
+    if len(picks) == 2:
+        (fa, pa), (fb, pb) = picks.values()
+        moved = [what for what, a, b in (("full", fa, fb), ("partial", pa, pb)) if a is not None and a != b]
+        st.markdown("A model that resolves “it” changes its pick when the one word changes. "
+                    + (f"Here the pick changes under {' and '.join(moved)} scoring." if moved else
+                       "Here it does not: the model picks the same candidate for both sentences, so it is not "
+                       "resolving “it” from the changed word."))
+        if tuple(picks) == WINOGRAD and set(WINOGRAD_ANSWERS) <= set(cands):
+            scorings = [kind for kind, a, b in (("full", fa, fb), ("partial", pa, pb)) if (a, b) == WINOGRAD_ANSWERS]
+            st.markdown("A reader picks “the animal” for *tired* and “the street” for *wide*. "
+                        + (f"{md(name)} gets both right with {' and '.join(scorings)} scoring." if scorings else
+                           f"{md(name)} gets both right with neither scoring."))
+    st.caption("Full scoring compares sentences that differ in the candidate's own tokens too: a candidate the model "
+               "finds rare loses probability before “it” is even resolved. Partial scoring avoids that.")
+
+
+def prompting_section(name: str, *, present: bool, dark: bool) -> None:
+    """The page's "A task stated as text" section: the shipped (or measured) few-shot curves, the user's prompt with
+    their answers ranked by log p, and a Winograd pair scored by sentence likelihood."""
+    st.subheader("A task stated as text: few-shot prompts and Winograd")
+    ck = load_model(name)
+    if ck.model.cfg.kind != "decoder-only":
+        st.info(f"{md(name)} is not a GPT-style model: scoring a text by its likelihood needs a model that predicts "
+                "the next token. Pick lm or lm-tiny.")
+        return
+    st.markdown("GPT-2 was not trained on any task; it was given one as text: a few solved examples, then a "
+                "question (Radford et al. 2019). Nothing is generated here. Each candidate answer gets the summed "
+                "log-probability of its tokens after the prompt, and the highest one is the model's answer. Copying "
+                "what followed an earlier match is what an induction head does, so this is where such heads could "
+                f"show up as a skill. {md(name)} has {ck.model.num_parameters() / 1e6:.1f} M parameters; GPT-2 had "
+                "up to 1,500 M. Read the numbers as a tiny model's.")
+    _curves_part(name, ck, present=present, dark=dark)
+    _own_prompt_part(name, ck, present=present, dark=dark)
+    _winograd_part(name, ck, present=present, dark=dark)

@@ -146,3 +146,5 @@ with st.expander("How the scores are measured"):
                 "(`python scripts/copy_by_frequency.py` splits it by how often each token occurs).\n"
                 "- A head's score is evidence of what it attends to; switching heads off is evidence of what the "
                 "model uses. The same measurement from a terminal: `python -m core.find_heads --model lm`.")
+
+hv.prompting_section(name, present=present, dark=dark)

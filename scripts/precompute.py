@@ -1,6 +1,7 @@
 """Compute the model-level summaries the app shows every visitor and ship them beside the model (summaries.json).
 
     PYTHONPATH=. python scripts/precompute.py --model en-fr --model en-de --model minilm [--parts coref,coref_check,heads,gqa,weights,spans]
+    PYTHONPATH=. python scripts/precompute.py --model lm --model lm-tiny --parts prompting
 
 What and why: core/probes/summaries.py. Run it again whenever a model's weights or its probe set change (a file for
 other weights or sentences is ignored by the app, which then computes live and says so).
@@ -20,7 +21,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", action="append", required=True, help="a model name (repeat for several)")
     ap.add_argument("--parts", default=",".join(summaries.PARTS),
-                    help="comma-separated: coref, coref_check (8 sentences, for tests), heads, gqa, weights, spans")
+                    help="comma-separated: coref, coref_check (8 sentences, for tests), heads, gqa, weights, spans, "
+                         "prompting (few-shot curves of a GPT-style model)")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)

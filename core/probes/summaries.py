@@ -2,10 +2,11 @@
 
 A page that ranks every head of a model over a fixed set of sentences (the coreference probe set's attention
 scoreboards; head importance on a held-out batch with its pruning curve; the held-out loss after a GQA / MQA
-conversion; the same batch's quality with the weights pruned by magnitude, and with each head cut to its span) would otherwise redo minutes of forward passes on a fresh server. They depend only on the weights and
-on those fixed sentences, so ``python scripts/precompute.py --model NAME`` computes them once and writes
-``summaries.json``: in the model's folder (``assets/models/NAME/``), or ``assets/precomputed/NAME/`` for a model
-loaded from an installed package (minilm).
+conversion; the same batch's quality with the weights pruned by magnitude, and with each head cut to its span; a
+GPT-style model's few-shot accuracy curves) would otherwise redo minutes of forward passes on a fresh server. They
+depend only on the weights and on those fixed sentences, so ``python scripts/precompute.py --model NAME`` computes
+them once and writes ``summaries.json``: in the model's folder (``assets/models/NAME/``), or
+``assets/precomputed/NAME/`` for a model loaded from an installed package (minilm).
 
 Each part is tied to the weights (SHA-256 of every parameter, :func:`fingerprint`) and to its inputs (SHA-256 of the
 probe sentences, the evaluation batch's settings): a file made for other weights or other sentences is ignored and
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from ..inference import prompting
 from ..io import jsonio
 from . import compress, coref
 from . import heads as H
@@ -261,8 +263,18 @@ def spans_summary(ck, name: str, n: int = EVAL_N):
     return compress.SpanResult(**r)
 
 
+# ------------------------------------------------------------------ few-shot prompting (a GPT-style model)
+def prompting_summary(ck, name: str) -> dict | None:
+    """The shipped :func:`core.inference.prompting.all_curves` (None when not shipped for these weights and these
+    tasks)."""
+    entry = (_read(ck, name) or {}).get("prompting")
+    if entry is None or entry.get("spec") != prompting.curve_spec():
+        return None
+    return entry
+
+
 # ------------------------------------------------------------------ building the file
-PARTS = ("coref", "coref_check", "heads", "gqa", "weights", "spans")
+PARTS = ("coref", "coref_check", "heads", "gqa", "weights", "spans", "prompting")
 
 
 def build(ck, name: str, parts=PARTS, log=None) -> dict:
@@ -303,6 +315,11 @@ def build(ck, name: str, parts=PARTS, log=None) -> dict:
             out["spans"] = spans_to_json(compress.span_experiment(ck, n=EVAL_N))
         except ValueError as e:
             say(f"spans: skipped ({e})")
+    if "prompting" in parts and ck.model.cfg.kind == "decoder-only":
+        def tick(k, n):
+            if k % 80 == 0 or k == n:
+                say(f"prompting: {k} of {n} prompts")
+        out["prompting"] = jsonio.finite(prompting.all_curves(ck.model, ck.tokenizer, progress=tick))
     return out
 
 

@@ -4,9 +4,12 @@ import json
 
 import pytest
 
+from app import lm_heads_view as lv
 from apptest import open_page
 from core import find_heads as fh
-from core.io import pretrained, registry
+from core.inference import prompting as pr
+from core.io import budget, pretrained, registry
+from core.probes import summaries
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PAGE = "lm_heads.py"
@@ -96,3 +99,41 @@ def test_empty_and_too_long_text_get_a_message():
 def test_presentation_mode_stacks_the_maps_and_still_draws_them():
     at = open_page(PAGE, "lm", present="1")
     assert len(score_maps(at)) == 3
+
+
+def test_few_shot_curve_own_prompt_and_winograd_come_from_the_model():
+    at = open_page(PAGE, "lm-tiny")
+    ck = registry.load("lm-tiny")
+    budget.limit_positions(ck.model)
+    curve = charts(at)["Few-shot accuracy of lm-tiny"]
+    shipped = summaries.prompting_summary(ck, "lm-tiny")
+    chance = max(p["chance"] for c in shipped["curves"] for p in c["points"] if p["chance"] is not None)
+    assert curve["data"][0]["name"].startswith("chance") and curve["data"][0]["y"][0] == pytest.approx(100 * chance)
+    for trace, c in zip(curve["data"][1:], shipped["curves"]):
+        fit = [p for p in c["points"] if p["accuracy"] is not None]
+        assert trace["name"] == c["title"] and trace["x"] == [p["k"] for p in fit]
+        assert trace["y"] == pytest.approx([100 * p["accuracy"] for p in fit])
+    prompt = "dog , dogs . cat , cats . horse ,"  # lm-tiny never read "=" or ";"
+    assert at.text_input(key="lm_heads_prompt_,").value == prompt
+    bars = charts(at)["Summed log-probability of each answer"]["data"][0]
+    want = [s.logp for s in pr.score_answers(ck.model, ck.tokenizer, prompt, ["horses", "horse", "cows"])]
+    assert bars["y"] == pytest.approx(want, abs=1e-5)
+    tables = [d.value for d in at.dataframe]
+    wino = pr.winograd(ck.model, ck.tokenizer, list(lv.WINOGRAD), ["the animal", "the street"])
+    for rows in wino:
+        table = next(t for t in tables if "full log p" in t and t["sentence"][0] == rows[0]["sentence"])
+        assert list(table["full log p"]) == pytest.approx([r["full"] for r in rows], abs=1e-5)
+        assert list(table["partial log p"]) == pytest.approx([r["partial"] for r in rows], abs=1e-5)
+
+    at.text_input(key="lm_heads_answers").set_value("cats, cat").run()
+    bars = charts(at)["Summed log-probability of each answer"]["data"][0]
+    assert bars["y"] == pytest.approx([s.logp for s in pr.score_answers(ck.model, ck.tokenizer, prompt,
+                                                                         ["cats", "cat"])], abs=1e-5)
+    for key, value, told in [("lm_heads_answers", "a, b, c, d, e, f", "at most 5"),
+                             ("lm_heads_answers", " , ", "at least one"),
+                             ("lm_heads_prompt_,", "  ", "prompt is empty"),
+                             ("lm_heads_wino_a", "The dog slept.", 'no "it"'),
+                             ("lm_heads_wino_cands", "the animal", "Type two to")]:
+        at.text_input(key=key).set_value(value).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any(told in i.value.replace("\\", "") for i in at.info), (value, [i.value for i in at.info])
