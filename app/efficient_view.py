@@ -92,3 +92,75 @@ def reversible_reading(rep) -> str:
             f"blocks and inverted back, the embeddings return to within **{rep.error[-1]:.1e}** (float32 rounding: "
             f"their largest entry is {rep.scale:.2f}, the streams' grows to {rep.output_scale:.1f}), and the rebuilt "
             f"backward's gradients differ from ordinary autograd's by at most {grad:.1e} of the largest gradient.")
+
+
+ENTMAX_ALPHAS = {"softmax (α = 1)": 1.0, "1.5-entmax": 1.5, "sparsemax (α = 2)": 2.0}
+
+
+def entmax_maps(trace, kind: str, layer: int, head: int) -> tuple[dict, "torch.Tensor"]:
+    """One head's real pre-softmax scores (QKᵀ/√d plus the bias and mask the model added, ``lesson.head_by_hand``)
+    read by each of :data:`ENTMAX_ALPHAS` (``efficient.entmax``): ``({label: weights [Tq, Tk]}, scores)``. The
+    softmax map is the model's own attention."""
+    from core.probes.lesson import head_by_hand
+    from core.trace import KIND_NAMES
+    parts = head_by_hand(trace, KIND_NAMES[kind].format(layer), head)
+    scores = parts["scaled"] + parts["bias"] + parts["mask"]
+    return {name: E.entmax(scores, alpha) for name, alpha in ENTMAX_ALPHAS.items()}, scores
+
+
+def entmax_reading(maps: dict, scores) -> str:
+    """What the maps show, in numbers: how many of the pairs the head can see each choice sets to exactly zero, and
+    how many keys a query keeps under sparsemax."""
+    import torch
+    seen = int(torch.isfinite(scores).sum())
+    zeros = {name: int(E.zero_keys(w, scores).sum()) for name, w in maps.items()}
+    (soft, z_soft), (mid, z_mid), (sparse, z_sparse) = zeros.items()
+    low, high = int((maps[sparse] > 0).sum(-1).min()), int((maps[sparse] > 0).sum(-1).max())
+    kept = f"{low} to {high} keys" if low < high else _count(low, "key")
+    return (f"Of the {seen} query–key pairs this head can see, {soft} gives **{z_soft}** exactly zero weight, {mid} "
+            f"**{z_mid}** ({z_mid / seen:.0%}) and {sparse} **{z_sparse}** ({z_sparse / seen:.0%}). Under sparsemax "
+            f"each query keeps {kept}.")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+@bounded(spinner="Stacking random layers until the last token depends on the first…")
+def path_study(n: int, radius: int, kernel: int) -> dict:
+    """``attention_cost.path_length`` of every layer kind at sentence length ``n`` (one result per n, r and k: at
+    n = 512 the window and LSTM stacks take about a second each)."""
+    from core.variants import attention_cost as cost
+    return {kind: cost.path_length(kind, n, radius=radius, kernel=kernel) for kind in cost.PATH_KINDS}
+
+
+def path_table(study: dict, radius: int, kernel: int) -> dict:
+    """Columns for the page's table: the layer type, the paper's order, the exact count at this n written out, and
+    the count measured from the Jacobian."""
+    from core.variants import attention_cost as cost
+    n = next(iter(study.values())).n
+    exact = {kind: cost.path_formula(kind, n, radius=radius, kernel=kernel) for kind in study}
+    written = {"attention": "1", "window": f"⌈(n − 1)/r⌉ = ⌈{n - 1}/{radius}⌉", "conv": f"⌈(n − 1)/(k − 1)⌉ = "
+               f"⌈{n - 1}/{kernel - 1}⌉", "dilated": f"⌈log_k(n)⌉ = ⌈log_{kernel}({n})⌉", "lstm": "n"}
+    names = {"attention": "Self-attention", "window": f"Self-attention, window radius r = {radius}",
+             "conv": f"Causal convolution, kernel k = {kernel}", "dilated": f"Dilated convolution, k = {kernel}, "
+             f"dilation k^layer", "lstm": "Recurrent (LSTM), one step per token"}
+    return {"layer type": [names[k] for k in study],
+            "maximum path length (Vaswani et al.)": [cost.PATH_KINDS[k] for k in study],
+            "exact count": [f"{written[k]} = {exact[k]}" if written[k] != "1" else "1" for k in study],
+            "measured layers": [study[k].layers for k in study]}
+
+
+def path_reading(study: dict, radius: int, kernel: int) -> str:
+    """The measured counts in a sentence, and whether each equals its exact count."""
+    from core.variants import attention_cost as cost
+    n = next(iter(study.values())).n
+    wrong = [k for k, p in study.items() if p.layers != cost.path_formula(k, n, radius=radius, kernel=kernel)]
+    words = {"attention": "self-attention layer", "window": "windowed attention layer", "conv": "convolution",
+             "dilated": "dilated convolution", "lstm": "LSTM step"}
+    said = {kind: f"**{_count(p.layers, words[kind])}**" for kind, p in study.items()}
+    text = (f"On your {n} tokens the last token first depends on the first after {said['attention']}, "
+            f"{said['window']} (r = {radius}), {said['conv']} (k = {kernel}), {said['dilated']} or {said['lstm']}. ")
+    if wrong:
+        return text + f"The measurement differs from the exact count for {', '.join(wrong)}."
+    return text + "Each count equals the exact count from the layer's shape."

@@ -136,6 +136,25 @@ else:
                   "token accuracy": [f"{fa:.1%}", f"{ca:.1%}", f"{ua:.1%}"]}, key="span_study")
     st.markdown(EV.span_reading(study))
 
+st.header("Sparse attention: α-entmax")
+st.markdown(r"Softmax never gives a key exactly zero weight. Correia et al. (2019) use α-entmax instead, "
+            r"$\mathrm{entmax}_\alpha(z)_i=[(\alpha-1)z_i-\tau]_+^{1/(\alpha-1)}$ with $\tau$ set so the weights "
+            r"sum to 1: α = 1 is softmax, α = 2 is sparsemax, and for α > 1 every key scored at most "
+            r"$\tau/(\alpha-1)$ gets exactly 0. Here all three read the same scores: this head's real "
+            r"$QK^\top/\sqrt d$ plus any bias and mask the model adds, with $\tau$ found by bisection.")
+sparse_maps, sparse_scores = EV.entmax_maps(res.trace, kind, layer, head)
+for i, (col, (name, weights)) in enumerate(zip(st.columns(len(sparse_maps)), sparse_maps.items())):
+    small = heat(weights, f"L{layer} H{head} · {name}")
+    small.update_traces(zmin=0, zmax=1, showscale=i == len(sparse_maps) - 1)  # one 0-1 scale, drawn once at the end
+    col.plotly_chart(small, key=f"entmax_map_{name.split()[0]}")
+st.plotly_chart(figures.grouped_bars({name: E.zero_keys(w, sparse_scores).tolist() for name, w in sparse_maps.items()},
+                                     tokens, title="Keys each query gives exactly zero weight", x_title="query token",
+                                     y_title="keys at zero", **plot), key="entmax_zeros")
+st.markdown(EV.entmax_reading(sparse_maps, sparse_scores))
+st.caption("The model was trained with softmax, so the entmax maps re-read scores it learned for softmax; a model "
+           "trained with entmax (Correia et al. also learn α per head) would learn other scores. Which keys reach "
+           "zero depends on the gaps between the scores: the larger the gaps, the more zeros.")
+
 st.header("FlashAttention: exact attention, one tile at a time")
 st.markdown(r"Dao et al. (2022) never build the T×T matrix: a block of queries walks the key blocks keeping, per "
             r"row, a running maximum $m$, a running sum $\ell=\sum_j e^{s_j-m}$ and an unnormalised output. When a "
@@ -234,3 +253,32 @@ if data is not None:
     for row in data["rows"]:
         if row.get("skipped"):
             st.caption(f"{row['method']} at T = {row['T']} skipped: {row['skipped']}.")
+
+st.header("Maximum path length between two tokens")
+st.markdown("Vaswani et al. (2017, table 1) compare layer types by the longest path a signal takes between two "
+            "positions: O(1) for self-attention, O(n/r) for attention restricted to a window of radius r, O(n/k) for "
+            "convolutions of kernel k, O(log_k(n)) for dilated ones, O(n) for a recurrent layer. Here each is built as "
+            "a stack of random layers at your sentence's length n, and the count is read from the Jacobian: the first "
+            "layer after which output n − 1 changes when input 0 does (one Jacobian-vector product per layer; a "
+            "position a layer cannot read gives an exact zero). The weights are random: the count comes from which "
+            "positions each layer can read, not from anything learned.")
+if len(tokens) < 2:
+    st.info("A path needs two tokens: type a longer sentence.")
+else:
+    m1, m2 = st.columns(2)
+    widest = max(len(tokens) - 1, 2)
+    radius = m1.slider("Window radius r", 1, widest, min(3, widest), key="path_radius")
+    kernel = m2.slider("Kernel size k", 2, 8, 3, key="path_kernel")
+    paths = EV.path_study(len(tokens), radius, kernel)
+    path_rows = EV.path_table(paths, radius, kernel)
+    st.dataframe(path_rows, key="path_table")
+    grown = {name: (list(range(1, p.layers + 1)), p.reach) for name, p in zip(path_rows["layer type"], paths.values())}
+    st.plotly_chart(figures.lines({}, points=grown, title="Outputs that depend on input 0, after each layer",
+                                  x_title="layers (LSTM: steps)", y_title="outputs that depend on input 0", **plot),
+                    key="path_reach")
+    st.markdown(EV.path_reading(paths, radius, kernel))
+    st.caption("The convolutions are causal: output t reads inputs t − k + 1 … t (the dilated one: every k^l-th "
+               "input in layer l, as in WaveNet). An LSTM is one layer whose steps must run one after another; "
+               "unrolled, it is a stack of steps. Here step s updates every position from the states step s − 1 left, "
+               "and n steps give exactly the LSTM run left to right. Output n − 1 needs all n: the step that reads "
+               "input 0, then n − 1 hops from one position to the next.")

@@ -1,8 +1,10 @@
 """Variations on the architecture, each measured against the model core.
 
-* :mod:`~core.variants.efficient` - Performer, linear, LSH and sliding-window attention against exact softmax;
+* :mod:`~core.variants.efficient` - Performer, linear, LSH and sliding-window attention against exact softmax, and
+  α-entmax (sparse attention weights);
 * :mod:`~core.variants.attention_cost` - what those forms cost in time and memory as the sequence grows (the
-  Efficient page's live measurement and ``bench/bench_attention_cost.py``);
+  Efficient page's live measurement and ``bench/bench_attention_cost.py``), and the maximum path length of
+  Vaswani et al.'s table 1, read from the Jacobian of random stacks;
 * :mod:`~core.variants.recurrence` - an LSTM seq2seq baseline by length (``python -m core.variants.recurrence``);
 * :mod:`~core.variants.xl` - a small Transformer-XL language model with segment memory
   (``python -m core.variants.xl``);

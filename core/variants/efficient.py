@@ -21,6 +21,8 @@ head dimensions, the same for q, k and v) and compare against exact softmax atte
   unnormalised output; when a block raises the maximum the old sums are rescaled by exp(m_old − m_new)
   (the online softmax). No T×T matrix exists, only one block of scores at a time; with a causal mask
   the blocks wholly above the diagonal are never computed.
+- **α-entmax** (Peters et al. 2019; Correia et al. 2019): ``[(α − 1)z − τ]_+^(1/(α−1))``, softmax at α = 1 and
+  sparsemax at α = 2; above 1 it gives some keys exactly zero weight (:func:`entmax`, by bisection on τ).
 
 How each form's time and memory grow with T is measured by :mod:`core.variants.attention_cost`.
 """
@@ -420,3 +422,58 @@ def tiled_attention(q, k, v, block_q: int = 4, block_k: int = 4, *, causal: bool
 def step_gaps(steps: list[dict], exact_row: torch.Tensor) -> list[float]:
     """For a watched query (``tiled_attention(..., watch=i).steps``): max |output so far − exact| after each block."""
     return [gap(step["estimate"], exact_row)["max"] for step in steps]
+
+
+# ------------------------------------------------------------------------------------ α-entmax
+class _Entmax(torch.autograd.Function):
+    """α-entmax along the last dimension, α > 1, by bisection on the threshold τ (float64 inside)."""
+
+    @staticmethod
+    def forward(ctx, scores: torch.Tensor, alpha: float, n_iter: int) -> torch.Tensor:
+        power = 1 / (alpha - 1)
+        z = scores.double() * (alpha - 1)
+        top = z.amax(-1, keepdim=True)
+        # Σ_i [z_i − τ]_+^power is 1 or more at τ = top − 1 (the top entry alone gives 1) and 1 or less at
+        # τ = top − n^(1−α) (each of the n entries gives at most 1/n), and it falls as τ grows: halve the bracket
+        lo, hi = top - 1, top - scores.shape[-1] ** (1 - alpha)
+        for _ in range(n_iter):
+            mid = (lo + hi) / 2
+            over = (z - mid).clamp(min=0).pow(power).sum(-1, keepdim=True) >= 1
+            lo, hi = torch.where(over, mid, lo), torch.where(over, hi, mid)
+        p = (z - lo).clamp(min=0).pow(power)  # τ = lo keeps the sum ≥ 1; the division removes what is left
+        p = (p / p.sum(-1, keepdim=True)).to(scores.dtype)
+        ctx.alpha = alpha
+        ctx.save_for_backward(p)
+        return p
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        # on the support p_i = ((α−1)z_i − τ)^(1/(α−1)), so dp_i = g_i (dz_i − dτ/(α−1)) with g_i = p_i^(2−α);
+        # Σ dp_i = 0 fixes dτ/(α−1) = Σ g_j dz_j / Σ g_j: the Jacobian is diag(g) − g gᵀ / Σ g, symmetric
+        (p,) = ctx.saved_tensors
+        g = torch.where(p > 0, p.pow(2 - ctx.alpha), torch.zeros_like(p))
+        gg = grad * g
+        return gg - g * gg.sum(-1, keepdim=True) / g.sum(-1, keepdim=True), None, None
+
+
+def entmax(scores: torch.Tensor, alpha: float = 1.5, dim: int = -1, n_iter: int = 60) -> torch.Tensor:
+    """α-entmax of ``scores`` along ``dim`` (Peters, Niculae & Martins 2019; used for attention by Correia, Niculae &
+    Martins 2019, "Adaptively sparse Transformers"):
+
+        entmax_α(z)_i = [(α − 1) z_i − τ]_+ ^ (1/(α − 1)),   τ such that the entries sum to 1.
+
+    α = 1 is softmax (returned as ``torch.softmax``), α = 2 is sparsemax (the Euclidean projection onto the
+    simplex); for α > 1 every key whose score is at most τ/(α − 1) gets exactly zero weight. τ is found by
+    ``n_iter`` halvings of a bracket no wider than 1, in float64 (60 reach its rounding), then the entries are
+    divided by their sum. Keys at −∞ (a mask) get 0. The backward is the exact Jacobian
+    ``diag(g) − g gᵀ/Σg`` with ``g = p^(2−α)`` on the support, not the bisection's steps."""
+    if not alpha >= 1:
+        raise ValueError(f"α-entmax needs α ≥ 1 (1 = softmax, 2 = sparsemax); got {alpha}")
+    if alpha == 1:
+        return torch.softmax(scores, dim=dim)
+    return _Entmax.apply(scores.transpose(dim, -1), float(alpha), int(n_iter)).transpose(dim, -1)
+
+
+def zero_keys(weights: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """Per query, how many keys it could see (finite score: not masked) get weight exactly 0."""
+    return ((weights == 0) & torch.isfinite(scores)).sum(-1)

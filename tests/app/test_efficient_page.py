@@ -3,6 +3,7 @@ import json
 import math
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from apptest import open_page
@@ -40,11 +41,45 @@ def test_page_renders_every_section_and_the_features_slider_changes_the_map(mode
         assert any(t.startswith(start) for t in titles), (start, titles)
     n_tokens = len(approx_z(at))
     assert len(at.dataframe[0].value) == n_tokens  # one bucket row per token
+    sparse_maps_are_entmax_of_this_head(at, model)
+    path_table_is_table_1_at_this_length(at, n_tokens)
     before = approx_z(at)
     at.select_slider(key="favor_features").set_value(1024).run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(t.startswith("Performer approximation · m = 1024") for t in charts(at))
     assert approx_z(at) != before
+
+
+def sparse_maps_are_entmax_of_this_head(at, model):
+    """The three maps re-read layer 0 head 0's own scores QKᵀ/√d: softmax is the model's traced attention, the others
+    are entmax at α = 1.5 and 2; the bars count each map's exact zeros per query."""
+    trace = runner.run(registry.load(model), next(w for w in [*at.text_area, *at.text_input]
+                                                  if w.key == "sentence").value).trace
+    q, k, _ = E.head_qkv(trace, "encoder", 0, 0)
+    scores = q @ k.T / math.sqrt(q.shape[-1])
+    figs = charts(at)
+    maps = {title.split(" · ")[1]: torch.tensor(fig["data"][0]["z"], dtype=torch.float64)
+            for title, fig in figs.items() if title.startswith("L0 H0 · ")}
+    assert set(maps) == {"softmax (α = 1)", "1.5-entmax", "sparsemax (α = 2)"}
+    assert torch.allclose(maps["softmax (α = 1)"], trace.attention("encoder", 0)[0, 0].double(), atol=1e-6)
+    for name, alpha in (("1.5-entmax", 1.5), ("sparsemax (α = 2)", 2.0)):
+        assert torch.allclose(maps[name], E.entmax(scores.double(), alpha), atol=1e-5), name
+    bars = {d["name"]: d["y"] for d in figs["Keys each query gives exactly zero weight"]["data"]}
+    assert bars == {name: (m == 0).sum(-1).double().tolist() for name, m in maps.items()}
+    assert sum(bars["softmax (α = 1)"]) == 0 < sum(bars["1.5-entmax"]) <= sum(bars["sparsemax (α = 2)"])
+
+
+def path_table_is_table_1_at_this_length(at, n):
+    """At the default r = 3 and k = 3: 1 attention layer, ⌈(n − 1)/3⌉ windowed ones, ⌈(n − 1)/2⌉ convolutions,
+    ⌈log₃ n⌉ dilated ones, n LSTM steps; the reach of the window (from the first position) grows by r a layer."""
+    table = next(df.value for df in at.dataframe if "measured layers" in df.value.columns)
+    dilated = next(layers for layers in range(n + 1) if 3 ** layers >= n)
+    assert list(table["measured layers"]) == [1, math.ceil((n - 1) / 3), math.ceil((n - 1) / 2), dilated, n]
+    title = "Outputs that depend on input 0, after each layer"
+    fig = next(f for t, f in charts(at).items() if t.replace("<br>", " ") == title)
+    reach = {d["name"]: d["y"] for d in fig["data"]}
+    assert reach["Self-attention, window radius r = 3"] == [min(n, 1 + 3 * layer)
+                                                            for layer in range(1, math.ceil((n - 1) / 3) + 1)]
 
 
 def test_cost_section_reads_the_benchmark_json(tmp_path, monkeypatch):

@@ -285,3 +285,117 @@ def test_the_efficient_page_window_and_the_model_window_are_one_band(radius):
     allowed = E.sliding_window_mask(9, radius)
     assert torch.equal(allowed, window_mask(9, radius + 1) == 0)
     assert torch.equal(allowed.sum(-1)[radius:9 - radius], torch.full((9 - 2 * radius,), 2 * radius + 1))
+
+
+# ------------------------------------------------------------------ maximum path length (Vaswani et al., table 1)
+def dilated_layers(n: int, k: int) -> int:
+    """⌈log_k n⌉ by the logarithm, nudged off exact powers of k (log(9, 3) = 2.0000000000000004)."""
+    return math.ceil(math.log(n) / math.log(k) - 1e-9)
+
+
+@pytest.mark.parametrize("n", [2, 3, 9, 17])
+def test_path_length_is_read_from_the_jacobian_and_equals_table_1s_counts(n):
+    """The measured layers before output n − 1 depends on input 0: 1 for self-attention, ⌈(n − 1)/r⌉ for a window
+    of radius r, ⌈(n − 1)/(k − 1)⌉ for a causal convolution, ⌈log_k n⌉ for the dilated one (L layers reach back
+    k^L − 1 positions), n steps for an LSTM; and the positions reached after each layer grow by exactly those
+    steps."""
+    for r in (1, 3):
+        p = cost.path_length("window", n, radius=r)
+        assert p.layers == math.ceil((n - 1) / r) == cost.path_formula("window", n, radius=r)
+        assert p.reach == [min(n, 1 + layer * r) for layer in range(1, p.layers + 1)]
+    for k in (2, 3):
+        p = cost.path_length("conv", n, kernel=k)
+        assert p.layers == math.ceil((n - 1) / (k - 1)) == cost.path_formula("conv", n, kernel=k)
+        assert p.reach == [min(n, 1 + layer * (k - 1)) for layer in range(1, p.layers + 1)]
+        p = cost.path_length("dilated", n, kernel=k)
+        assert p.layers == dilated_layers(n, k) == cost.path_formula("dilated", n, kernel=k)
+        assert p.reach == [min(n, k ** layer) for layer in range(1, p.layers + 1)]
+    assert cost.path_length("attention", n).reach == [n]
+    p = cost.path_length("lstm", n)
+    assert p.layers == n == cost.path_formula("lstm", n) and p.reach == list(range(1, n + 1))
+
+
+def test_the_path_stacks_are_torch_s_own_layers():
+    """The layers the path is measured on compute what torch's modules compute with the same weights: the band
+    attention is nn.MultiheadAttention with the band as attn_mask (and without a mask at full radius), the causal
+    convolution is nn.Conv1d on the input padded on the left, and n LSTM sweeps are nn.LSTM run left to right."""
+    from core.masks import band
+    g = torch.Generator().manual_seed(1)
+    n, width = 11, 4
+    x = torch.randn(n, width, generator=g, dtype=torch.float64)
+    w = cost.path_weights("window", 0, width=width, gen=g)
+    mha = torch.nn.MultiheadAttention(width, 1).double()
+    mha.load_state_dict(w)
+    for radius in (1, 3, n - 1):
+        want = mha(x, x, x, attn_mask=~band(n, radius), need_weights=False)[0]
+        assert torch.allclose(cost.band_attention(x, w, radius), want, atol=1e-12), radius
+    assert torch.allclose(cost.band_attention(x, w, n - 1), mha(x, x, x, need_weights=False)[0], atol=1e-12)
+    for dilation in (1, 3):
+        w = cost.path_weights("conv", 0, width=width, kernel=3, gen=g)
+        conv = torch.nn.Conv1d(width, width, 3, dilation=dilation).double()
+        conv.load_state_dict(w)
+        want = torch.tanh(conv(torch.cat([torch.zeros(2 * dilation, width, dtype=torch.float64), x]).T)).T
+        assert torch.allclose(cost.causal_conv(x, w, dilation), want, atol=1e-12)
+    w = cost.path_weights("lstm", 0, width=width, gen=g)
+    lstm = torch.nn.LSTM(width, width).double()
+    lstm.load_state_dict({f"{name}_l0": p for name, p in w.items()})
+    h = c = torch.zeros(n, width, dtype=torch.float64)
+    for _ in range(n):
+        h, c = cost.lstm_sweep(w, x, h, c)
+    assert torch.allclose(h, lstm(x)[0], atol=1e-12)
+
+
+def test_path_length_refuses_what_has_no_path():
+    for kind, kw in (("attention", {"n": 1}), ("window", {"n": 5, "radius": 0}), ("conv", {"n": 5, "kernel": 1}),
+                     ("nope", {"n": 5})):
+        with pytest.raises(ValueError):
+            cost.path_length(kind, **kw)
+
+
+# --------------------------------------------------------------------------------------- α-entmax
+def sparsemax_by_sorting(z: torch.Tensor) -> torch.Tensor:
+    """Martins & Astudillo (2016), algorithm 1: sort, k(z) = max{k : 1 + k z_(k) > Σ_{j≤k} z_(j)},
+    τ = (Σ_{j≤k(z)} z_(j) − 1)/k(z), p = [z − τ]_+."""
+    s, _ = z.sort(-1, descending=True)
+    cums = s.cumsum(-1)
+    ks = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype)
+    support = (1 + ks * s > cums).sum(-1, keepdim=True)
+    tau = (cums.gather(-1, support - 1) - 1) / support
+    return (z - tau).clamp(min=0)
+
+
+def test_entmax_at_two_is_sparsemax_and_near_one_is_softmax():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(4, 6, 9, generator=g, dtype=torch.float64) * 3
+    assert torch.allclose(E.entmax(z, 2.0), sparsemax_by_sorting(z), atol=1e-6, rtol=0)
+    assert torch.allclose(E.entmax(z, 2.0, dim=0), sparsemax_by_sorting(z.transpose(0, -1)).transpose(0, -1),
+                          atol=1e-6, rtol=0)
+    assert torch.equal(E.entmax(z, 1.0), torch.softmax(z, -1))
+    near, nearer = ((E.entmax(z, a) - torch.softmax(z, -1)).abs().max() for a in (1.001, 1.0001))
+    assert nearer < 1e-3 and nearer < near / 5  # the gap closes as α → 1
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0, 3.0])
+def test_entmax_is_a_distribution_with_one_threshold(alpha):
+    """Rows sum to 1, nothing is negative, keys at −∞ get 0, and every weight is [(α − 1)z_i − τ]_+^(1/(α − 1))
+    for one τ per row: on the support p_i^(α−1) − (α − 1)z_i is the same number, off it (α − 1)z_i ≤ −that."""
+    g = torch.Generator().manual_seed(2)
+    z = torch.randn(5, 8, generator=g, dtype=torch.float64) * 2
+    z[1, 3] = z[4, 0] = float("-inf")
+    p = E.entmax(z, alpha)
+    assert torch.allclose(p.sum(-1), torch.ones(5, dtype=torch.float64), atol=1e-12) and (p >= 0).all()
+    assert p[1, 3] == 0 and p[4, 0] == 0
+    assert (p == 0).sum() > 2  # sparse: some finite scores got exactly zero as well
+    tau = (alpha - 1) * z - p.pow(alpha - 1)  # = τ on the support
+    for row, zrow, trow in zip(p, z, tau):
+        on = row > 0
+        assert trow[on].max() - trow[on].min() < 1e-8
+        assert ((alpha - 1) * zrow[~on] <= trow[on].mean() + 1e-8).all()
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0])
+def test_entmax_gradients_are_the_exact_jacobian(alpha):
+    z = torch.randn(3, 6, generator=torch.Generator().manual_seed(3), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: E.entmax(t, alpha), (z,))
+    with pytest.raises(ValueError):
+        E.entmax(z, 0.5)
