@@ -5,13 +5,14 @@ import re
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
+import streamlit as st
 import torch
 
 from app import progress as progress_bar
 from app.cache import bounded
 from app.figures import DIVERGING, label, spec, style, symmetric_range, table
 from app.shell import load_model
-from app.text import quoted
+from app.text import md, quoted
 from core.probes import coref, summaries
 from core.data import broad, translation
 from core.inference import coverage
@@ -309,13 +310,62 @@ def ablation_effect(model_name: str, items: list[coref.ProbeItem], off: dict) ->
 
 
 @bounded(spinner="Switching heads off one at a time…")
-def _fewest(model_name: str, texts: tuple, kind: str) -> tuple[int | None, dict]:
-    return coref.fewest_heads_to_change(load_model(model_name), _unpack(texts), scoreboard(model_name, kind))
+def _fewest(model_name: str, texts: tuple, ranked: tuple) -> tuple[int | None, dict]:
+    board = {"ranked": [{"name": n, "head": h} for n, h in ranked]}
+    return coref.fewest_heads_to_change(load_model(model_name), _unpack(texts), board)
 
 
-def fewest_heads_to_change(model_name: str, items: list[coref.ProbeItem], kind: str) -> tuple[int | None, dict]:
-    """Cached :func:`core.probes.coref.fewest_heads_to_change` against the model's ``kind`` scoreboard."""
-    return _fewest(model_name, _pack(items), kind)
+def fewest_heads_to_change(model_name: str, items: list[coref.ProbeItem], board: dict) -> tuple[int | None, dict]:
+    """Cached :func:`core.probes.coref.fewest_heads_to_change` in the order of ``board`` (a scoreboard of
+    :func:`scoreboard`, or :func:`patch_ranking`)."""
+    ranked = tuple((b.get("name") or coref.attention_name(board.get("kind", "self"), "encoder-decoder", b["layer"]),
+                    int(b["head"])) for b in board.get("ranked") or board["best"])
+    return _fewest(model_name, _pack(items), ranked)
+
+
+def patch_ranking(res: dict) -> dict:
+    """A pair's activation-patching result (app.patch_view.pair_effects) as a ranking of heads to switch off, in the
+    shape :func:`core.probes.coref.heads_off` reads: every head by the share of the decision it moves when patched
+    alone, best first; ``k``: how many of them carry half the effect together (None: no small set does)."""
+    ranked = [{"name": r["name"], "head": r["head"], "layer": int(r["name"].split(".")[1]), "share": r["effect"],
+               "label": r["label"]} for r in res["ranked"]]
+    return {"kind": "patch", "ranked": ranked, "best": ranked[:5], "k": res["k"], "carried": res["carried"]}
+
+
+RESOLVES = (f"✓ = the head puts at least {coref.PICK_MARGIN:.2f} more attention weight on the right noun than on the "
+            "other, in both sentences")
+
+
+def flip_text(effect: dict, names=("sentence A", "sentence B")) -> str:
+    """Where the teacher-forced choice flipped with the heads off: “In sentence A, p(il) falls from 0.93 to 0.36,
+    below p(elle) 0.49.” (empty when it flipped nowhere)."""
+    parts = [f"{name}, p({r['ref pronoun']}) falls from {r['p(ref pronoun)']:.2f} to "
+             f"{r['p(ref pronoun), heads off']:.2f}, below p({r['other pronoun']}) "
+             f"{r['p(other pronoun), heads off']:.2f}"
+             for name, r in zip(names, effect["rows"]) if r["decision flipped"]]
+    return ("In " + "; in ".join(parts) + ".") if parts else ""
+
+
+def greedy_text(effect: dict, names=("sentence A", "sentence B")) -> str:
+    """What the greedy re-translations with the heads off show: words before the pronoun that changed (then the
+    pronoun follows those words and says little about the decision), or a pronoun that changed with every word
+    before it kept (a clean flip), or no change of pronoun."""
+    broken = [(name, r) for name, r in zip(names, effect["rows"]) if r["words before kept"] is False]
+    if broken:
+        changes = {}  # the same change in both sentences is named once
+        for name, r in broken:
+            change = (r["before pronoun"], r["before pronoun, heads off"] or r["translation, heads off"])
+            changes.setdefault(change, []).append(name)
+        shown = "; ".join(f"{' and '.join(names)}: “{md(a)}…” → “{md(b)}…”" for (a, b), names in changes.items())
+        return (f"The greedy re-translations also change words before the pronoun ({shown}): these heads do more than "
+                "choose the pronoun, and a greedy pronoun that follows changed words says little about the choice. "
+                "The probabilities read with the right words fed in are the cleaner test.")
+    clean = [name for name, r in zip(names, effect["rows"])
+             if r["words before kept"] and r["pronoun"] != r["pronoun, heads off"]]
+    if clean:
+        return (f"The greedy re-translation of {' and '.join(clean)} keeps every word before the pronoun and changes "
+                "the pronoun: a clean flip.")
+    return "The greedy re-translations keep their pronouns."
 
 
 @bounded(ignore=("progress",))
@@ -332,10 +382,77 @@ def probe_set_effect(model_name: str, off: dict, progress=None) -> dict:
     return _set_effect(model_name, _key(off), progress=progress)
 
 
-ABLATION_COLUMNS = ("pronoun", "pronoun, heads off", "p(ref pronoun)", "p(ref pronoun), heads off", "sentence",
-                    "translation", "translation, heads off")
+ABLATION_COLUMNS = ("pronoun", "pronoun, heads off", "p(ref pronoun)", "p(ref pronoun), heads off",
+                    "p(other pronoun), heads off", "sentence", "translation", "translation, heads off")
 
 
 def ablation_table(effect: dict) -> list[dict]:
     """The ablation rows with the deciding columns first (they stay in view at 1280 px), probabilities rounded."""
     return [{c: (round(r[c], 4) if isinstance(r[c], float) else r[c]) for c in ABLATION_COLUMNS} for r in effect["rows"]]
+
+
+RANKINGS = {"patch": "the heads patching named (this pair)", "cross": "the cross-attention scoreboard",
+            "self": "the encoder self-attention scoreboard"}
+RANKED_BY = {"patch": "Ranked by activation patching of this pair (the top of the page): each head by the share of the "
+                      "decision it moves when patched alone. That is causal evidence.",
+             "cross": "Ranked by the attention scoreboard over the probe set: how often a head's attention picks the "
+                      "antecedent. That is a correlation.",
+             "self": "Ranked by the attention scoreboard over the probe set: how often a head's attention picks the "
+                     "antecedent. That is a correlation."}
+
+
+def ablation_section(view, items: list[coref.ProbeItem], boards: dict, patched: dict | None, lang: str) -> None:
+    """The Coreference page's “switch the best heads off”: by default the heads activation patching named for this
+    pair (``patched``, app.patch_view.draw_pair's result; the ``k`` that carry half the effect), else or on request
+    an attention scoreboard's ranking. The re-translations, the teacher-forced choice (a flip counts where the
+    choice itself flips, :func:`core.probes.coref.decision`), and the count over the probe set on request."""
+    sources = (["patch"] if patched is not None else []) + list(boards)
+    kind = st.radio("Rank the heads by", sources, format_func=RANKINGS.__getitem__, horizontal=True,
+                    key="coref_ablate_kind")
+    board = patch_ranking(patched) if kind == "patch" else boards[kind]
+    n_total = len(board["ranked"])
+    st.caption(RANKED_BY[kind])
+    mode = st.radio("Switch off", ["the best heads", "the fewest best heads that flip the decision",
+                                   "every head of the best head's layer"], horizontal=True, key="coref_ablate_mode")
+    if mode == "the best heads":
+        default = board.get("k") or 2  # patching: the heads that carry half the effect together
+        k = st.slider("Heads to switch off (best first)", 0, max(1, n_total), min(default, n_total),
+                      key=f"coref_ablate_k_{kind}")
+        off = coref.heads_off(board, k)
+    elif mode.startswith("the fewest"):
+        k, off = fewest_heads_to_change(view.name, items, board)
+        st.markdown(f"Best heads switched off one more at a time, the reference translation fed in up to the pronoun: "
+                    f"the choice first flips with **{k} of {n_total}** off." if k else
+                    f"Even with all {n_total} ranked heads off, the choice of this pair does not flip.")
+    elif kind == "patch":
+        off = coref.heads_off(board, module=board["best"][0]["name"]) if board["best"] else {}
+    else:
+        off = coref.heads_off(board, layer=coref.best_layer(board)) if board["best"] else {}
+    named = (kind == "patch" and mode == "the best heads" and board.get("k") == k
+             and f" (the {k} head{'s' if k > 1 else ''} that carry {board['carried']:.0%} of this pair's effect when "
+                 "patched together)")
+    st.markdown(f"Switched off: **{heads_text(off)}**{named or ''}")
+    effect = ablation_effect(view.name, items, off)
+    st.dataframe(ablation_table(effect), hide_index=True)
+    pron = "/".join(coref.TARGET_PRONOUNS[lang])
+    n = len(effect["rows"])
+    flips = [r for r in effect["rows"] if r["pronoun"] != r["pronoun, heads off"]]
+    st.markdown(f"In this pair, the greedy re-translation's pronoun ({md(pron)}) changes in **{len(flips)} of {n}**. "
+                f"Fed the reference translation up to the pronoun (teacher forcing: *p(ref pronoun)*), the choice "
+                f"flips in **{effect['decisions_flipped']} of {n}**. "
+                + " ".join(t for t in (flip_text(effect), greedy_text(effect)) if t))
+    if kind == "patch" and not effect["decisions_flipped"] and off:
+        st.caption("Switching a head off is not patching it: patching puts the other sentence's output in its place, "
+                   "switching off leaves nothing there, and the other heads can still choose right. "
+                   "“The fewest best heads that flip the decision” finds how many it takes.")
+    flips_key = f"coref_flips_{view.name}_{heads_text(off)}"
+    if st.button("Count flips over the whole probe set", key="coref_probe_set") or progress_bar.stopped(flips_key):
+        total, complete = progress_bar.run(flips_key, "Re-translating the probe set with those heads off",
+                                           lambda tell: probe_set_effect(view.name, off, progress=tell))
+    else:
+        total = None
+    if total is not None and total["n"]:
+        st.markdown(f"Over {total['n']} probe sentences: the greedy pronoun **flips in {total['flipped']}** "
+                    f"(changes at all, incl. disappearing, in {total['changed']}); teacher-forced, the choice flips "
+                    f"in {total['decisions_flipped']}; right before: {total['right_before']}, right with the heads "
+                    f"off: {total['right_after']}.")

@@ -34,8 +34,9 @@ def _decode(name, text, method, temperature, top_k, top_p, beams, seed):
     else:
         result = generate(ck.model, method=method, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
                           max_new=max_new, **inputs)
-    # how sure the translator is of what it wrote, as on every page that shows a translation (core.inference.quality)
-    args["unsure"] = (quality.notice(ck.meta, quality.confidence(ck.model, ck.tokenizer, [text], [result.ids])[0])
+    # how sure the translator is of what it wrote, as on every page that shows a translation (core.inference.quality),
+    # scored on the source it translated (cut above), not the whole text
+    args["unsure"] = (quality.notice(ck.meta, quality.confidence_of_ids(ck.model, [args['src']], [result.ids])[0])
                       if ck.model.cfg.kind == "encoder-decoder" and not args["outside"] else None)
     return args, result
 

@@ -38,8 +38,10 @@ def shifted(name: str, ids: tuple, shift: int) -> dict:
 
 @bounded
 def padding(name: str, ids: tuple, short_text: str) -> dict | None:
+    """:func:`core.probes.masking.padding_demo` of the sentence ``ids`` and ``short_text`` in one batch; None when the
+    short text is empty (it would be an [EOS] alone) or longer than the sentence."""
     ck = _model(name)
-    short = masking.source_ids(ck.tokenizer, ck.model, short_text)
+    short = masking.source_ids(ck.tokenizer, ck.model, short_text) if short_text.strip() else []
     if not short or len(short) > len(ids):
         return None
     return masking.padding_demo(ck.model, list(ids), short)

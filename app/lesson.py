@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass, field
 
 from app import coref_view, figures, lm_heads_view, patch_view
+from app.decode_view import candidate_names
 from app.shell import load_model, traced
+from app.theme import nobreak
 from app.text import md
 from core import find_heads
 from core.inference import coverage
@@ -126,12 +128,14 @@ def positional_step(c: Context) -> Step:
     blocks = []
     if cfg.pos_encoding == "sinusoidal":
         pe = sinusoidal(len(r.src_ids), cfg.d_model, cfg.pe_base)
-        blocks.append(("fig", figures.matrix(pe, None, list(range(len(r.src_ids))), title="PE(pos, 2i) = sin(pos/N^(2i/d)),"
-                                             " PE(pos, 2i+1) = cos(…)", x_title="dimension", y_title="position",
+        formula = f"{nobreak('PE(pos, 2i) = sin(pos/N^(2i/d)),')} {nobreak('PE(pos, 2i+1) = cos(…)')}"  # unbroken
+        blocks.append(("fig", figures.matrix(pe, None, list(range(len(r.src_ids))), title=formula,
+                                             x_title="dimension", y_title="position",
                                              value_name="PE", diverging=True, **c.style())))
     if parts["positions"] is not None:
-        blocks.append(("fig", figures.matrix(parts["sum"], None, r.src_tokens, title="Token embedding + positional "
-                                             "encoding: what the first layer reads", x_title="dimension",
+        blocks.append(("fig", figures.matrix(parts["sum"], None, r.src_tokens, x_title="dimension",
+                                             title=f"{nobreak('Token embedding + PE:')} "
+                                                   f"{nobreak('what the first layer reads')}",
                                              y_title="token", value_name="value", diverging=True, **c.style())))
     perm = positions.permutation_test(ck.model, r.src_ids, positions.shuffle_order(len(r.src_ids), 0))
     blocks.append(("md", f"**Shuffle the words** and run the first layer. Without positions the output is the same "
@@ -157,9 +161,10 @@ def one_head_step(c: Context, head: int = 0) -> Step:
                                              value_name=key, diverging=True, height=260 + 18 * len(toks), **st_)))
     blocks.append(("fig", figures.matrix(hb["scaled"], toks, toks, title=f"QKᵀ / √{hb['d_k']}", x_title="key",
                                          y_title="query", value_name="score", diverging=True, **st_)))
-    blocks.append(("fig", figures.heatmap(hb["weights"], toks, toks, title="softmax(QKᵀ/√d_k): each row sums to 1",
-                                          **st_)))
-    blocks.append(("fig", figures.matrix(hb["out"], None, toks, title="softmax(…) × V: this head's output",
+    blocks.append(("fig", figures.heatmap(hb["weights"], toks, toks,
+                                          title="softmax(QKᵀ/√d_k): " + nobreak("each row sums to 1"), **st_)))
+    blocks.append(("fig", figures.matrix(hb["out"], None, toks,
+                                         title="softmax(…) × V: " + nobreak("this head's output"),
                                          x_title="dimension", y_title="token", value_name="value", diverging=True,
                                          **st_)))
     blocks.append(("md", f"Recomputed here by hand vs the model's own numbers: weights differ by at most "
@@ -225,15 +230,18 @@ def decoder_step(c: Context) -> Step:
     mask = tr["decoder.0.self_attn.mask"][0, 0] if "decoder.0.self_attn.mask" in tr else None
     blocks = []
     if mask is not None:
-        blocks.append(("fig", figures.mask_map(mask, r.tgt_tokens, r.tgt_tokens, title="Causal mask M: 0 = may "
-                                               "look, −∞ = the future", **st_)))
+        blocks.append(("fig", figures.mask_map(mask, r.tgt_tokens, r.tgt_tokens, **st_,
+                                               title=f"Causal mask M: {nobreak('0 = may look,')} "
+                                                     f"{nobreak('−∞ = the future')}")))
     blocks.append(("fig", figures.heatmap(tr.attention("decoder", 0)[0].mean(0), r.tgt_tokens, r.tgt_tokens,
-                                          title="Decoder self-attention, layer 0 (mean of heads): nothing above "
-                                                "the diagonal", **st_)))
+                                          title=f"{nobreak('Decoder self-attention, layer 0:')} "
+                                                f"{nobreak('nothing above the diagonal')}", **st_)))
     last = tr.n_layers("cross") - 1
     blocks.append(("fig", figures.heatmap(tr.attention("cross", last)[0].mean(0), r.tgt_tokens, r.src_tokens,
-                                          title=f"Cross-attention, layer {last} (mean of heads): which English "
-                                                "word each output word reads", **st_)))
+                                          title=f"{nobreak(f'Cross-attention, layer {last}:')} "
+                                                f"{nobreak('what each output word reads')}", **st_)))
+    blocks.append(("md", "Both maps are the mean of their layer's heads. In the second, each row is an output word "
+                         "and each column an English token."))
     return Step("7 · The decoder: masked self-attention and cross-attention",
                 "The decoder writes the translation one word at a time, so in training it must not peek at the "
                 "words it is about to predict: the mask adds −∞ to every future position, and softmax turns that "
@@ -249,19 +257,24 @@ def output_step(c: Context) -> Step:
     tok = ck.tokenizer
     src = r.src_ids
     res = generate(ck.model, src=src, max_new=max_positions(ck.model) - 1)
-    rows = []
+    rows, marked = [], False
     for n, s in enumerate(res.steps):
-        top = ", ".join(f"{tok.display([i])[0]} {p:.2f}" for i, p in s.top[:3])
+        names = candidate_names(tok, [i for i, _ in s.top[:3]])  # look-alikes keep their word-start mark ▁
+        marked |= any(x.startswith("▁") and len(x) > 1 for x in names)
+        top = ", ".join(f"{name} {p:.2f}" for name, (_, p) in zip(names, s.top[:3]))
         rows.append({"step": n + 1, "chosen": tok.display([s.chosen])[0], "probability": round(float(s.probs[s.chosen]), 4),
                      "top 3": top})
     first = res.steps[0]
-    blocks = [("fig", figures.bars([p for _, p in first.top], tok.display([i for i, _ in first.top]),
+    blocks = [("fig", figures.bars([p for _, p in first.top], candidate_names(tok, [i for i, _ in first.top]),
                                    title="Step 1: softmax over the whole vocabulary (top 10 shown)",
                                    x_title="candidate token", y_title="probability", highlight=0, **c.style())),
-              ("table", rows),
-              ("md", f"**Translation:** {md(tok.decode(res.ids))}" if not r.outside else
-               f"**Output** — **{md(r.outside_label)}** (unknown to {md(c.name)}: "
-               f"{md(', '.join(r.coverage['unknown_words'][:12]))}): {md(tok.decode(res.ids))}")]
+              ("table", rows)]
+    if marked:
+        blocks.append(("md", "Where two candidates look alike, ▁ marks the one that starts a new word; the other "
+                             "continues the word before it. They are different tokens of the vocabulary."))
+    blocks.append(("md", f"**Translation:** {md(tok.decode(res.ids))}" if not r.outside else
+                   f"**Output** — **{md(r.outside_label)}** (unknown to {md(c.name)}: "
+                   f"{md(', '.join(r.coverage['unknown_words'][:12]))}): {md(tok.decode(res.ids))}"))
     demos = [("en-de", ["The trophy doesn't fit in the suitcase because it is too big."]),
              ("en-fr", ["The animal didn't cross the street because it was too tired.",
                         "The animal didn't cross the street because it was too wide."])]
@@ -318,29 +331,40 @@ def payoff_step(c: Context) -> Step:
                                                   **c.style())),
                    ("md", f"{md(name)}: “{md(it.text)}”")]
     board = coref_view.scoreboard(c.name, kind)
-    k_off, off = coref_view.fewest_heads_to_change(c.name, list(pair), kind)
+    k_off, off = coref_view.fewest_heads_to_change(c.name, list(pair), board)
     effect = coref_view.ablation_effect(c.name, list(pair), off)
     lang, either, slash = coref_view.target_words(c.ck)
     where = (f"cross-attention from the {lang} word just before {slash} to the English nouns" if kind == "cross"
              else "self-attention from “it” to the nouns")
     n_both = sum(map(sum, resolving))
     pair_heads = (f"✓ marks the {n_both} head{'s' if n_both > 1 else ''} that pick the right noun in **both** "
-                  "sentences" if n_both else "no head picks the right noun in **both** sentences of this pair")
+                  f"sentences, by at least {coref.PICK_MARGIN:.2f} more attention weight than the other noun"
+                  if n_both else "no head picks the right noun in **both** sentences of this pair by at least "
+                  f"{coref.PICK_MARGIN:.2f} more attention weight than the other noun")
     blocks.append(("md", f"Read here: {where}. {pair_heads}; across the probe set, the best head picks the "
                          f"antecedent on {board['best'][0]['share']:.0%} of {board['n']} sentences."))
     n_ranked = len(board.get("ranked") or board["best"])
-    if k_off is None:
-        switch = (f"**Switch off all {n_ranked} of them** ({coref_view.heads_text(off)}): neither pronoun changes, "
-                  f"so this model decides {slash} somewhere else. Translated again:")
-    else:
-        switch = (f"**Switch off the best heads one at a time**, in the probe's order: the pronoun first changes "
-                  f"with **{k_off} of {n_ranked}** off ({coref_view.heads_text(off)})"
-                  + (" — the decision is spread over many heads, not one" if k_off > 2 else "") + ". Translated again:")
-    blocks.append(("md", switch))
+    heads = coref_view.heads_text(off)
+    forced = f"feed the decoder the right {lang} up to the pronoun (teacher forcing)"
+    if not any(r["decided right"] for r in effect["rows"]):
+        switch = (f"**Switch the best heads off** and {forced}: with every head on, the model does not prefer the "
+                  "right pronoun in either sentence, so there is no choice to flip.")
+    elif k_off is None:
+        switch = (f"**Switch off all {n_ranked} of them** ({heads}) and {forced}: the right pronoun stays the likelier "
+                  f"in both sentences, so this model decides {slash} somewhere else.")
+    else:  # a flip counts only where the choice itself flips, not where the words before the pronoun broke
+        switch = (f"**Switch off the best heads one more at a time**, in the probe's order, and {forced}: the choice "
+                  f"first flips with **{k_off} of {n_ranked}** off ({heads}). {coref_view.flip_text(effect)}"
+                  + (" The few heads whose attention points at the noun are not enough: the decision is spread over "
+                     "many heads." if k_off > 4 else ""))
+    blocks.append(("md", f"{switch} {coref_view.greedy_text(effect)} Translated again, greedily, with those heads "
+                         "off:"))
     blocks.append(("table", [{"sentence": r["sentence"], "translation": r["translation"],
                               "heads off": r["translation, heads off"],
                               "p(right pronoun)": r["p(ref pronoun)"],
-                              "p(right pronoun), heads off": r["p(ref pronoun), heads off"]} for r in effect["rows"]]))
+                              "p(right pronoun), heads off": r["p(ref pronoun), heads off"],
+                              "p(other pronoun), heads off": r["p(other pronoun), heads off"]}
+                             for r in effect["rows"]]))
     return Step(title,
                 f"Change one word — tired or wide — and “it” changes referent, so {lang} needs {either}. Which "
                 "heads carry that decision? Patching a head's output from one sentence into the other answers it "
@@ -387,7 +411,8 @@ def induction_step(c: Context) -> Step:
                         f"The next-token loss falls from **{first['mean']:.2f}** nats a token on the first copy to "
                         f"**{second['mean']:.2f}** on the second."),
                  ("fig", figures.lines({"first copy": first["per_token"], "second copy": second["per_token"]},
-                                       range(2, r["length"] + 1), title="Next-token loss on each token of the sentence",
+                                       range(2, r["length"] + 1),
+                                       title="Next-token loss on each token " + nobreak("of the sentence"),
                                        x_title="token of the sentence (its position in a copy)",
                                        y_title="loss (nats)", **c.style()))])
 

@@ -23,5 +23,5 @@ from app.shell import sidebar  # noqa: E402  (imports torch and the core)
 
 nav = st.navigation(nav_sections(), expanded=True)  # grouped Learn / Probe / Build (app/nav.py), none hidden
 warmup.done(preload, start_page=nav.url_path == "")
-st.session_state["view"] = run_guarded(sidebar, "sidebar")  # no traceback or server path ever reaches a page
+st.session_state["view"] = run_guarded(lambda: sidebar(nav.url_path), "sidebar")  # no traceback reaches a page
 run_guarded(nav.run, "page")

@@ -35,6 +35,9 @@ SECTIONS = {
         ("recurrence.py", "Transformer-XL & training stability", ":material/history:", "recurrence"),
     ],
 }
+# a page's own URL parameters (read by the page, written by app.shell.sync_url): dropped from the link when the
+# reader moves to a page that has no use for them
+PAGE_PARAMS = {"attention": ("kind", "layer", "head"), "qk": ("layer", "head"), "lesson": ("step",)}
 WHO = {"Learn": "for a class: the transformer one idea at a time",
        "Probe": "look inside trained models: which heads do what, and is it causal",
        "Build": "train a model, and what makes attention cheaper or training stable"}

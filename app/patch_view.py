@@ -111,7 +111,8 @@ def attribution_figures(model_name: str, res: dict, a, b, *, present=False, dark
     for h in att["heads"]:
         if h["weights"] is None:
             continue
-        figs.append(figures.grouped_bars({"attention weight": h["weights"], "value-weighted ‖α·v·W_O‖": h["value_weighted"]},
+        # short series names: on a projector a half-width chart gave 45 % of its width to a longer legend
+        figs.append(figures.grouped_bars({"weight α": h["weights"], "‖α·v·W_O‖": h["value_weighted"]},
                                          h["keys"], title=f"{h['label']} from “{h['query']}”",
                                          x_title="key token", y_title="share of the row", present=present, dark=dark))
     g = att["grad_x_input"]
@@ -140,12 +141,16 @@ def draw_pair(view, a_text: str, b_text: str, container=st) -> dict | None:
     if not res["aligned"]:
         container.caption("The two sentences differ in length, so the positions in between have no twin and are "
                           "not patched: all heads together need not reproduce the other sentence.")
-    container.markdown("**The named heads, three ways.** Attention weight says where a head looks; value-weighted "
+    container.markdown("**The named heads, three ways.** Attention weight α says where a head looks; value-weighted "
                        "attention ‖α·v·W_O‖ (Kobayashi et al. 2020) how much each link moves its output; gradient × "
-                       "input which English words move the decision.")
-    cols = container.columns(2)
-    for i, fig in enumerate(attribution_figures(view.name, res, a, b, present=view.present, dark=view.dark)):
-        cols[i % 2].plotly_chart(fig, key=f"patch_attr_{i}")
+                       "input which English words move the decision. “from” names the query the head is read at: "
+                       "“it” for an encoder head; for a decoder or cross-attention head, the output token just "
+                       "before the pronoun (in French often the “'” of qu'), where the model decides which pronoun "
+                       "comes next.")
+    figs = attribution_figures(view.name, res, a, b, present=view.present, dark=view.dark)
+    for row in range(0, len(figs), 2):  # row by row: the heads in the order named above, also where columns stack
+        for col, (i, fig) in zip(container.columns(2), enumerate(figs[row:row + 2], row)):
+            col.plotly_chart(fig, key=f"patch_attr_{i}")
     return res
 
 

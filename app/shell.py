@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import coverage_view, rooms, theme
+from app import coverage_view, nav, rooms, theme
 from app.cache import bounded, nbytes
 from app.guard import public
 from app.text import md
@@ -437,9 +437,24 @@ def sync_url(**extra) -> None:
         st.query_params.from_dict(params)
 
 
-def _sync_shared_url() -> None:
+def _sync_shared_url(page: str | None = None) -> None:
     """Every page keeps model and sentence in its link (Streamlit clears the URL on a page switch); the page's
-    own parameters, still to be read by the page, are left alone."""
+    own parameters, still to be read by the page, are left alone. ``page``: the URL path of the page about to run;
+    on a switch from another page, the parameters that page owned and this one does not (app.nav.PAGE_PARAMS: the
+    Attention page's kind, layer, head on the Coreference page) leave the link, kept for the session: back on that
+    page they return (the layer and head picked there before)."""
+    last = st.session_state.get("_url_page")
+    if page is not None:
+        if last is not None and last != page:
+            kept = st.session_state.setdefault("_page_params", {})
+            kept[last] = {k: st.query_params[k] for k in nav.PAGE_PARAMS.get(last, ()) if k in st.query_params}
+            for key in set(nav.PAGE_PARAMS.get(last, ())) - set(nav.PAGE_PARAMS.get(page, ())):
+                if key in st.query_params:
+                    del st.query_params[key]
+            for key, value in kept.get(page, {}).items():
+                if key not in st.query_params:
+                    st.query_params[key] = value
+        st.session_state["_url_page"] = page
     shared = _view_params()
     for key in ("tgt", "present", "theme"):
         if key not in shared and key in st.query_params:
@@ -514,8 +529,9 @@ def model_device(model) -> str:
     return str(param.device) if param is not None else "cpu"
 
 
-def sidebar() -> View | None:
-    """Draw the shared sidebar; return the current view, or None when no model can be loaded."""
+def sidebar(page: str | None = None) -> View | None:
+    """Draw the shared sidebar; return the current view, or None when no model can be loaded. ``page``: the URL path
+    of the page about to run (its link keeps only its own parameters: :func:`_sync_shared_url`)."""
     names = models()
     _init_from_url(names)
     for msg in st.session_state.pop("_url_errors", []):
@@ -542,7 +558,7 @@ def sidebar() -> View | None:
         cfg, device = ck.model.cfg, model_device(ck.model)
         st.caption(f"{cfg.kind} · {cfg.n_layers('encoder')}+{cfg.n_layers('decoder')} layers · {cfg.n_heads} heads · "
                    f"d_model {cfg.d_model} · {ck.model.num_parameters():,} parameters · device {device}")
-    _sync_shared_url()
+    _sync_shared_url(page)
     present = bool(st.session_state.get("present"))
     dark = _shown_theme() == "dark"
     _apply_theme(present, dark)

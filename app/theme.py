@@ -22,6 +22,9 @@ import plotly.io as pio
 TITLE, AXIS_TITLE, TICK, CELL = 26, 20, 18, 18
 MIN_CELL_PX = 44    # narrowest heatmap cell that holds a short value ("0.25", "−∞", "100%") at CELL px
 PLOT_WIDTH = 936    # a full-width chart at 1024×768 in presentation mode (sidebar closed, 2 rem margins)
+# the heatmap area of the narrowest chart in one of two columns: 460 px (PAGE_CSS: a narrower column wraps to full
+# width) less ≈ 150 px of row labels and colour bar; "-1.44" at CELL px overprinted in 10 columns of it (Masking)
+HALF_WIDTH = 310
 
 # Streamlit's rem is the html font size: 22 px makes body text 22 px and scales headings, widgets and spacing with
 # it. Labels that Streamlit draws smaller (captions, widget labels, the navigation, tables) are raised to 1 rem, and
@@ -148,7 +151,7 @@ def cell_text(spec: dict, present: bool, width: int = PLOT_WIDTH) -> dict:
         if trace.get("type") != "heatmap" or (trace.get("texttemplate") in (None, "") and trace.get("text") is None):
             continue
         if width / subplots / _n_columns(trace) >= MIN_CELL_PX:
-            trace["textfont"] = {"size": CELL}
+            trace.setdefault("textfont", {})["size"] = CELL  # a colour set by the builder stays
         else:
             trace["texttemplate"] = ""
             trace.pop("text", None)
@@ -220,9 +223,19 @@ MAX_TITLE_LINES = 2  # a longer title is shortened where it is made, its detail 
 TITLE_PAD = 10  # px above the title
 
 
+NBSP = "\u00a0"  # a space wrap_title never breaks at (plotly draws it as a space)
+
+
+def nobreak(phrase: str) -> str:
+    """``phrase`` with its spaces made non-breaking, so :func:`wrap_title` keeps it on one line (a formula such as
+    "PE(pos, 2i+1) = cos(…)", or "share of 182 right" that must not leave its last word alone on a line)."""
+    return phrase.replace(" ", NBSP)
+
+
 def wrap_title(title: str, width: int = TITLE_CHARS) -> str:
-    """Break an (already escaped) plotly title into ``<br>`` lines of at most ``width`` visible characters; its own
-    line breaks and tags stay as they are. Plotly titles do not wrap: a long one is cut at the chart's edge."""
+    """Break an (already escaped) plotly title into ``<br>`` lines of at most ``width`` visible characters, at plain
+    spaces only (see :func:`nobreak`); its own line breaks and tags stay as they are. Plotly titles do not wrap: a
+    long one is cut at the chart's edge."""
     out = []
     for line in str(title).split("<br>"):
         words, cur, n = line.split(" "), [], 0

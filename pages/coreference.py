@@ -3,12 +3,12 @@ import streamlit as st
 import torch
 
 from app import coref_view as cv
-from app import progress as progress_bar
 from app import coverage_view
 from app import patch_view as pv
 from app.figures import label
 from app.shell import model_load_error, note_broken, page_view, text_box, usable_models
 from app.text import md
+from app.theme import nobreak
 from core.probes import coref
 from core.inference import coverage
 
@@ -35,8 +35,13 @@ if not yours:
     st.info(md(typed.note))  # the typed sentence is not what these panels show: said, with the reason
 elif choice == 0:
     st.caption(md(typed.note))
-coverage_view.notices(list(dict.fromkeys(n for s in (a, b)
-                                         if (n := coverage.language_notice(view.ck, s, view.name)))))
+if blank := [n for n, s in (("Sentence A", a), ("Sentence B", b)) if not s.strip()]:
+    st.info(f"{' and '.join(blank)} {'is' if len(blank) == 1 else 'are'} empty: type a sentence, or pick a minimal "
+            "pair above.")
+    st.stop()
+coverage_view.notices(list(dict.fromkeys(n for s in (a, b) for n in (coverage.language_notice(view.ck, s, view.name),
+                                                                     coverage.special_notice(view.ck, s, view.name))
+                                         if n)))
 unknown = [w for s in (a, b) for w in (coverage.for_checkpoint(view.ck, s) or {}).get("unknown_words", [])]
 if unknown:
     coverage_view.notices([f"Unknown to {view.name}: {', '.join(dict.fromkeys(unknown))}. These sentences are "
@@ -45,6 +50,7 @@ if unknown:
                                                   if coverage.is_translation(view.ck) else "")
                            + ". Pick a minimal pair above, or write sentences in words this model knows."])
     st.stop()
+patched = None  # the patching result of this pair: the ablation below switches off the heads it names
 if pv.language_ok(view):
     st.subheader("Which heads carry the decision? Activation patching")
     how = ("Run sentence A, but take **one head's output from sentence B**, and watch how far the choice between the "
@@ -52,7 +58,7 @@ if pv.language_ok(view):
            "causal evidence, not a correlation.")
     if not view.present:
         st.markdown(how)
-    pv.draw_pair(view, a, b)
+    patched = pv.draw_pair(view, a, b)
     if view.present:  # after the chart on a projector: the first screen shows the chart
         st.markdown(how)
 items = [cv.item_for(a, view.name), cv.item_for(b, view.name)]
@@ -92,8 +98,8 @@ for kind in kinds:
                 "— by construction, not a finding about its heads. An encoder (en-fr, mlm, minilm) reads both ways.")
     n_res = sum(map(sum, resolving))
     source = "“it”" if kind == "self" else "the query position"
-    st.caption(f"Red: {md(source)} attends more to {md(cands[0])}; blue: more to {md(cands[1])}. ✓ = the head picks the right "
-               f"noun in both sentences ({n_res} of {len(resolving) * len(resolving[0])} heads).")
+    st.caption(f"Red: {md(source)} attends more to {md(cands[0])}; blue: more to {md(cands[1])}. {cv.RESOLVES} "
+               f"({n_res} of {len(resolving) * len(resolving[0])} heads).")
     if kind == "cross":
         lang, either, _ = cv.target_words(view.ck)
         st.caption(f"The decoder is fed the reference {lang} translation (teacher forcing). The query is the position "
@@ -127,7 +133,8 @@ for col, name in zip(st.columns(max(1, len(compare))), compare):
         if board["share"] is None:
             col.info(f"{md(name)}, {md(what)}: no probe sentence could be read.")
             continue
-        col.plotly_chart(cv.share_figure(board["share"], title=f"{name}, {what}: share of {board['n']} right",
+        right = nobreak(f"share of {board['n']} right")  # never "share of 182⏎right"
+        col.plotly_chart(cv.share_figure(board["share"], title=f"{name}, {what}: {right}",
                                          present=view.present, dark=view.dark), key=f"share_{name}_{kind}")
         top = board["best"][:3]
         named = ", ".join(f"L{b['layer']}H{b['head']} {b['share']:.0%}" for b in top)
@@ -149,41 +156,7 @@ elif lang is None:
 else:
     boards = shown_boards.get(view.name) if view.name in compare else cv.scoreboards_shown(view.name)[0]
 if boards is not None and view.kind == "encoder-decoder" and lang is not None:
-    kind = st.radio("Heads of", list(boards), index=list(boards).index("cross") if "cross" in boards else 0,
-                    format_func=lambda k: "cross-attention" if k == "cross" else "encoder self-attention",
-                    horizontal=True, key="coref_ablate_kind")
-    board = boards[kind]
-    n_total = len(board["ranked"])
-    mode = st.radio("Switch off", ["the best heads", "the fewest best heads that change the pronoun",
-                                   "every head of the best head's layer"], horizontal=True, key="coref_ablate_mode")
-    if mode == "the best heads":
-        k = st.slider("Heads to switch off (best first)", 0, max(1, n_total), min(2, n_total), key="coref_ablate_k")
-        off = coref.heads_off(board, k)
-    elif mode.startswith("the fewest"):
-        k, off = cv.fewest_heads_to_change(view.name, items, kind)
-        st.markdown(f"Best heads switched off one more at a time: the pronoun of this pair first changes with "
-                    f"**{k} of {n_total}** off." if k else
-                    f"Even with all {n_total} ranked heads off, neither pronoun of this pair changes.")
-    else:
-        off = coref.heads_off(board, layer=coref.best_layer(board)) if board["best"] else {}
-    st.markdown(f"Switched off: **{cv.heads_text(off)}**")
-    effect = cv.ablation_effect(view.name, items, off)
-    st.dataframe(cv.ablation_table(effect), hide_index=True)
-    pron = "/".join(coref.TARGET_PRONOUNS[lang])
-    flips = [r for r in effect["rows"] if r["pronoun"] != r["pronoun, heads off"]]
-    st.markdown(f"In this pair, the pronoun changes in **{len(flips)} of {len(effect['rows'])}** re-translations "
-                f"({md(pron)}; greedy decoding with the heads off). *p(ref pronoun)* is read with the reference "
-                "translation as decoder input up to the pronoun.")
-    flips_key = f"coref_flips_{view.name}_{cv.heads_text(off)}"
-    if st.button("Count flips over the whole probe set", key="coref_probe_set") or progress_bar.stopped(flips_key):
-        total, complete = progress_bar.run(flips_key, "Re-translating the probe set with those heads off",
-                                           lambda tell: cv.probe_set_effect(view.name, off, progress=tell))
-    else:
-        total = None
-    if total is not None and total["n"]:
-        st.markdown(f"Over {total['n']} probe sentences: the pronoun **flips in {total['flipped']}** "
-                    f"(changes at all, incl. disappearing, in {total['changed']}); right before: "
-                    f"{total['right_before']}, right with the heads off: {total['right_after']}.")
+    cv.ablation_section(view, items, boards, patched, lang)
 
 with st.expander("What attention does and does not prove"):
     st.markdown(

@@ -2,7 +2,7 @@
 import streamlit as st
 import torch
 
-from app import figures
+from app import figures, theme
 from app.inspect_view import (as_key, cheat, mask_editor, masked_run, padding, prediction_rows,
                               teacher_forcing_section)
 from app.shell import page_run, text_box
@@ -37,13 +37,15 @@ with t_pad:
     words = view.text.split()
     short = text_box("A shorter sentence for the same batch", " ".join(words[: max(1, len(words) // 2)]))
     pd_ = padding(view.name, tuple(res.src_ids), short)
-    if pd_ is None:
-        st.info("Give a sentence that is not longer than yours (in tokens) and not empty.")
+    if not short.strip():
+        st.info("Type a shorter sentence in the box: it is empty.")
+    elif pd_ is None:
+        st.info("Give a sentence that is not longer than yours (in tokens).")
     else:
         st.dataframe([tok.display(r) for r in pd_["ids"]], hide_index=True)
         row_toks = tok.display(pd_["ids"][1])
-        st.plotly_chart(figures.mask_map(pd_["square"][1], row_toks, row_toks, title="padding_mask for the short sentence "
-                                         "(every query; [PAD] keys are −∞)", **P), key="m_pad")
+        pad_title = theme.nobreak("Short sentence's padding_mask:") + " " + theme.nobreak("[PAD] keys are −∞")
+        st.plotly_chart(figures.mask_map(pd_["square"][1], row_toks, row_toks, title=pad_title, **P), key="m_pad")
         c1, c2 = st.columns(2)
         c1.metric("Largest weight any real token gives a [PAD] key", repr(pd_["pad_weight"]))
         c2.metric(f"{pd_['stack']} output: batch vs alone, max |difference|", f"{pd_['max_diff']:.1e}")
@@ -72,15 +74,16 @@ choice = st.radio("Mask added on top of the model's own", list(masks), index=3, 
 bias = res.trace[f"{name}.bias"][0, head] if f"{name}.bias" in res.trace else None
 am = masking.apply_mask(res.trace[f"{name}.scores"][0, head], own, bias, masks[choice])
 c1, c2 = st.columns(2)
-small = T <= 16
+# values in the cells of a short sentence; half a page wide on a projector, only where the cells hold them
+small = dict(show_values=T <= 16, width=theme.HALF_WIDTH)
 c1.plotly_chart(figures.matrix(am["scores"], k_tokens, q_tokens, title="QKᵀ/√d_k", x_title="key", y_title="query",
-                               value_name="score", diverging=True, show_values=small, **P), key="p_scores")
+                               value_name="score", diverging=True, **small, **P), key="p_scores")
 c2.plotly_chart(figures.mask_map(am["mask"], q_tokens, k_tokens, title="Additive mask M", **P), key="p_mask")
 c1.plotly_chart(figures.matrix(am["logits"], k_tokens, q_tokens, title="Sum" + (" (+ ALiBi bias)" if bias is not None else ""),
-                               x_title="key", y_title="query", value_name="score", diverging=True, show_values=small, **P),
+                               x_title="key", y_title="query", value_name="score", diverging=True, **small, **P),
                 key="p_sum")
 c2.plotly_chart(figures.matrix(am["weights"], k_tokens, q_tokens, title="softmax → weights", x_title="key", y_title="query",
-                               value_name="weight", zmin=0, zmax=1, show_values=small, **P), key="p_weights")
+                               value_name="weight", zmin=0, zmax=1, **small, **P), key="p_weights")
 empty = am["empty_rows"]
 if empty:
     st.error("Every key is masked for query " + ", ".join(f"{i} ({md(q_tokens[i])})" for i in empty) +
@@ -121,7 +124,7 @@ st.header("4. Let the decoder cheat")
 if "decoder" not in kinds:
     st.info("This model has no decoder: its self-attention already sees every position.")
 else:
-    src_note = "your target" if view.tgt else "the model's own translation (type a Target in the sidebar to change it)"
+    src_note = "your target" if view.tgt else "the model's own translation; type a Target in the sidebar to change it"
     st.markdown("The causal mask is removed from every decoder self-attention and the decoder is fed the whole true "
                 f"sequence ({src_note if model.cfg.kind == 'encoder-decoder' else 'your text'}): "
                 "position i can now read token i + 1, the very token it must predict.")

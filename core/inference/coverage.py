@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..data.translation import words as _split
+from ..io.tokenizer import MASK, SPECIALS, UNK
 
 # special tokens a user may type (``[MASK]`` for a masked LM): not words of the sentence
 _SPECIAL_TEXT = re.compile(r"\[(?:PAD|UNK|BOS|EOS|MASK|CLS|SEP)\]", re.IGNORECASE)
@@ -236,6 +237,39 @@ def language_notice(ck, text: str, name: str | None = None) -> str | None:
     name = name or model_name(ck)
     target = {"fr": "French", "de": "German"}.get(str(ck.meta.get("task", ""))[-2:]) if is_translation(ck) else None
     return foreign_notice(text, f"{name} translates English into {target}" if target else f"{name} reads English")
+
+
+# what each special token stands for, said beside it when a user types one
+SPECIAL_ROLES = {"[PAD]": "filler after a short sentence", "[BOS]": "the start of a text",
+                 "[EOS]": "the end of a sentence", "[MASK]": "a hidden word", "[CLS]": "BERT's start token",
+                 "[SEP]": "BERT's separator"}
+
+
+def typed_specials(tok, text: str) -> list[str]:
+    """The special tokens that ``tok`` makes of the literal ``text`` (a typed "[MASK]" becomes the mask token, not
+    the six characters), each once; [UNK] is left out, as it also stands for any character the tokenizer lacks."""
+    specials, unk = set(getattr(tok, "special_ids", range(len(SPECIALS)))), getattr(tok, "unk_id", UNK)
+    ids = [i for i in tok.encode(text) if i in specials and i != unk]
+    return list(dict.fromkeys(tok.display(ids)))
+
+
+def special_notice(ck, text: str, name: str | None = None) -> str | None:
+    """A text holding the written form of a special token ("[MASK]", "[EOS]" …) that the model's tokenizer turns into
+    that token: said, not refused (a page may use one on purpose). A masked LM's own [MASK] is what it reads
+    sentences with, so it is not named for one."""
+    tok = ck.tokenizer
+    typed = typed_specials(tok, text)
+    if ck.meta.get("task") == "mlm":
+        mask = tok.display([getattr(tok, "mask_id", MASK)])[0]
+        typed = [t for t in typed if t != mask]
+    if not typed:
+        return None
+    one = len(typed) == 1
+    roles = "; ".join(f"{t}: {SPECIAL_ROLES[t]}" for t in typed if t in SPECIAL_ROLES)
+    what = "its own special token" if one else "its own special tokens"
+    return (f"{name or model_name(ck)} reads {', '.join(typed)} in this text as {what}"
+            f"{f' ({roles})' if roles else ''}, not as the letters typed. Remove {'it' if one else 'them'} to "
+            "read the text as plain words.")
 
 
 def outside_label(ck) -> str:

@@ -12,8 +12,9 @@ import torch
 
 from ..io.budget import max_positions
 from ..io.checkpoint import Checkpoint
-from ..io.tokenizer import BOS, MASK, SPECIALS, UNK, normalize_text
+from ..io.tokenizer import BOS, MASK, SPECIALS, normalize_text
 from ..trace import Trace
+from . import coverage
 
 MASK_TEXT = re.compile(r"\[mask\]", re.IGNORECASE)
 
@@ -397,11 +398,9 @@ ONE_PASS = "BERT, one pass"  # the third writer's name at 0 sweeps: the block fi
 
 
 def typed_specials(tok, text: str) -> list[str]:
-    """The special tokens that ``tok`` makes of the literal ``text`` (a typed "[MASK]" becomes the mask token, not
-    the six characters), each once; [UNK] is left out, as it also stands for any character the tokenizer lacks."""
-    specials, unk = set(_specials(tok)), getattr(tok, "unk_id", UNK)
-    ids = [i for i in tok.encode(text) if i in specials and i != unk]
-    return list(dict.fromkeys(tok.display(ids)))
+    """:func:`core.inference.coverage.typed_specials`: the special tokens that ``tok`` makes of the literal ``text``,
+    each once ([UNK] left out). One check for every page; this one refuses a prompt that holds any."""
+    return coverage.typed_specials(tok, text)
 
 
 @torch.no_grad()

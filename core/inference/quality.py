@@ -18,6 +18,7 @@ from collections import Counter
 
 import torch
 
+from ..io.budget import max_positions
 from ..io.tokenizer import BOS, EOS, PAD
 
 
@@ -29,15 +30,23 @@ def confidence_from_logits(logits: torch.Tensor, out_ids: list[int]) -> float:
     return float(logp.gather(-1, targets[:, None]).mean())
 
 
-@torch.no_grad()
 def confidence(model, tokenizer, sources: list[str], outputs: list[list[int]], batch: int = 64) -> list[float]:
     """:func:`confidence_from_logits` of each ``outputs[i]`` (token ids, no BOS / EOS) as the translation of
-    ``sources[i]``, batched (padding never counts)."""
+    ``sources[i]``, batched (padding never counts). A source longer than the model reads now
+    (:func:`core.io.budget.max_positions`, the memory budget included) is cut there, as every page cuts it."""
+    limit = max_positions(model) - 1
+    return confidence_of_ids(model, [tokenizer.encode(s)[:limit] + [EOS] for s in sources], outputs, batch)
+
+
+@torch.no_grad()
+def confidence_of_ids(model, sources: list[list[int]], outputs: list[list[int]], batch: int = 64) -> list[float]:
+    """:func:`confidence` of sources given as the token ids the encoder reads (EOS included, already cut), so that
+    the score is of exactly the source that was translated."""
     scores = []
-    max_len = model.cfg.max_len
+    limit = max_positions(model)
     for i in range(0, len(sources), batch):
-        src_rows = [tokenizer.encode(s)[: max_len - 1] + [EOS] for s in sources[i:i + batch]]
-        outs = [list(o)[: max_len - 1] for o in outputs[i:i + batch]]
+        src_rows = [list(s) for s in sources[i:i + batch]]  # the model refuses a row longer than it reads
+        outs = [list(o)[: limit - 1] for o in outputs[i:i + batch]]
         s = _pad(src_rows).to(model.device)
         t = _pad([[BOS] + o for o in outs]).to(model.device)
         logits = model(s, t).logits

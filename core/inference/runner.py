@@ -50,10 +50,11 @@ def vocabulary_notices(tok, text: str) -> list[str]:
 def coverage_notices(ck: Checkpoint, text: str, name: str | None = None) -> tuple[dict | None, list[str]]:
     """(:func:`core.inference.coverage.for_checkpoint` of ``text``, the notices a page shows): a text that looks
     French or German named as such; the words of ``text`` the model never saw in training, named; for a
-    broad-corpus translator, a sentence of known words in a shape it never saw; and any remaining [UNK] pieces."""
+    broad-corpus translator, a sentence of known words in a shape it never saw; the written form of a special token
+    ("[MASK]", "[EOS]") that the tokenizer turns into that token; and any remaining [UNK] pieces."""
     cov = coverage.for_checkpoint(ck, text)
     notices = [n for n in (coverage.language_notice(ck, text, name), coverage.notice(ck, cov, name),
-                           coverage.shape_notice(ck, text, cov, name)) if n]
+                           coverage.shape_notice(ck, text, cov, name), coverage.special_notice(ck, text, name)) if n]
     named = set(cov["unknown_words"]) if cov else set()
     unk = [w for w in ck.tokenizer.unknown_words(text)  # what is left: symbols, emoji
            if not any(w.lower() in word for word in named)]

@@ -13,8 +13,12 @@ Two probe kinds read attention to each candidate noun per layer × head:
   at the same position.
 
 A head "gets a sentence right" when its link to the true antecedent is strictly stronger than to
-every other candidate (a tie — typically no weight on either noun — counts as wrong). Ablation
-then tests whether those heads are *used*: switch them off, re-translate, and watch il/elle.
+every other candidate (a tie — typically no weight on either noun — counts as wrong); that is what the
+probe-set scoreboards count, a rate read against chance. A single minimal pair has no such statistics, so a
+head is said to *resolve* the pair (the pages' ✓) only when it picks the right noun in both sentences by at
+least :data:`PICK_MARGIN` of attention weight. Ablation then tests whether heads are *used*: switch them off
+and read the decision where it is made (teacher-forced on the reference, :func:`decision`), not only in a
+greedy re-translation, whose pronoun also changes when the words before it break.
 """
 from __future__ import annotations
 
@@ -52,6 +56,10 @@ CLASSROOM_PAIRS = (
 )
 # words whose referent a minimal pair can change
 PRONOUNS = ("it", "they", "he", "she")
+# A head resolves a minimal pair (the ✓ on the Coreference page and in the Lesson) when, in both sentences, it puts
+# at least this much more attention weight (a share of its row, which sums to 1) on the right noun than on the
+# other: five hundredths of the row. Below it, differences such as +0.001 / -0.0003 are noise, not a pick.
+PICK_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -291,15 +299,18 @@ def rollout_links(res: Run, item: ProbeItem, kind: str = "self", choices=None) -
     return to_words(rollout(res.trace.stacked(self_kind(res))[:, 0])[:, p], spans)
 
 
-def picks(lk: torch.Tensor, right: int) -> torch.Tensor:
-    """``[..., candidates]`` links → bool ``[...]``: the antecedent ``right`` gets strictly the most weight."""
+def picks(lk: torch.Tensor, right: int, margin: float = 0.0) -> torch.Tensor:
+    """``[..., candidates]`` links → bool ``[...]``: the antecedent ``right`` gets strictly the most weight, and
+    (``margin`` > 0) at least ``margin`` more than any other candidate."""
     others = torch.cat([lk[..., :right], lk[..., right + 1:]], -1)
-    return lk[..., right] > others.max(-1).values
+    lead = lk[..., right] - others.max(-1).values
+    return lead >= margin if margin > 0 else lead > 0
 
 
-def resolving_heads(lks: list[torch.Tensor], items: list[ProbeItem]) -> list[list[bool]]:
-    """``[L][H]``: the heads whose links pick each item's antecedent in *every* item (a minimal pair: both)."""
-    right = [picks(lk, it.candidates.index(it.antecedent)) for lk, it in zip(lks, items)]
+def resolving_heads(lks: list[torch.Tensor], items: list[ProbeItem], margin: float = PICK_MARGIN) -> list[list[bool]]:
+    """``[L][H]``: the heads whose links pick each item's antecedent in *every* item (a minimal pair: both), each
+    time by at least ``margin`` of attention weight (:data:`PICK_MARGIN`)."""
+    right = [picks(lk, it.candidates.index(it.antecedent), margin) for lk, it in zip(lks, items)]
     both = right[0]
     for r in right[1:]:
         both = both & r
@@ -360,11 +371,13 @@ def scoreboard(ck: Checkpoint, items: list[ProbeItem], kind: str = "self") -> di
     return scoreboards(ck, items, (kind,))[kind]
 
 
-def heads_off(board: dict, k: int | None = None, layer: int | None = None) -> dict:
+def heads_off(board: dict, k: int | None = None, layer: int | None = None, module: str | None = None) -> dict:
     """Ablation dict ``{"decoder.1.cross_attn": [head, ...]}``: the board's ``k`` best heads, or (``layer``
-    given) every head of that layer."""
+    given) every head of that layer, or (``module`` given) every ranked head of that attention module."""
     ranked = board.get("ranked") or board["best"]
-    if layer is not None:
+    if module is not None:
+        chosen = [b for b in ranked if b.get("name") == module]
+    elif layer is not None:
         chosen = [b for b in ranked if b["layer"] == layer]
     else:
         chosen = ranked[:k]
@@ -390,7 +403,7 @@ def pronoun_probabilities(ck: Checkpoint, src: str, tgt: str, choices: tuple[str
         raise ValueError("pronoun probabilities need a translation model")
     tgt_ids = tok.encode(tgt)
     pos = locate_any(tok.display(tgt_ids), choices, start=1)
-    if pos is None:
+    if pos is None or pos + 1 > max_positions(model):  # no pronoun, or one beyond what the model reads
         return {}
     device = model.device
     src_ids = tok.encode(src)[: max_positions(model) - 1] + [EOS]
@@ -413,15 +426,48 @@ def translated_pronoun(ck: Checkpoint, src: str, heads: dict | None = None) -> t
     return out, (corpus(ck).pronoun_of(out, lang) if lang else None)
 
 
+def decision(ck: Checkpoint, item: ProbeItem, heads: dict | None = None) -> dict | None:
+    """The pronoun decision of ``item`` where it is made: the decoder is fed the reference translation up to the
+    pronoun (teacher forcing, :func:`pronoun_probabilities`), with ``heads`` off. ``right`` (the reference's
+    pronoun) and ``p_right``, ``other`` (the most probable of the other pronouns) and ``p_other``, ``holds``
+    (``p_right > p_other``). None without a reference or a pronoun in it.
+
+    Unlike a greedy re-translation, this reading does not move when the heads off break the words *before* the
+    pronoun ("la rue" → "le rue" makes a greedy "il" agree with the broken article): it changes only when the
+    choice itself changes."""
+    lang = language(ck)
+    ref = reference(ck, item) if lang else None
+    want = corpus(ck).pronoun_of(ref, lang) if ref else None
+    choices = TARGET_PRONOUNS.get(lang or "", ())
+    if want not in choices:
+        return None
+    probs = pronoun_probabilities(ck, item.text, ref, choices, ablate=heads or None)
+    if not probs:
+        return None
+    other = max((w for w in choices if w != want), key=probs.__getitem__)
+    return {"right": want, "p_right": probs[want], "other": other, "p_other": probs[other],
+            "holds": probs[want] > probs[other]}
+
+
+def words_before_pronoun(ck: Checkpoint, translation: str, choices) -> str | None:
+    """The start of a translation up to its first back-referring pronoun in ``choices`` (the first word skipped, as
+    :func:`pronoun_probabilities` reads it), as the tokenizer decodes it; None when it holds none."""
+    ids = ck.tokenizer.encode(translation)
+    pos = locate_any(ck.tokenizer.display(ids), choices, start=1)
+    return None if pos is None else ck.tokenizer.decode(ids[:pos])
+
+
 def fewest_heads_to_change(ck: Checkpoint, items: list[ProbeItem], board: dict) -> tuple[int | None, dict]:
-    """Switch off the board's best heads one more at a time (its ranking) and re-translate ``items``: the
-    smallest ``k`` at which some item's pronoun changes, with those heads. ``(None, all ranked heads)``
-    when even every ranked head off leaves each pronoun as it was (the decision lives elsewhere)."""
-    before = [translated_pronoun(ck, it.text)[1] for it in items]
+    """Switch off the board's best heads one more at a time (its ranking) and read each item's :func:`decision`:
+    the smallest ``k`` at which, for some item the model decides right with every head on, the reference's pronoun
+    is no longer the most probable (teacher-forced: the choice itself flips), with those heads.
+    ``(None, all ranked heads)`` when even every ranked head off leaves each choice as it was (the decision lives
+    elsewhere), or when no item has a reference pronoun to read."""
     ranked = board.get("ranked") or board["best"]
-    for k in range(1, len(ranked) + 1):
+    decided = [it for it in items if (d := decision(ck, it)) is not None and d["holds"]]
+    for k in range(1, len(ranked) + 1) if decided else ():
         off = heads_off(board, k)
-        if any(translated_pronoun(ck, it.text, off)[1] != p for it, p in zip(items, before)):
+        if any(not decision(ck, it, off)["holds"] for it in decided):
             return k, off
     return None, heads_off(board, len(ranked))
 
@@ -429,18 +475,24 @@ def fewest_heads_to_change(ck: Checkpoint, items: list[ProbeItem], board: dict) 
 def ablation_effect(ck: Checkpoint, items: list[ProbeItem], heads: dict, progress=None) -> dict:
     """Re-translate every item with ``heads`` off. Counts: ``flipped`` (the pronoun swapped for another
     one, e.g. il → elle), ``changed`` (any change, losing the pronoun included), ``right_before`` /
-    ``right_after`` (the reference's pronoun produced). ``rows``: per sentence both translations,
-    their pronouns and the teacher-forced probability of the reference pronoun before / after.
+    ``right_after`` (the reference's pronoun produced), ``decisions_flipped`` (teacher-forced, the reference's
+    pronoun was the most probable before and is not after: :func:`decision`). ``rows``: per sentence both
+    translations, their pronouns, the teacher-forced probability of the reference pronoun and of the likeliest
+    other pronoun (after) before / after, ``decided right`` (teacher-forced, with every head on, the reference's
+    pronoun is the most probable), ``decision flipped``, and the greedy translations' words before their
+    pronoun (``before pronoun``, ``before pronoun, heads off``; :func:`words_before_pronoun`) with ``words before
+    kept`` (None when the translation holds no pronoun): a greedy pronoun that changes after those words changed
+    follows the broken words, not the decision.
     ``progress(k, n, partial)`` is called after each item (``partial``: a function returning the result over those k)."""
     lang = language(ck)
     if lang is None:
         raise ValueError("ablation evidence needs a model trained on en-fr or en-de")
     data = corpus(ck)
-    rows, flipped, changed, right_before, right_after = [], 0, 0, 0, 0
+    rows, flipped, changed, right_before, right_after, decisions = [], 0, 0, 0, 0, 0
 
     def result():
         return {"n": len(rows), "flipped": flipped, "changed": changed, "right_before": right_before,
-                "right_after": right_after, "heads": heads, "rows": list(rows)}
+                "right_after": right_after, "decisions_flipped": decisions, "heads": heads, "rows": list(rows)}
 
     for item in items:
         ref = reference(ck, item)
@@ -454,9 +506,19 @@ def ablation_effect(ck: Checkpoint, items: list[ProbeItem], heads: dict, progres
         flipped += p0 != p1 and p0 is not None and p1 is not None
         right_before += want is not None and p0 == want
         right_after += want is not None and p1 == want
+        holds = [bool(p) and want in p and p[want] > max(p[w] for w in choices if w != want) for p in (before, after)]
+        other = max((w for w in choices if w != want), key=after.__getitem__) if want in after else None
+        flip = holds[0] and not holds[1]
+        w0, w1 = (words_before_pronoun(ck, out, choices) for out in (out0, out1))
+        decisions += flip
         rows.append({"sentence": item.text, "reference": ref, "translation": out0, "translation, heads off": out1,
                      "pronoun": p0, "pronoun, heads off": p1,
-                     "p(ref pronoun)": before.get(want), "p(ref pronoun), heads off": after.get(want)})
+                     "p(ref pronoun)": before.get(want), "p(ref pronoun), heads off": after.get(want),
+                     "ref pronoun": want, "other pronoun": other, "p(other pronoun)": before.get(other),
+                     "p(other pronoun), heads off": after.get(other), "decided right": holds[0],
+                     "decision flipped": flip,
+                     "before pronoun": w0, "before pronoun, heads off": w1,
+                     "words before kept": None if w0 is None else w0 == w1})
         if progress is not None:
             progress(len(rows), len(items), result)
     return result()

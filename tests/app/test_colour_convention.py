@@ -2,6 +2,7 @@
 negative (the Coreference page's attention difference and patching effect, pre-softmax scores, diverging
 matrices), and every weight in [0, 1] follows the theme (Blues, or background → ink in presentation mode)."""
 import plotly.colors as pc
+import pytest
 import torch
 
 from app import coref_view, figures, theme
@@ -51,3 +52,21 @@ def test_token_strip_colours_pieces_by_what_they_are_not_by_id():
     assert "continues a word" in kinds.values()  # "students" is cut into pieces by this BPE
     colours = {k: strip.data[0].colorscale[int(z * 2)][1] for k, z in zip(strip.data[0].customdata[0], strip.data[0].z[0])}
     assert len(set(colours.values())) == 3
+
+
+@pytest.mark.parametrize("present", [False, True])
+@pytest.mark.parametrize("dark", [False, True])
+def test_token_strip_text_reads_on_every_cell_colour(present, dark):
+    """QA s58 item 16: the Lesson's first step drew "[EOS] 3" grey on its grey cell (plotly chose the text colour).
+    The text has one colour, set by the strip and kept in presentation mode, at WCAG AA (4.5:1) on all three."""
+    def luminance(hex_):
+        rgb = [int(hex_[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    strip = figures.token_strip(["[EOS]", "The", "s"], [3, 40, 41], [True, True, False], present=present, dark=dark)
+    text = strip.data[0].textfont.color
+    assert text is not None and (strip.data[0].textfont.size is not None) == present
+    for _, cell in strip.data[0].colorscale:
+        hi, lo = sorted([luminance(text), luminance(cell)], reverse=True)
+        assert (hi + 0.05) / (lo + 0.05) >= 4.5, (cell, text)

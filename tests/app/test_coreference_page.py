@@ -47,21 +47,33 @@ def test_en_fr_shows_both_probes_both_scoreboards_and_the_ablation():
     assert any(t.startswith("en-fr, encoder self-attention") for t in charts)
     assert any(t.startswith("en-fr, cross-attention") for t in charts)
     assert any("reference French translation" in c.value and "il or elle" in c.value for c in at.caption)
-    # ablation: cross-attention heads by default, re-translations in the table
+    # ablation (QA s58 item 4): by default the heads the patching at the top of the page named, said so
     assert "Evidence: switch the best heads off" in heads
-    assert at.radio(key="coref_ablate_kind").value == "cross"
-    assert any("decoder.1.cross_attn" in m.value for m in at.markdown if m.value.startswith("Switched off"))
+    assert at.radio(key="coref_ablate_kind").value == "patch"
+    carry = next(m.value for m in at.markdown if "of this pair's effect when patched together: " in m.value)
+    want: dict[str, list[int]] = {}
+    for name in carry.split("when patched together: ")[1].split(".")[0].split(", "):  # "decoder L1 H3", "cross L0 H2"
+        stack, layer, head = name.split()
+        module = f"decoder.{layer[1:]}.cross_attn" if stack == "cross" else f"{stack}.{layer[1:]}.self_attn"
+        want.setdefault(module, []).append(int(head[1:]))
+    switched = next(m.value for m in at.markdown if m.value.startswith("Switched off"))
+    listed = "; ".join(f"{n} heads {', '.join(map(str, sorted(h)))}" for n, h in want.items())
+    assert switched.startswith(f"Switched off: **{listed}** (the {sum(map(len, want.values()))} heads that carry"), \
+        (switched, carry)
     table = at.dataframe[0].value
     assert {"translation", "translation, heads off", "pronoun", "pronoun, heads off"} <= set(table.columns)
     assert list(table["pronoun"]) == ["il", "elle"]
-    # the fewest best heads that change the pronoun: the page's k, and the table shows the change
-    at.radio(key="coref_ablate_mode").set_value("the fewest best heads that change the pronoun").run()
+    # the attention scoreboard's ranking is one click away
+    at.radio(key="coref_ablate_kind").set_value("cross").run()
+    assert any("decoder.1.cross_attn" in m.value for m in at.markdown if m.value.startswith("Switched off"))
+    # the fewest best heads that flip the decision: the page's k, and the flip is in the table's teacher-forced columns
+    at.radio(key="coref_ablate_mode").set_value("the fewest best heads that flip the decision").run()
     assert not at.exception and not at.error
-    said = next(m.value for m in at.markdown if "first changes with" in m.value)
+    said = next(m.value for m in at.markdown if "first flips with" in m.value)
     k = int(said.split("**")[1].split(" of ")[0])
     assert 1 <= k <= 8
     table = at.dataframe[0].value
-    assert (table["pronoun"] != table["pronoun, heads off"]).any()
+    assert (table["p(other pronoun), heads off"] > table["p(ref pronoun), heads off"]).any()
     # every head of the best layer, then the count over the probe set
     at.radio(key="coref_ablate_mode").set_value("every head of the best head's layer").run()
     assert not at.exception and not at.error
@@ -227,6 +239,9 @@ def test_the_scoreboard_says_when_no_head_beats_chance():
         best = boards[kind]["best"][0]
         assert text.startswith("Best heads") == coref.beats_chance(best["share"], boards[kind]["n"]), (kind, text)
     assert any(t.startswith("No head picks") for t in said) and any(t.startswith("Best heads") for t in said)
+    # QA s58 item 16: "en-fr, encoder self-attention: share of 182⏎right" left its last word alone on a line
+    shares = [t.split("<br>") for t in titles(at) if "share of" in t.replace("\xa0", " ")]
+    assert shares and all(len(line.replace("\xa0", " ").split()) > 1 for lines in shares for line in lines), shares
 
 
 def test_french_sentences_are_named_as_french_before_the_unknown_words():
@@ -236,3 +251,8 @@ def test_french_sentences_are_named_as_french_before_the_unknown_words():
     next(w for w in at.text_input if w.key.startswith("coref_a_")).set_value("Le chat est sur la table.").run()
     shown = [w.value.replace("\\", "") for w in [*at.warning, *at.info]]
     assert any(v.startswith("This looks like French (le, est, sur, la)") for v in shown), shown
+    # QA s58 item 10: an emptied Sentence A was quoted back as '   \n\t  ' and never asked for a sentence
+    next(w for w in at.text_input if w.key.startswith("coref_a_")).set_value("   \n\t  ").run()
+    assert not at.exception and not at.error
+    shown = [w.value.replace("\\", "") for w in [*at.warning, *at.info]]
+    assert shown == ["Sentence A is empty: type a sentence, or pick a minimal pair above."], shown

@@ -1,9 +1,15 @@
 """The Decode page scores the finished output against the user's reference (the sidebar's Target) with the numbers
 of sacrebleu's sentence BLEU and chrF; with no reference it says what to type and shows no table. The Masking
 page's teacher-forcing comparison runs on request."""
+import json
+
+import pytest
 import sacrebleu
 
 from apptest import open_page
+
+from app.shell import load_model
+from core.io.budget import max_positions
 
 REF = "6 5 4 3 1 2 0"
 
@@ -47,3 +53,24 @@ def test_masking_compares_one_pass_with_step_by_step_passes_on_request():
     said = next(m.value for m in at.markdown if m.value.startswith("Largest |logit difference|"))
     diffs = [float(x) for x in said.split("**")[1::2]]
     assert len(diffs) == 2 and max(diffs) < 1e-4
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_source_longer_than_the_model_reads_is_cut_with_a_notice_and_decoded():
+    """QA s58 (HIGH): en-fr reads 104 positions here (its memory budget); a 300-word paragraph gave only "src has
+    128 positions …" and no decode, because the confidence notice scored the uncut text. Now: the cut is said, with
+    the text's real length, and the cut source is decoded to the end."""
+    para = " ".join(("The dog saw a sheep in the path and it chased the sheep across the field because it was hungry "
+                     "and the farmer was not at home that day so nobody stopped it .").split() * 12)
+    at = open_page("decode.py", "en-fr", text=para)
+    n = len(load_model("en-fr").tokenizer.encode(para))
+    limit = max_positions(load_model("en-fr").model) - 1
+    assert n > limit
+    said = [w.value.replace("\\", "") for w in at.warning]
+    assert f"The text has {n} tokens; this model reads at most {limit} here, so it was cut after token {limit}." in said
+    assert not [i.value for i in at.info if "positions" in i.value], [i.value for i in at.info]
+    assert any(m.value.startswith(f"**Source** ({limit + 1} tokens)") for m in at.markdown)
+    assert any(t.startswith("Step 1: top candidates") for t in
+               (json.loads(el.proto.spec)["layout"]["title"]["text"] for el in at.get("plotly_chart")))
+    finished(at)
+    assert [m for m in [*at.success, *at.warning] if m.value.startswith("Finished: ")]

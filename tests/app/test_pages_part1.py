@@ -218,12 +218,18 @@ def test_one_sentence_per_session_in_the_main_area_across_pages():
     at = open_page(app(model="reverse"), "attention.py")
     assert not [w for w in at.sidebar.text_area if w.label == "Sentence"]
     type_sentence(at, "7 7 3 1")
+    next(b for b in at.selectbox if b.label == "Layer").set_value(1).run()
+    assert {"kind", "layer", "head"} <= set(at.query_params) and at.query_params["layer"] in ("1", ["1"])
     at.switch_page("../pages/training.py")
     at.run()
     assert not [w for w in [*at.text_area, *at.text_input] if w.key == "sentence"]
+    # QA s58 item 14: another page's parameters left the link (they stayed, and a shared link carried them)
+    assert not {"kind", "layer", "head"} & set(at.query_params), dict(at.query_params)
     at.switch_page("../pages/masking.py")
     at.run()
     assert at.text_area(key="sentence").value == "7 7 3 1" and at.query_params["text"] in ("7 7 3 1", ["7 7 3 1"])
     assert heatmap_ticks(at)[:4] == ["7", "7", "3", "1"]
+    open_page(at, "attention.py")  # back on the Attention page: its layer returns, to the page and to its link
+    assert next(b for b in at.selectbox if b.label == "Layer").value == 1 and at.query_params["layer"] in ("1", ["1"])
     at = open_page(app(model="reverse", present="1", text="2 4 6"), "attention.py")
     assert at.text_input(key="sentence").value == "2 4 6" and not [w for w in at.text_area if w.key == "sentence"]

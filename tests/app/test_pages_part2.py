@@ -152,3 +152,29 @@ def test_ablation_changes_output(model):
     assert bars[0]["y"] != bars[1]["y"]
     tv = next(m.value for m in at.metric if m.label == "Total variation distance")
     assert float(tv) > 0
+
+
+def test_masking_cells_on_a_projector_an_empty_shorter_sentence_and_the_cheat_text():
+    """QA s58: in presentation mode the numbers of section 2's half-width maps overprinted each other on a sentence of
+    15 tokens (item 7): they are hidden where a cell of a half-page chart is too narrow (a short sentence keeps them:
+    tests/app/test_presentation.py); an empty "shorter sentence" was accepted as an [EOS] alone (item 11); the cheat
+    text had doubled parentheses; the padding map's title ran to three lines (a tab the browser sweep never opens)."""
+    from app import theme
+    at = AppTest.from_file(str(ROOT / "app/main.py"), default_timeout=60)
+    for k, v in {"model": "reverse", "present": "1", "text": "1 2 3 4 5 6 7 8 9 1 2 3 4 5"}.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page("../pages/masking.py")
+    at.run()
+    check(at)
+    figs = charts(at)
+    assert theme.HALF_WIDTH / 16 < theme.MIN_CELL_PX <= theme.PLOT_WIDTH / 16  # hidden in half a page only
+    assert 11 <= len(figs["p_sum"]["data"][0]["z"][0]) <= 16  # values asked for (T ≤ 16), too narrow at half width
+    assert all(figs[k]["data"][0]["texttemplate"] == "" for k in ("p_scores", "p_sum", "p_weights"))
+    assert len(figs["m_pad"]["layout"]["title"]["text"].split("<br>")) <= theme.MAX_TITLE_LINES  # was 3 (a tab)
+    text = " ".join(m.value for m in at.markdown)
+    assert "own translation; type a Target in the sidebar to change it)" in text and "change it))" not in text
+    next(t for t in at.text_input if t.label == "A shorter sentence for the same batch").set_value("  ").run()
+    check(at)
+    assert "Type a shorter sentence in the box: it is empty." in [i.value for i in at.info]
+    assert "m_pad" not in charts(at)

@@ -56,8 +56,12 @@ def test_patching_comes_first_and_is_the_cores_numbers(coref_page):
     assert want["ranked"][0]["label"] in text
     # attention weight and value-weighted attention side by side for the named heads, then gradient × input
     names = [d.get("name") for s in charts for d in s["data"]]
-    assert "attention weight" in names and "value-weighted ‖α·v·W_O‖" in names
+    assert "weight α" in names and "‖α·v·W_O‖" in names
     assert any(title(s).startswith("Gradient × input") for s in charts)
+    # QA s58 item 15: the charts come in the order the text names the heads (they were laid out column by column,
+    # which a projector's stacked columns and the page's own order read as 1st, 3rd, 2nd)
+    drawn = [title(s).split(" from ")[0] for s in charts if " from “" in title(s)]
+    assert drawn == [r["label"] for r in want["ranked"][:len(drawn)]] and len(drawn) == 3, drawn
 
 
 def test_minimal_pair_panels_share_one_symmetric_scale(coref_page):

@@ -49,6 +49,13 @@ def test_cell_text_is_legible_or_hidden():
     assert normal.data[0].texttemplate == "%{text}"
     mask = figures.mask_map(torch.zeros(30, 30), list("x" * 30), list("x" * 30), present=True)
     assert mask.data[0].texttemplate == ""
+    # QA s58 item 7: a chart in one of two columns (the Masking page's section 2) says so; 15 columns overprinted there
+    half = figures.matrix(torch.rand(15, 15), **AXES, show_values=True, present=True, width=theme.HALF_WIDTH)
+    assert half.data[0].texttemplate == "" and half.data[0].text is None
+    assert figures.matrix(torch.rand(15, 15), **AXES, show_values=True, present=True).data[0].texttemplate
+    short = figures.matrix(torch.rand(4, 4), **AXES, show_values=True, present=True, width=theme.HALF_WIDTH)
+    assert short.data[0].texttemplate == "%{text}" and short.data[0].textfont.size == theme.CELL
+    assert figures.matrix(torch.rand(15, 15), **AXES, show_values=True, width=theme.HALF_WIDTH).data[0].texttemplate
 
 
 def test_long_titles_wrap_and_keep_their_tags():

@@ -223,3 +223,30 @@ def test_a_translator_given_french_says_so_first_and_a_synthetic_model_never_doe
     lm = SimpleNamespace(meta={"task": "lm-large", "name": "lm"})
     assert "lm reads English" in coverage.language_notice(lm, "Je suis très fatigué.")
     assert coverage.language_notice(SimpleNamespace(meta={"task": "copy"}), "le la les des") is None
+
+
+def test_a_typed_special_token_is_named_where_the_model_reads_it_as_one():
+    """QA s58 item 9: a typed "[MASK]" became the real mask token on en-fr and lm (id 4) with no word said. The
+    notice sits in coverage_notices, which the runner and every page's own check call; it names, it does not refuse
+    (a page may use one on purpose). A masked LM's own [MASK] is not named; text the tokenizer splits into letters
+    ("[CLS]", "<pad>" on our tokenizers) is not a special token."""
+    from core.inference.runner import coverage_notices
+    from core.io import registry
+    from core.io.tokenizer import EOS, MASK
+    text = "The [MASK] sat on the mat [EOS] and [CLS] <pad>"
+
+    def said(name, typed):
+        return [n for n in coverage_notices(registry.load(name), typed, name)[1] if "special token" in n]
+
+    for name in ("en-fr", "lm"):
+        ids = registry.load(name).tokenizer.encode(text)
+        assert MASK in ids and EOS in ids  # the tokenizer itself turns the letters into the tokens
+        notes = said(name, text)
+        assert len(notes) == 1 and notes[0].startswith(f"{name} reads [MASK], [EOS] in this text as its own "
+                                                       "special tokens ([MASK]: a hidden word; [EOS]: the end of")
+        assert "not as the letters typed" in notes[0]
+        assert said(name, "The cat sat on the mat [CLS] <pad> [mask]") == []
+    assert said("mlm", "The [MASK] sat.") == [] and said("mlm", "The [MASK] sat. [EOS]")[0].startswith(
+        "mlm reads [EOS] in this text as its own special token (")
+    lm = registry.load("lm")
+    assert any(n.startswith("lm reads [MASK] in this text") for n in run(lm, "The [MASK] sat.").notices)

@@ -8,7 +8,7 @@ import torch
 from core.evaluate import translate_ids
 from core.inference import quality, runner
 from core.io import registry
-from core.io.tokenizer import EOS
+from core.io.tokenizer import BOS, EOS
 
 
 def test_confidence_is_the_mean_log_probability_of_the_output_and_eos():
@@ -54,3 +54,21 @@ def test_uncalibrated_models_show_no_confidence_notice():
     assert quality.notice({"quality": {"threshold": "x"}}, -9.0) is None
     assert quality.notice({"quality": {"threshold": -1.0}}, -0.5) is None
     assert "below -1.00" in quality.notice({"quality": {"threshold": -1.0}}, -1.5)
+
+
+def test_a_source_longer_than_the_model_reads_is_scored_cut_as_it_was_translated():
+    """QA s58: the Decode page scored a 333-token paragraph whole while the model reads 104 tokens (its memory
+    budget), and the model refused it. The score is of the source cut where every page cuts it."""
+    ck = registry.load("en-fr-tiny")
+    limited = copy.deepcopy(ck.model)
+    limited.position_limit = 12  # what core.io.budget.limit_positions sets for a large model
+    text = "The dog is big and the cat is small and the dog is tired. " * 3
+    assert len(ck.tokenizer.encode(text)) > 12
+    cut = ck.tokenizer.encode(text)[:11] + [EOS]
+    out = translate_ids(ck, ["The dog is big."])[0][:8]
+    score = quality.confidence(limited, ck.tokenizer, [text], [out])[0]
+    # by hand, on the unlimited model: the mean log-probability of out + EOS given the cut source
+    logp = ck.model(torch.tensor([cut]), torch.tensor([[BOS] + out])).logits[0].log_softmax(-1)
+    want = float(sum(logp[t, tok] for t, tok in enumerate(out + [EOS])) / (len(out) + 1))
+    assert score == pytest.approx(want, abs=1e-5)
+    assert quality.confidence_of_ids(limited, [cut], [out])[0] == pytest.approx(want, abs=1e-5)
