@@ -1,14 +1,21 @@
 """The Positional encoding page's "Variants of the formula" section: the ways the seeds write the sinusoidal table
-differently from the paper, each computed and checked with the page's own d_model, positions, base and shift."""
+differently from the paper, each computed and checked with the page's own d_model, positions, base and shift; and its
+"Longer than training" section: five small LMs trained on 64 tokens, scored position by position on 256
+(:mod:`core.variants.extrapolation`)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import streamlit as st
 
 from app import figures
+from app.cache import bounded
+from app.shell import text_box
+from app.text import md, quoted
 from core.positional import wavelengths
 from core.probes import positions
+from core.variants import extrapolation
 
 LAYOUTS = {"interleaved": "interleaved: sin, cos, sin, cos … (the paper, this app)",
            "halves": "all sines, then all cosines (the lecture slides' figure)"}
@@ -69,3 +76,197 @@ def formula_variants(number: int, d_model: int, n_pos: int, base: int, k: int, *
         told += (f" The CSE 589 paper writes 10000·π = {math.pi * base:,.0f}, half of that bound; the longest "
                  f"wavelength here is {float(lam[-1]) / (math.pi * base):.2f} times its value.")
     st.markdown(told)
+
+
+# ------------------------------------------------------------------ longer than training
+FOLDER = Path(__file__).resolve().parents[1] / "assets" / "extrapolation"
+NAMES = {"sinusoidal": "sinusoidal", "learned": "learned", "rope": "RoPE", "alibi": "ALiBi",
+         "none": "none (no positions)"}
+SMOOTH = 16  # positions averaged in the one-passage chart
+TEXT_LIMIT = 4000  # characters: well past the 256 tokens the models read
+
+
+def extrapolation_stamp(folder: Path | None = None) -> float | None:
+    """When the results in ``folder`` (default :data:`FOLDER`) were written (a new run is loaded anew), or None when
+    they are missing."""
+    path = (folder or FOLDER) / extrapolation.RESULTS
+    return path.stat().st_mtime if path.exists() else None
+
+
+@st.cache_resource(show_spinner="Loading the five small language models…", max_entries=2)
+def load_extrapolation(folder: str, when: float):
+    """The five models, their tokenizer and results (:func:`core.variants.extrapolation.load`; ``when``:
+    :func:`extrapolation_stamp`, part of the key only)."""
+    return extrapolation.load(folder)
+
+
+@bounded
+def scored(folder: str, when: float, ids: tuple) -> dict:
+    """Every model's loss at each position of one text (:func:`core.variants.extrapolation.score`)."""
+    models, _, _ = load_extrapolation(folder, when)
+    return extrapolation.score(models, list(ids))
+
+
+def _chart(curve: dict, seq_len: int, *, title: str, y_title: str, **P):
+    """Loss against position, one line per model (a learned model's line stops at its table), the training length
+    marked."""
+    series = {NAMES[k]: [v for v in values if v is not None] for k, values in curve.items()}
+    fig = figures.lines(series, title=title, x_title="position (the token read; the loss is of the next one)",
+                        y_title=y_title, **P)
+    fig.add_vline(x=seq_len - 0.5, line_dash="dash", annotation_text=f"trained on {seq_len} tokens")
+    return fig
+
+
+def _fmt(value, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _rows(curve: dict, seq_len: int) -> tuple[list[dict], dict]:
+    """The table's rows (mean loss over positions 0 … seq_len − 1, over the last 16 of them, and beyond) and, per
+    model, ``(end, beyond)``: the means the reading compares."""
+    rows, means = [], {}
+    for kind, values in curve.items():
+        inside = extrapolation.mean_of(values, 0, seq_len)
+        end = extrapolation.mean_of(values, seq_len - 16, seq_len)
+        beyond = extrapolation.mean_of(values, seq_len, len(values))
+        means[kind] = (end, beyond)
+        rows.append({"model": NAMES[kind], f"positions 0–{seq_len - 1}": _fmt(inside),
+                     f"positions {seq_len - 16}–{seq_len - 1}": _fmt(end),
+                     f"positions {seq_len}–{len(values) - 1}": _fmt(beyond) if beyond is not None
+                     else "— (no position vector)",
+                     "beyond ÷ last 16 trained": _fmt(None if beyond is None else beyond / end, 2)})
+    return rows, means
+
+
+def _first_rise(values, seq_len: int, end: float, width: int = 16, factor: float = 1.1) -> int | None:
+    """The first position p ≥ ``seq_len`` where the mean loss of positions p … p + width − 1 is above ``factor`` ×
+    ``end`` (None if it never is, or the values stop)."""
+    for p in range(seq_len, len(values) - width + 1):
+        mean = extrapolation.mean_of(values, p, p + width)
+        if mean is None:
+            return None
+        if mean > factor * end:
+            return p
+    return None
+
+
+def _reading(means: dict, seq_len: int, curve: dict | None = None) -> str:
+    """What the held-out table shows, in words, from its numbers (``curve``: also where each model's loss first
+    rises by more than 10 %)."""
+    scored_ = {k: v for k, v in means.items() if v[1] is not None}
+    ratio = {k: beyond / end for k, (end, beyond) in scored_.items()}
+    best = min(scored_, key=lambda k: scored_[k][1])
+    parts = [f"Past position {seq_len - 1}, {NAMES[best]} has the lowest mean loss "
+             f"({scored_[best][1]:.3f}, against {scored_[best][0]:.3f} on positions {seq_len - 16}–{seq_len - 1})."]
+    if "alibi" in scored_:
+        if best == "alibi" and ratio["alibi"] <= 1.02:
+            parts.append(f"ALiBi's claim holds on this measurement: trained on {seq_len} tokens, it reads "
+                         f"{len(curve['alibi']) if curve else 'more'} positions with no rise in loss, and with no "
+                         "fine-tuning.")
+        elif best == "alibi":
+            parts.append(f"ALiBi is the best past the training length, but its loss still rises "
+                         f"({ratio['alibi']:.2f}× the end of the trained range): the claim holds only in part here.")
+        else:
+            parts.append(f"ALiBi's claim does not hold on this measurement: {NAMES[best]} reads past the training "
+                         f"length better (ALiBi: {scored_['alibi'][1]:.3f}).")
+    groups = (("Within 2 % of the trained end", lambda r: r <= 1.02), ("2–10 % worse", lambda r: 1.02 < r <= 1.1),
+              ("More than 10 % worse", lambda r: r > 1.1))
+    for name, test in groups:
+        members = [k for k in ratio if test(ratio[k]) and not (k == "alibi" and best == "alibi")]
+        if members:
+            parts.append(f"{name} past it: " + "; ".join(f"{NAMES[k]}, {ratio[k]:.2f}×" for k in members) + ".")
+    rises = {k: _first_rise(curve[k], seq_len, scored_[k][0]) for k in scored_} if curve else {}
+    rises = {k: p for k, p in rises.items() if p is not None}
+    if rises:
+        parts.append("The loss first climbs more than 10 % above the trained end (mean of the next 16 positions) at "
+                     + ", ".join(f"position {p} for {NAMES[k]}" for k, p in rises.items()) + ".")
+    if "sinusoidal" in ratio and ratio["sinusoidal"] > 1.1:
+        parts.append("Bounded values were not enough for the sines: the lecture slides' hope that they "
+                     "“can hopefully extrapolate to longer sequences” does not hold for this small model.")
+    if any(v[1] is None for v in means.values()):
+        parts.append(f"The learned model has {seq_len} position vectors and none after: its line stops.")
+    return " ".join(parts)
+
+
+def extrapolation_section(number: int, **P) -> None:
+    """Draw "Longer than training": the held-out loss by position of the five shipped models with its table and
+    reading, then one passage (held out, or the user's text) scored live."""
+    st.header(f"{number}. Longer than training")
+    when = extrapolation_stamp()
+    if when is None:
+        st.info(f"The five models are not in {md(FOLDER)}. Train them with "
+                "`python -m core.variants.extrapolation --out assets/extrapolation`.")
+        return
+    models, tokenizer, results = load_extrapolation(str(FOLDER), when)
+    cfg = extrapolation.config_of(results["config"])
+    seq_len, eval_len = cfg.seq_len, cfg.eval_len
+    minutes = max(m.get("cpu_seconds", m["seconds"]) for m in results["models"].values()) / 60
+    st.markdown(
+        f"Five small language models ({cfg.layers} layers, d_model = {cfg.d_model}) differ only in how they encode "
+        f"position. They start from the same weights, read the same English text (the lm's corpus: Python and "
+        f"Debian documentation) in the same batches of {seq_len}-token windows, for {cfg.steps:,} steps (at most "
+        f"{minutes:.1f} minutes of CPU each, on one thread). Then each reads {eval_len} tokens, with no fine-tuning. "
+        f"ALiBi's paper is titled “Train short, test long”; the Wikipedia article says it allows training on short "
+        f"windows, then fine-tuning on longer ones. Vaswani et al. chose the sines because they “may allow the "
+        f"model to extrapolate” past the training length. Here ALiBi is the model's only position signal, as in "
+        f"Press et al. We measure the loss of the next token at every position.")
+
+    curve = results["curves"]
+    st.plotly_chart(_chart(curve, seq_len, y_title="mean loss (nats)",
+                           title=f"Loss at each position, mean over {results['test_windows']} held-out windows of "
+                                 f"{eval_len} tokens", **P), key="ex_heldout")
+    rows, means = _rows(curve, seq_len)
+    st.dataframe(rows, hide_index=True, width="stretch")
+    st.markdown(_reading(means, seq_len, curve))
+    st.caption(f"Held out: the corpus's test split, none of it seen in training. Positions {seq_len - 16}–"
+               f"{seq_len - 1} are the fair reference: with more text before it, a next token gets easier, so a "
+               "model that reads long texts well keeps going down past the line. The ALiBi bias, −slope·|i − j|, "
+               f"is the same formula at every distance; past {seq_len} the distances are only larger. A learned "
+               f"table has no row for position {seq_len}; sines and RoPE angles there are values training never "
+               "showed the model.")
+
+    st.subheader("One passage, scored now")
+    source = st.radio("Text", ["passage", "yours"], horizontal=True, key="ex_source",
+                      format_func={"passage": "a held-out passage", "yours": "your text"}.get)
+    passages = results["passages"]
+    if source == "passage":
+        pick = st.selectbox("Passage", range(len(passages)), key="ex_passage",
+                            format_func=lambda i: quoted(tokenizer.decode(passages[i]["ids"][:24]), 70))
+        ids = passages[pick]["ids"]
+        with st.expander("The passage"):
+            st.caption(md(tokenizer.decode(ids)))
+    else:
+        text = text_box(f"Your text (English; the models read up to {eval_len} tokens)", "", key="ex_text",
+                        limit=TEXT_LIMIT, area=True)
+        repeat = st.checkbox(f"Repeat my text until it fills {eval_len} tokens", key="ex_repeat",
+                             help="After the first copy a model can copy, so its loss falls for a reason that is "
+                                  "not position.")
+        if not text.strip():
+            words = len(tokenizer.decode(passages[0]["ids"][:seq_len + 1]).split())
+            st.info(f"Type or paste some English text: in the first held-out passage, {seq_len} tokens are "
+                    f"{words} words, so a text longer than that reaches past position {seq_len - 1} (or tick the "
+                    "box to repeat a short one).")
+            return
+        got = extrapolation.text_ids(tokenizer, text, eval_len, repeat)
+        ids = got["ids"]
+        if got["cut"] and not repeat:
+            st.info(f"Your text has {got['tokens']} tokens; the models read the first {eval_len}.")
+        if len(ids) - 1 <= seq_len:
+            st.info(f"Your text has {got['tokens']} tokens: the models predict them from positions 0–"
+                    f"{len(ids) - 2} ([BOS] first), all inside the training length of {seq_len}. Paste a longer "
+                    "text, or tick the box to repeat it.")
+    if len(ids) < 2:
+        st.info("Nothing to score: the text has no token to predict.")
+        return
+    live = scored(str(FOLDER), when, tuple(ids))
+    smooth = {k: extrapolation.running_mean(v, SMOOTH) for k, v in live["losses"].items()}
+    st.plotly_chart(_chart(smooth, seq_len, y_title=f"loss, mean of {SMOOTH} positions",
+                           title=f"This text: loss by position, running mean of {SMOOTH}", **P), key="ex_live")
+    rows, _ = _rows(live["losses"], seq_len) if len(ids) - 1 > seq_len else (None, None)
+    if rows:
+        st.dataframe(rows, hide_index=True, width="stretch")
+    for kind, message in live["limits"].items():
+        st.caption(f"{NAMES[kind]}: {md(message)}.")
+    every = [v for values in live["losses"].values() for v in values if v is not None]
+    st.caption(f"One text is noisy: here single tokens' losses run from {min(every):.2f} to {max(every):.1f}, hence "
+               f"the running mean. Each point is the mean loss of that position and the {SMOOTH - 1} before it.")

@@ -1,5 +1,5 @@
-"""Positional encoding: the sinusoidal table and its geometry, other schemes, the live sentence's embeddings, and the
-variants of the formula that the seeds write."""
+"""Positional encoding: the sinusoidal table and its geometry, other schemes, the live sentence's embeddings, the
+variants of the formula that the seeds write, and five small LMs read past their training length."""
 import streamlit as st
 
 from app import figures, positional_view
@@ -169,3 +169,4 @@ st.caption("Each bar: ‖a shuffled token's output − its twin's output in the 
            ". Without them the layer's outputs are the same vectors, just permuted (differences are float rounding).")
 
 positional_view.formula_variants(7, d_model, n_pos, base, k, **P)
+positional_view.extrapolation_section(8, **P)

@@ -56,3 +56,16 @@ def type_sentence(at: AppTest, text: str) -> AppTest:
     box = next(w for w in [*at.text_area, *at.text_input] if w.key == "sentence")  # one line in presentation mode
     box.set_value(text)
     return at.run()
+
+
+def charts(at: AppTest) -> dict:
+    """The plotly charts an AppTest drew, by their key (the part of the element id after its prefix), as specs."""
+    return {el.proto.id.split("-", 2)[-1]: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
+
+
+def ran(at: AppTest) -> AppTest:
+    """Run ``at`` once more and fail on any exception or ``st.error``."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at

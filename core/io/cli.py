@@ -97,6 +97,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recurrence": ("core.variants.recurrence", "an LSTM seq2seq without attention vs a Transformer"),
     "xl": ("core.variants.xl", "train the small Transformer-XL language model"),
     "vision": ("core.variants.vision", "train the small Vision Transformer on procedural shapes"),
+    "extrapolation": ("core.variants.extrapolation", "train five small LMs on 64 tokens, one per positional encoding"),
     "corpus-english": ("core.data.english", "re-extract the lm's English text, compare with the frozen copy"),
     "corpus-english-large": ("core.data.english_large", "the same for the larger English corpus (english-large)"),
     "corpus-english-xl": ("core.data.english_xl", "the same for the part english-xl (release 2) adds to it"),

@@ -12,7 +12,9 @@
 * :mod:`~core.variants.reversible` - reversible residual blocks (RevNet / Reformer): inputs recomputed by
   inversion in the backward instead of stored;
 * :mod:`~core.variants.vision` - images as tokens: a small Vision Transformer on procedural shapes
-  (``python -m core.variants.vision``).
+  (``python -m core.variants.vision``);
+* :mod:`~core.variants.extrapolation` - longer than training: five small LMs, one per positional encoding, trained
+  on 64 tokens and scored on 256 (``python -m core.variants.extrapolation``).
 
 May import: the model core, :mod:`core.io`, :mod:`core.inference`, :mod:`core.training` and :mod:`core.data`;
 never probes, app/, pages/ or streamlit.

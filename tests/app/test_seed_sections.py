@@ -2,10 +2,10 @@
 Positional encoding's "Variants of the formula". Every bad input gets a message, never a traceback."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from apptest import charts, ran
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -21,17 +21,6 @@ def _same_word_section():
 def _variants_section(d_model, n_pos, k):
     from app import positional_view
     positional_view.formula_variants(7, d_model, n_pos, 10000, k, present=False, dark=False)
-
-
-def charts(at: AppTest) -> dict:
-    return {el.proto.id.split("-", 2)[-1]: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
-
-
-def ran(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
 
 
 def test_same_word_section_measures_and_answers_bad_input():
