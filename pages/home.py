@@ -20,28 +20,35 @@ IDEAS = {  # url path → the ideas of the papers that page shows
     "attention": "Multi-head attention: every head of every layer; encoder self, masked decoder self, "
                  "cross-attention",
     "qk": "Scaled dot-product attention, softmax(QKᵀ/√d_k + M)V, one row by hand, and why the √d_k",
-    "positional": "Positional encoding: sinusoids, the rotation (shift) property, learned positions, RoPE, ALiBi",
-    "masking": "Masking: causal (no peeking at the future), padding, sliding window, your own mask",
-    "decode": "Autoregressive decoding: greedy, beam search, sampling with temperature / top-k / top-p",
+    "positional": "Positional encoding: sinusoids, the rotation (shift) property, learned positions, RoPE, ALiBi; "
+                  "the formula's variants; train short, test long (which positions read past their training length)",
+    "masking": "Masking: causal (no peeking at the future), padding, sliding window, your own mask; teacher forcing "
+               "and the decoder's shifted input",
+    "decode": "Autoregressive decoding: greedy, beam search, sampling with temperature / top-k / top-p; BLEU and "
+              "chrF against your own reference",
     "mlm": "BERT: masked-LM pre-training (fill in [MASK] from both sides vs a left-to-right LM, the 15 % / 80-10-10 "
            "recipe, T5's span corruption), next-sentence prediction and token types, then fine-tuning vs training "
-           "from scratch",
+           "from scratch; can BERT write?",
     "vision": "Vision Transformers: an image cut into patches, each patch flattened into a token; a [CLS] token, "
               "learned positions and the same encoder; where [CLS] looks, and what shuffling the patches does",
     "coreference": "Coreference: does “it” attend to “animal” (too tired) or “street” (too wide)? Patching says "
                    "which heads carry the choice",
-    "variants": "Which heads matter (importance, pruning), multi-query / grouped-query attention, speculative "
-                "decoding",
-    "lm-heads": "Heads that language models grow: previous-token and induction heads",
-    "layers": "Residual stream, LayerNorm, feed-forward layers, logit lens, switching heads off",
+    "variants": "Which heads matter (importance, pruning), weights pruned by magnitude, multi-query / grouped-query "
+                "attention, speculative decoding and sampling",
+    "lm-heads": "Heads that language models grow: previous-token and induction heads; GPT's task stated as text "
+                "(few-shot prompts) and Winograd by likelihood",
+    "layers": "Residual stream, LayerNorm, feed-forward layers, logit lens, switching heads off; static vs contextual "
+              "embeddings (one word in two sentences)",
     "bertviz": "bertviz's head view and model view of the same run, offline",
     "training": "Training: the warmup learning-rate schedule, label smoothing, watching attention form",
     "efficient": "Attention's quadratic cost and its remedies: Performer, linear attention, Reformer's LSH, "
-                 "Longformer's window + global tokens, FlashAttention's tiles and online softmax",
+                 "Longformer's window + global tokens, FlashAttention's tiles and online softmax, adaptive span, "
+                 "reversible layers, fast weights, α-entmax; the maximum path length between two tokens",
     "recurrence": "Transformer-XL's segment memory, how far back it reaches and how much faster it reads, and a "
                   "learned bias per distance (relative positions); pre-LN vs "
                   "post-LN and warmup; recurrence vs attention: an LSTM, the same with attention (Luong et al. "
-                  "2015) and a Transformer, and where each looks on symbols you type",
+                  "2015) and a Transformer, where each looks on symbols you type, the LSTM's gates, and how far one "
+                  "input symbol reaches",
 }
 keep = {k: st.query_params[k] for k in ("model", "text", "tgt", "present", "theme") if k in st.query_params}
 for section, pages in nav.sections().items():
