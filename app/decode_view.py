@@ -173,6 +173,7 @@ def reference_panel(reference: str | None, output: str, finished: bool) -> None:
     p1 = b["rows"][0]
     length = ("as long as the reference or longer, so BP is 1" if b["bp"] == 1 else
               f"shorter than the reference ({b['hyp_len']} tokens against {b['ref_len']}), so BP is {b['bp']:.3f}")
-    st.markdown(f"{p1['matched']} of the output's {p1['total']} tokens also appear in the reference (counted at most "
-                f"as often as there), and the output is {length}. BLEU rewards exact word sequences; chrF compares "
+    st.markdown(f"{p1['matched']} of the output's {p1['total']} token{'' if p1['total'] == 1 else 's'} also "
+                f"appear{'s' if p1['matched'] == 1 else ''} in the reference (counted at most as often as there), and "
+                f"the output is {length}. BLEU rewards exact word sequences; chrF compares "
                 "characters, so a word with the right stem but the wrong ending still earns part of the credit.")

@@ -108,6 +108,17 @@ def entmax_maps(trace, kind: str, layer: int, head: int) -> tuple[dict, "torch.T
     return {name: E.entmax(scores, alpha) for name, alpha in ENTMAX_ALPHAS.items()}, scores
 
 
+@bounded
+def entmax_study(name: str, text: str, tgt: str | None, kind: str, layer: int, head: int) -> dict:
+    """:func:`entmax_maps` of one head of the traced run of ``text`` on model ``name``, once per sentence and head:
+    ``maps``, ``scores``, ``zeros`` (per choice, the keys each query gives exactly zero weight) and ``reading``
+    (:func:`entmax_reading`)."""
+    from app.shell import traced
+    maps, scores = entmax_maps(traced(name, text, tgt).trace, kind, layer, head)
+    return {"maps": maps, "scores": scores, "zeros": {k: E.zero_keys(w, scores).tolist() for k, w in maps.items()},
+            "reading": entmax_reading(maps, scores)}
+
+
 def entmax_reading(maps: dict, scores) -> str:
     """What the maps show, in numbers: how many of the pairs the head can see each choice sets to exactly zero, and
     how many keys a query keeps under sparsemax."""

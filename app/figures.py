@@ -99,6 +99,43 @@ def heatmap(matrix: torch.Tensor, q_tokens, k_tokens, *, title: str = "", value_
                  last=small if compact else None)
 
 
+def heatmap_row(maps: dict, q_tokens, k_tokens, *, title: str, value_name: str = "weight", present: bool = False,
+                dark: bool = False, gap: float = 0.03) -> go.Figure:
+    """Attention maps side by side in one figure, ``{name: weights [Tq, Tk]}``: panels of equal width on one 0-1
+    scale with a single colour bar (three figures in columns gave the last one the bar's width, narrower than the
+    others, and its key labels overprinted); each panel is named under its keys, the queries named once, at the
+    left. In presentation mode the panels are stacked, each the full width (a third of the width cannot hold the
+    key labels at projector size), named beside their queries, the keys named once, under the last."""
+    qs, ks = [label(t) for t in q_tokens], [label(t) for t in k_tokens]
+    custom = _hover_cells(qs, ks) if len(qs) * len(ks) <= HOVER_CELLS else None
+    where = "query %{customdata[0]} → key %{customdata[1]}" if custom is not None else "query %{y} → key %{x}"
+    size = (1 - gap * (len(maps) - 1)) / len(maps)
+    traces, axes = [], {}
+    for i, (name, weights) in enumerate(maps.items()):
+        n = "" if i == 0 else str(i + 1)
+        last = i == len(maps) - 1
+        traces.append(dict(type="heatmap", z=_cells(weights), x=list(range(len(ks))), y=list(range(len(qs))),
+                           xaxis=f"x{n}", yaxis=f"y{n}", customdata=custom, colorscale=sequential_scale(present, dark),
+                           zmin=0, zmax=1, showscale=last, colorbar={"title": {"text": value_name}},
+                           hovertemplate=f"{label(name)}<br>{where}<br>{value_name} %{{z:.6f}}<extra></extra>"))
+        keys = {"tickvals": list(range(len(ks))), "ticktext": ks}
+        queries = {"tickvals": list(range(len(qs))), "ticktext": qs, "autorange": "reversed"}
+        if present:  # stacked, top to bottom
+            axes[f"xaxis{n}"] = {"anchor": f"y{n}", **({**keys, "title": {"text": "key"}} if last else
+                                                       {"matches": "x", "showticklabels": False})}
+            axes[f"yaxis{n}"] = {"anchor": f"x{n}", "domain": [1 - i * (size + gap) - size, 1 - i * (size + gap)],
+                                 **queries, "title": {"text": f"{label(name)} · query"}}
+        else:
+            axes[f"xaxis{n}"] = {"anchor": f"y{n}", "domain": [i * (size + gap), i * (size + gap) + size], **keys,
+                                 "title": {"text": f"{label(name)} · key"}}
+            axes[f"yaxis{n}"] = {"anchor": f"x{n}", **({**queries, "title": {"text": "query"}} if i == 0 else
+                                                       {"matches": "y", "showticklabels": False,
+                                                        "autorange": "reversed"})}
+    fig = spec(*traces, title=title, **axes)
+    height = 160 + max(len(qs), 4) * (34 * len(maps) if present else 26)
+    return style(fig, present, height=min(900 * (len(maps) if present else 1), height), dark=dark)
+
+
 def grid(weights: torch.Tensor, q_tokens, k_tokens, *, title: str = "", present: bool = False,
          dark: bool = False, head_labels=None) -> go.Figure:
     """Small multiples: every layer (rows of tiles) × head (columns of tiles) of ``weights [L, H, Tq, Tk]``;
@@ -178,8 +215,9 @@ def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str, prese
     """Lines over a shared ``x`` (default 0, 1, …), one per entry of ``series``; ``points``: more lines, each
     ``name: (xs, ys)`` on its own x, drawn with a marker at each point (measurements taken now and then);
     ``legend``: show the legend (default: plotly's, shown for two lines or more); ``y_range``: [low, high];
-    ``log``: the axes drawn logarithmic, "x", "y" or "xy"; in presentation mode only the powers of ten are labelled
-    (plotly writes the 2 and 5 between them at three quarters of the tick size, too small for a projector)."""
+    ``log``: the axes drawn logarithmic, "x", "y" or "xy", their powers of ten written 1e-4 … 1e+3 (plotly's
+    default writes SI prefixes, "100μ", which read as units); in presentation mode only the powers of ten are
+    labelled (plotly writes the 2 and 5 between them at three quarters of the tick size, too small for a projector)."""
     traces = []
     for name, ys in series.items():
         ys = [float(v) for v in ys]
@@ -187,7 +225,7 @@ def lines(series: dict, x=None, *, title: str, x_title: str, y_title: str, prese
                            name=label(name)))
     traces += [dict(type="scatter", x=list(px), y=list(py), mode="lines+markers", name=label(name))
                for name, (px, py) in (points or {}).items()]
-    scale = {axis: {"type": "log", "dtick": 1 if present else None} if axis[0] in log else {}
+    scale = {axis: {"type": "log", "dtick": 1 if present else None, "exponentformat": "e"} if axis[0] in log else {}
              for axis in ("xaxis", "yaxis")}
     fig = spec(*traces, title=title, showlegend=legend, xaxis={"title": {"text": x_title}, **scale["xaxis"]},
                yaxis={"title": {"text": y_title}, "range": list(y_range) if y_range is not None else None,

@@ -130,6 +130,20 @@ def strict(name: str, src_ids: tuple | None, target_ids: tuple) -> dict:
     return masking.strict_demo(_model(name).model, None if src_ids is None else list(src_ids), list(target_ids))
 
 
+def strict_reading(strict_hits: int, hits: int, n: int) -> str:
+    """What the strict mask's count of right predictions shows against the model's own mask's, and why hiding the
+    diagonal from attention does not hide a position's own token."""
+    said = (f"The top prediction is the target at {strict_hits} of {n} positions with the strict mask, {hits} of {n} "
+            "with the model's own")
+    said += (": hiding the diagonal changes nothing here." if strict_hits == hits else
+             f": hiding the diagonal costs {hits - strict_hits} here." if strict_hits < hits else
+             ": here the strict mask does better.")
+    return said + (" The mask hides each position's token from attention, not from the position: the residual "
+                   "connection adds the position's own input to what attention returns, so the token still reaches "
+                   "its output. Seeing itself is no leak either: with the shifted input, what a position holds is the "
+                   "previous word, not the word it must predict.")
+
+
 def teacher_forcing_section(view, res) -> None:
     """The Masking page's teacher-forcing section: the shifted decoder input above its targets, a mask that hides
     the diagonal too (row 0 all −∞), and, on request, one causal pass against n step-by-step passes."""
@@ -179,9 +193,7 @@ def teacher_forcing_section(view, res) -> None:
         kernel = ("PyTorch's fused attention, which runs this model, returns a zero vector for such a row instead "
                   f"(largest |value| {sd['kernel_row0']:g}), so {nan_at} of {n} outputs are NaN: position 0 silently "
                   "reads nothing from the decoder.")
-    st.markdown(f"{kernel} The top prediction is the target at {sd['hits_strict']} of {n} positions with the strict "
-                f"mask, {sd['hits']} of {n} with the model's own. The shifted input is why the diagonal is safe: "
-                "what a position sees of itself is the previous word.")
+    st.markdown(f"{kernel} " + strict_reading(sd["hits_strict"], sd["hits"], n))
 
     st.subheader("One masked pass = n decoding steps")
     m = min(n, COMPARE_LIMIT)

@@ -16,6 +16,12 @@ from core.probes import layers
 DEFAULTS = ("She sat by the river bank.", "He put his money in the bank.",
             "The boat reached the muddy bank of the river.")
 LIMIT = 300  # characters per sentence box
+# English function words: they have no second meaning to tell apart, so the shared word picked first is another one
+FUNCTION_WORDS = frozenset(
+    "a an the and or but nor if so than then as of in on at to by for from with into onto over under up down out off "
+    "about after before near this that these those it its he him his she her hers they them their we us our you your "
+    "i me my is are was were be been being am do does did has have had will would shall should can could may might "
+    "must not no there here what which who whom whose when where why how all any each some such".split())
 
 
 def _model(name: str):
@@ -43,6 +49,13 @@ def _pieces(pieces: list[str]) -> str:
     return " · ".join(code(p) for p in pieces)
 
 
+def default_word(shared: list[str]) -> str:
+    """The shared word picked first: the longest that is not a function word (:data:`FUNCTION_WORDS`), else the
+    longest."""
+    content = [w for w in shared if w not in FUNCTION_WORDS]
+    return max(content or shared, key=len)
+
+
 def section(view, number: int, **P) -> None:
     """Draw the section: three sentence boxes, the shared word and a contrast word, the cosine per stage, a reading."""
     st.header(f"{number}. Same word, two meanings")
@@ -66,8 +79,12 @@ def section(view, number: int, **P) -> None:
         st.info("Sentences A and B share no word. Type two sentences with one word in common, e.g. “bank”.")
         return
     c1, c2 = st.columns(2)
-    word = c1.selectbox("Shared word", shared, index=shared.index(max(shared, key=len)),
+    word = c1.selectbox("Shared word", shared, index=shared.index(default_word(shared)),
                         format_func=lambda w: f"“{md(w)}”")
+    function = word in FUNCTION_WORDS
+    if function:
+        st.caption(f"“{md(word)}” is a function word: it has one job, not two meanings, so sentences A and B only "
+                   "give it two contexts. For two meanings, share a word like “bank”.")
     others = [w for w in _words(tok, text_a) if w != word]
     other = c2.selectbox("Another word of sentence A, for contrast", others or [None],
                          format_func=lambda w: "none" if w is None else f"“{md(w)}”")
@@ -80,6 +97,7 @@ def section(view, number: int, **P) -> None:
     except ValueError as e:
         st.info(md(e))
         return
+    blind = word in r["unknown"]  # the word itself is [UNK]: its numbers are those of the [UNK] vector
     if r["unknown"]:
         st.warning(f"{md(view.name)} reads " + " and ".join(f"“{md(w)}”" for w in r["unknown"]) + " as [UNK], a "
                    "token it never learned: every unknown word shares that one vector, so these numbers say nothing "
@@ -90,7 +108,7 @@ def section(view, number: int, **P) -> None:
                    f"{_pieces(pieces)}: its vector at each stage is the mean of theirs.")
     series = {f"“{word}” in A vs in B": r["same"]}
     if r["control"] is not None:
-        series[f"“{word}” in A vs in C (same meaning)"] = r["control"]
+        series[f"“{word}” in A vs in C" + ("" if function else " (same meaning)")] = r["control"]
     if r["other"] is not None:
         series[f"“{word}” vs “{other}”, both in A"] = r["other"]
     st.plotly_chart(figures.lines(series, r["stages"], x_title="stage", y_title="cosine similarity",
@@ -118,7 +136,7 @@ def section(view, number: int, **P) -> None:
         told.append(f"This model adds no position vector ({cfg.pos_encoding}: position acts inside attention), so "
                     "“+ position” equals the token embedding.")
     told.append(f"After {stages[-1]}, the cosine is {same[-1]:.3f}"
-                + (": the context has moved the vector." if r["ids_a"] == r["ids_b"] else "."))
+                + (": the context has moved the vector." if r["ids_a"] == r["ids_b"] and not blind else "."))
     if r["stack"] == "decoder":
         told.append("This model reads left to right: a word's vector sees only the words before it.")
     st.markdown(" ".join(told))
@@ -130,11 +148,19 @@ def section(view, number: int, **P) -> None:
         ctl = r["control"]
         layer_stages = range(2, len(stages))
         closer = sum(ctl[s] > same[s] for s in layer_stages)
-        verdict = (f"so, at the last layer, the same meaning is closer, by {ctl[-1] - same[-1]:.3f}"
-                   if ctl[-1] > same[-1] else
-                   "so, at the last layer, the same meaning is **not** closer: on these sentences this measurement "
-                   "does not show the model telling the two meanings apart")
-        st.markdown(f"**Control.** In sentence C the word has the meaning of A. The cosine A vs C is higher than A vs "
-                    f"B after {closer} of {len(layer_stages)} layers; after {stages[-1]} it is {ctl[-1]:.3f} against "
-                    f"{same[-1]:.3f}, {verdict}. Any change of context moves a vector; a lower cosine alone does not "
-                    "prove that the model separates meanings.")
+        measured = (f"The cosine A vs C is higher than A vs B after {closer} of {len(layer_stages)} layers; after "
+                    f"{stages[-1]} it is {ctl[-1]:.3f} against {same[-1]:.3f}")
+        if blind:
+            st.markdown(f"**Control.** {measured}. These are cosines of the [UNK] vector in three contexts: they say "
+                        "nothing about the meaning of the word.")
+        elif function:
+            st.markdown(f"**Control.** {measured}. A function word has no second meaning to tell apart: sentence C "
+                        "is only a third context.")
+        else:
+            verdict = (f"so, at the last layer, the same meaning is closer, by {ctl[-1] - same[-1]:.3f}"
+                       if ctl[-1] > same[-1] else
+                       "so, at the last layer, the same meaning is **not** closer: on these sentences this "
+                       "measurement does not show the model telling the two meanings apart")
+            st.markdown(f"**Control.** In sentence C the word has the meaning of A. {measured}, {verdict}. Any change "
+                        "of context moves a vector; a lower cosine alone does not prove that the model separates "
+                        "meanings.")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from app import figures
+from app import coverage_view, figures
 from app import progress as progress_bar
 from app.cache import bounded
 from app.shell import load_model, text_box
@@ -159,6 +159,7 @@ def encoder_note(name: str) -> None:
 WINOGRAD = ("The animal didn't cross the street because it was too tired.",
             "The animal didn't cross the street because it was too wide.")
 WINOGRAD_ANSWERS = ("the animal", "the street")  # what a reader picks for each
+WINOGRAD_WORDS = ("tired", "wide")  # the one word that differs
 
 
 def shipped_curves(name: str) -> tuple[dict | None, str | None]:
@@ -182,9 +183,29 @@ def answer_scores(name: str, prompt: str, answers: tuple) -> list[dict]:
     ck = load_model(name)
     scored = pr.score_answers(ck.model, ck.tokenizer, prompt, list(answers))
     logps = [s.logp for s in scored]
-    return [{"answer": a, "tokens": " · ".join(ck.tokenizer.display(s.tokens)), "log p (sum)": s.logp,
+    return [{"answer": a, "tokens": readable_pieces(ck.tokenizer, s.tokens), "log p (sum)": s.logp,
              "log p per token": s.per_token, "rank": 1 + sum(x > s.logp for x in logps)}
             for a, s in zip(answers, scored)]
+
+
+def readable_pieces(tokenizer, ids) -> str:
+    """The tokens of an answer as text, joined by " · ". A byte-level tokenizer cuts a character it has no token for
+    (an emoji, most Arabic letters) into byte tokens that are not text one by one: those are joined back into the
+    character and their number said ("😀 (4 tokens)"); a token that is only a space is written ␣."""
+    ids = [int(i) for i in ids]
+    if not getattr(tokenizer, "byte_level", False):
+        return " · ".join(tokenizer.display(ids))
+    groups, held = [], []
+    for i in ids:
+        held.append(i)
+        text = tokenizer.hf.decode(held, skip_special_tokens=False)
+        if "\ufffd" in text and len(held) < 4:  # an unfinished UTF-8 character: at most 4 bytes
+            continue
+        groups.append((text, len(held)))
+        held = []
+    if held:
+        groups.append((tokenizer.hf.decode(held, skip_special_tokens=False), len(held)))
+    return " · ".join((text.strip() or "␣") + (f" ({n} tokens)" if n > 1 else "") for text, n in groups)
 
 
 @bounded
@@ -326,6 +347,8 @@ def _own_prompt_part(name: str, ck, *, present: bool, dark: bool) -> None:
     except ValueError as e:
         st.info(md(str(e)[:1].upper() + str(e)[1:] + "."))
         return
+    coverage_view.notices(dict.fromkeys(note for text in (prompt, ", ".join(answers))
+                                        if (note := coverage.special_notice(ck, text, name))))
     top = min(range(len(rows)), key=lambda i: rows[i]["rank"])
     st.markdown(f"{md(name)} picks {code(rows[top]['answer'])}.")
     st.dataframe(rows, hide_index=True)
@@ -385,12 +408,38 @@ def _winograd_part(name: str, ck, *, present: bool, dark: bool) -> None:
                        "Here it does not: the model picks the same candidate for both sentences, so it is not "
                        "resolving “it” from the changed word."))
         if tuple(picks) == WINOGRAD and set(WINOGRAD_ANSWERS) <= set(cands):
-            scorings = [kind for kind, a, b in (("full", fa, fb), ("partial", pa, pb)) if (a, b) == WINOGRAD_ANSWERS]
             st.markdown("A reader picks “the animal” for *tired* and “the street” for *wide*. "
-                        + (f"{md(name)} gets both right with {' and '.join(scorings)} scoring." if scorings else
-                           f"{md(name)} gets both right with neither scoring."))
+                        + winograd_verdict(name, {"full": (fa, fb), "partial": (pa, pb)}))
     st.caption("Full scoring compares sentences that differ in the candidate's own tokens too: a candidate the model "
                "finds rare loses probability before “it” is even resolved. Partial scoring avoids that.")
+
+
+def winograd_verdict(name: str, picks: dict) -> str:
+    """The model's picks on the shipped pair against a reader's (:data:`WINOGRAD_ANSWERS`), in words: the scorings
+    that get both sentences right, and for the others which sentence each gets right and which wrong. ``picks``:
+    ``{scoring: (pick for the first sentence, pick for the second)}``, a pick None where nothing follows “it”."""
+    both = [kind for kind, pair in picks.items() if tuple(pair) == WINOGRAD_ANSWERS]
+    groups = {}  # (a, b) -> the scorings that pick it
+    for kind, (a, b) in picks.items():
+        if kind not in both and a is not None and b is not None:
+            groups.setdefault((a, b), []).append(kind)
+    said = []
+    for (a, b), kinds in groups.items():
+        marks = [(word, "right" if pick == want else "wrong")
+                 for pick, want, word in zip((a, b), WINOGRAD_ANSWERS, WINOGRAD_WORDS)]
+        if a == b:
+            right = [f"*{w}*" for w, m in marks if m == "right"]
+            wrong = [f"*{w}*" for w, m in marks if m == "wrong"]
+            how = (f"right for {right[0]}, wrong for {wrong[0]}" if right and wrong else
+                   "wrong for both" if wrong else "right for both")
+            what = f"{code(a)} for both sentences ({how})"
+        else:
+            what = " and ".join(f"{code(p)} for *{w}* ({m})" for p, (w, m) in zip((a, b), marks))
+        said.append(f"under {' and '.join(kinds)} scoring, {md(name)} picks {what}")
+    if both:
+        head = f"{md(name)} gets both right with {' and '.join(both)} scoring"
+        return head + (". " + "; ".join(said)[:1].upper() + "; ".join(said)[1:] if said else "") + "."
+    return "Neither scoring gets both right" + (": " + "; ".join(said) if said else "") + "."
 
 
 def prompting_section(name: str, *, present: bool, dark: bool) -> None:

@@ -21,6 +21,18 @@ LAYOUTS = {"interleaved": "interleaved: sin, cos, sin, cos … (the paper, this 
            "halves": "all sines, then all cosines (the lecture slides' figure)"}
 
 
+@bounded
+def layout_study(n_pos: int, d_model: int, base: int) -> dict:
+    """:func:`core.probes.positions.layout_check`, once per table size and base (not on every rerun)."""
+    return positions.layout_check(n_pos, d_model, float(base))
+
+
+@bounded
+def indexing_study(n_pos: int, d_model: int, k: int, base: int) -> dict:
+    """:func:`core.probes.positions.indexing_check`, once per table size, shift and base."""
+    return positions.indexing_check(n_pos, d_model, k, float(base))
+
+
 def formula_variants(number: int, d_model: int, n_pos: int, base: int, k: int, **P) -> None:
     """Draw the section: the layout radio with its table and dot-product check, the per-dimension formula with its
     rotation check, and the wavelength range for this d_model."""
@@ -34,7 +46,7 @@ def formula_variants(number: int, d_model: int, n_pos: int, base: int, k: int, *
                 "interleaves them: sine on even dimensions, cosine on odd ones.")
     layout = st.radio("Layout of the dimensions", list(LAYOUTS), format_func=LAYOUTS.get, horizontal=True,
                       key="pe_layout")
-    lc = positions.layout_check(n_pos, d_model, float(base))
+    lc = layout_study(n_pos, d_model, base)
     st.plotly_chart(figures.matrix(lc[layout], x_title="dimension", y_title="position", value_name="PE", diverging=True,
                                    title=f"PE, {'sines then cosines' if layout == 'halves' else 'interleaved'}: "
                                          f"{n_pos} positions × {d_model} dimensions", **P), key="pe_layout_table")
@@ -52,7 +64,7 @@ def formula_variants(number: int, d_model: int, n_pos: int, base: int, k: int, *
     if k < 1:
         st.info("With shift k = 0 every check is exact. Pick a shift k of 1 or more in section 3.")
     else:
-        ic = positions.indexing_check(n_pos, d_model, k, float(base))
+        ic = indexing_study(n_pos, d_model, k, base)
         c1, c2, c3 = st.columns(3)
         c1.metric(f"Paper: largest |R_k·PE(pos) − PE(pos+{k})|", f"{ic['paper']:.1e}")
         c2.metric("Per dimension: the same check", f"{ic['per_dimension']:.2f}")
@@ -105,6 +117,48 @@ def scored(folder: str, when: float, ids: tuple) -> dict:
     """Every model's loss at each position of one text (:func:`core.variants.extrapolation.score`)."""
     models, _, _ = load_extrapolation(folder, when)
     return extrapolation.score(models, list(ids))
+
+
+@bounded
+def heldout_summary(folder: str, when: float) -> dict:
+    """The held-out table's rows and its reading (:func:`_rows`, :func:`_reading`), once per run of the models."""
+    _, _, results = load_extrapolation(folder, when)
+    seq_len = extrapolation.config_of(results["config"]).seq_len
+    rows, means = _rows(results["curves"], seq_len)
+    return {"rows": rows, "reading": _reading(means, seq_len, results["curves"])}
+
+
+@bounded
+def passage_texts(folder: str, when: float) -> dict:
+    """The held-out passages decoded once: ``labels`` (their start, for the picker), ``texts`` (whole) and
+    ``words``: how many words the first passage's first training length of tokens holds."""
+    _, tokenizer, results = load_extrapolation(folder, when)
+    seq_len = extrapolation.config_of(results["config"]).seq_len
+    passages = [p["ids"] for p in results["passages"]]
+    return {"labels": [quoted(tokenizer.decode(ids[:24]), 70) for ids in passages],
+            "texts": [tokenizer.decode(ids) for ids in passages],
+            "words": len(tokenizer.decode(passages[0][:seq_len + 1]).split())}
+
+
+@bounded
+def typed_ids(folder: str, when: float, text: str, repeat: bool) -> dict:
+    """:func:`core.variants.extrapolation.text_ids` of the user's text, once per text."""
+    _, tokenizer, results = load_extrapolation(folder, when)
+    return extrapolation.text_ids(tokenizer, text, extrapolation.config_of(results["config"]).eval_len, repeat)
+
+
+@bounded
+def live_summary(folder: str, when: float, ids: tuple) -> dict:
+    """:func:`scored` with what the page draws from it: ``smooth`` (running mean of :data:`SMOOTH`), ``rows``
+    (the table, None while the text stays inside the training length), ``limits`` and the range of single
+    losses (``low``, ``high``)."""
+    _, _, results = load_extrapolation(folder, when)
+    seq_len = extrapolation.config_of(results["config"]).seq_len
+    live = scored(folder, when, ids)
+    every = [v for values in live["losses"].values() for v in values if v is not None]
+    return {"smooth": {k: extrapolation.running_mean(v, SMOOTH) for k, v in live["losses"].items()},
+            "rows": _rows(live["losses"], seq_len)[0] if len(ids) - 1 > seq_len else None,
+            "limits": live["limits"], "low": min(every), "high": max(every)}
 
 
 def _chart(curve: dict, seq_len: int, *, title: str, y_title: str, **P):
@@ -197,7 +251,7 @@ def extrapolation_section(number: int, **P) -> None:
         st.info(f"The five models are not in {md(FOLDER)}. Train them with "
                 "`python -m core.variants.extrapolation --out assets/extrapolation`.")
         return
-    models, tokenizer, results = load_extrapolation(str(FOLDER), when)
+    results = load_extrapolation(str(FOLDER), when)[2]
     cfg = extrapolation.config_of(results["config"])
     seq_len, eval_len = cfg.seq_len, cfg.eval_len
     minutes = max(m.get("cpu_seconds", m["seconds"]) for m in results["models"].values()) / 60
@@ -215,9 +269,9 @@ def extrapolation_section(number: int, **P) -> None:
     st.plotly_chart(_chart(curve, seq_len, y_title="mean loss (nats)",
                            title=f"Loss at each position, mean over {results['test_windows']} held-out windows of "
                                  f"{eval_len} tokens", **P), key="ex_heldout")
-    rows, means = _rows(curve, seq_len)
-    st.dataframe(rows, hide_index=True, width="stretch")
-    st.markdown(_reading(means, seq_len, curve))
+    summary = heldout_summary(str(FOLDER), when)
+    st.dataframe(summary["rows"], hide_index=True, width="stretch")
+    st.markdown(summary["reading"])
     st.caption(f"Held out: the corpus's test split, none of it seen in training. Positions {seq_len - 16}–"
                f"{seq_len - 1} are the fair reference: with more text before it, a next token gets easier, so a "
                "model that reads long texts well keeps going down past the line. The ALiBi bias, −slope·|i − j|, "
@@ -228,13 +282,12 @@ def extrapolation_section(number: int, **P) -> None:
     st.subheader("One passage, scored now")
     source = st.radio("Text", ["passage", "yours"], horizontal=True, key="ex_source",
                       format_func={"passage": "a held-out passage", "yours": "your text"}.get)
-    passages = results["passages"]
+    passages, texts = results["passages"], passage_texts(str(FOLDER), when)
     if source == "passage":
-        pick = st.selectbox("Passage", range(len(passages)), key="ex_passage",
-                            format_func=lambda i: quoted(tokenizer.decode(passages[i]["ids"][:24]), 70))
+        pick = st.selectbox("Passage", range(len(passages)), key="ex_passage", format_func=texts["labels"].__getitem__)
         ids = passages[pick]["ids"]
         with st.expander("The passage"):
-            st.caption(md(tokenizer.decode(ids)))
+            st.caption(md(texts["texts"][pick]))
     else:
         text = text_box(f"Your text (English; the models read up to {eval_len} tokens)", "", key="ex_text",
                         limit=TEXT_LIMIT, area=True)
@@ -242,12 +295,11 @@ def extrapolation_section(number: int, **P) -> None:
                              help="After the first copy a model can copy, so its loss falls for a reason that is "
                                   "not position.")
         if not text.strip():
-            words = len(tokenizer.decode(passages[0]["ids"][:seq_len + 1]).split())
             st.info(f"Type or paste some English text: in the first held-out passage, {seq_len} tokens are "
-                    f"{words} words, so a text longer than that reaches past position {seq_len - 1} (or tick the "
-                    "box to repeat a short one).")
+                    f"{texts['words']} words, so a text longer than that reaches past position {seq_len - 1} (or "
+                    "tick the box to repeat a short one).")
             return
-        got = extrapolation.text_ids(tokenizer, text, eval_len, repeat)
+        got = typed_ids(str(FOLDER), when, text, repeat)
         ids = got["ids"]
         if got["cut"] and not repeat:
             st.info(f"Your text has {got['tokens']} tokens; the models read the first {eval_len}.")
@@ -258,15 +310,12 @@ def extrapolation_section(number: int, **P) -> None:
     if len(ids) < 2:
         st.info("Nothing to score: the text has no token to predict.")
         return
-    live = scored(str(FOLDER), when, tuple(ids))
-    smooth = {k: extrapolation.running_mean(v, SMOOTH) for k, v in live["losses"].items()}
-    st.plotly_chart(_chart(smooth, seq_len, y_title=f"loss, mean of {SMOOTH} positions",
+    live = live_summary(str(FOLDER), when, tuple(ids))
+    st.plotly_chart(_chart(live["smooth"], seq_len, y_title=f"loss, mean of {SMOOTH} positions",
                            title=f"This text: loss by position, running mean of {SMOOTH}", **P), key="ex_live")
-    rows, _ = _rows(live["losses"], seq_len) if len(ids) - 1 > seq_len else (None, None)
-    if rows:
-        st.dataframe(rows, hide_index=True, width="stretch")
+    if live["rows"]:
+        st.dataframe(live["rows"], hide_index=True, width="stretch")
     for kind, message in live["limits"].items():
         st.caption(f"{NAMES[kind]}: {md(message)}.")
-    every = [v for values in live["losses"].values() for v in values if v is not None]
-    st.caption(f"One text is noisy: here single tokens' losses run from {min(every):.2f} to {max(every):.1f}, hence "
+    st.caption(f"One text is noisy: here single tokens' losses run from {live['low']:.2f} to {live['high']:.1f}, hence "
                f"the running mean. Each point is the mean loss of that position and the {SMOOTH - 1} before it.")

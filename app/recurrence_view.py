@@ -2,13 +2,15 @@
 copy models on every source symbol the user typed, that gradient against the steps between reading and writing, and
 the outputs one substituted symbol changes (core.variants.recurrence.input_sensitivity, perturbation_effect).
 
-Everything here is measured on the user's symbols at each run: three backward passes and three batched forward
-passes of models with 0.2 M parameters, well under a tenth of a second on one core."""
+Everything here is measured on the user's symbols: three backward passes and three batched forward passes of models
+with 0.2 M parameters, about 30 ms on one core, kept (:func:`measured`) so that a rerun for another widget does not
+measure again."""
 from __future__ import annotations
 
 import streamlit as st
 
 from app import figures
+from app.cache import bounded
 from app.text import md
 from core.variants import recurrence
 
@@ -38,6 +40,13 @@ def measure(trained: dict, demo: dict, task, chosen: tuple[int, int]) -> dict:
                     "summary": recurrence.reach_summary(sens, n, own),
                     "effect": recurrence.perturbation_effect(model, src, written, subs)}
     return out
+
+
+@bounded(ignore=("trained", "demo", "task"))
+def measured(stamp: tuple, source: tuple, written: tuple, chosen: tuple, *, trained: dict, demo: dict, task) -> dict:
+    """:func:`measure`, once per trained models (``stamp``: what names them, e.g. their folder and the date of their
+    run), source symbols, what each model wrote (``written``: ``((key, ids), …)``) and substitution ``chosen``."""
+    return measure(trained, demo, task, chosen)
 
 
 def _rows(demo: dict, key: str) -> list[str]:
@@ -78,8 +87,9 @@ def _reading(got: dict, demo: dict, n: int) -> str:
     return " ".join(told)
 
 
-def input_reach(trained: dict, demo: dict, task, plot: dict) -> None:
-    """Draw the section for the three trained models and ``demo`` (core.variants.recurrence.copy_demo's result)."""
+def input_reach(trained: dict, demo: dict, task, plot: dict, stamp: tuple) -> None:
+    """Draw the section for the three trained models and ``demo`` (core.variants.recurrence.copy_demo's result);
+    ``stamp`` names the models for the cache (:func:`measured`)."""
     st.subheader("How far one input symbol reaches")
     st.markdown("The seeds argue that a recurrent model must carry a token through every step between reading it "
                 "and using it, so distant inputs fade (vanishing gradients), while attention gives every pair of "
@@ -96,7 +106,8 @@ def input_reach(trained: dict, demo: dict, task, plot: dict) -> None:
     options = _others(task, demo["source"][at])
     names = {i: task.tokenizer.id_to_token(i).lstrip("▁") for i in task.ids}
     to = c2.selectbox("Replace it by", options, format_func=names.get, key=f"rec_reach_to_{at}_{symbols[at]}")
-    got = measure(trained, demo, task, (at, to))
+    written = tuple((k, tuple(v)) for k, v in demo["written"].items())
+    got = measured(stamp, tuple(demo["source"]), written, (at, to), trained=trained, demo=demo, task=task)
 
     tabs = st.tabs([LABEL[k] for k in got])
     for tab, (key, m) in zip(tabs, got.items()):
@@ -112,7 +123,8 @@ def input_reach(trained: dict, demo: dict, task, plot: dict) -> None:
                         x_title="steps from reading x_j to writing y_t (n − j + t)",
                         y_title="mean ‖∂ log p / ∂ e(x_j)‖", **plot)
     if task.name == "copy":
-        fig.add_vline(x=n, line_dash="dot", annotation_text="each symbol's own output")
+        fig.add_vline(x=n, line_dash="dot", annotation_text="each symbol's own output",
+                      annotation_position="bottom right")  # at the top it sat on the Transformer's peak
     st.plotly_chart(fig, key="rec_reach_distance")
     st.caption(f"Each point: the mean over all (output, source) pairs that are that many steps apart ({n} symbols "
                "and EOS read, then the outputs written). Only the plain LSTM must walk this path step by step. The "

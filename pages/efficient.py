@@ -142,15 +142,12 @@ st.markdown(r"Softmax never gives a key exactly zero weight. Correia et al. (201
             r"sum to 1: α = 1 is softmax, α = 2 is sparsemax, and for α > 1 every key scored at most "
             r"$\tau/(\alpha-1)$ gets exactly 0. Here all three read the same scores: this head's real "
             r"$QK^\top/\sqrt d$ plus any bias and mask the model adds, with $\tau$ found by bisection.")
-sparse_maps, sparse_scores = EV.entmax_maps(res.trace, kind, layer, head)
-for i, (col, (name, weights)) in enumerate(zip(st.columns(len(sparse_maps)), sparse_maps.items())):
-    small = heat(weights, f"L{layer} H{head} · {name}")
-    small.update_traces(zmin=0, zmax=1, showscale=i == len(sparse_maps) - 1)  # one 0-1 scale, drawn once at the end
-    col.plotly_chart(small, key=f"entmax_map_{name.split()[0]}")
-st.plotly_chart(figures.grouped_bars({name: E.zero_keys(w, sparse_scores).tolist() for name, w in sparse_maps.items()},
-                                     tokens, title="Keys each query gives exactly zero weight", x_title="query token",
-                                     y_title="keys at zero", **plot), key="entmax_zeros")
-st.markdown(EV.entmax_reading(sparse_maps, sparse_scores))
+sparse = EV.entmax_study(view.name, view.text, view.tgt, kind, layer, head)
+st.plotly_chart(figures.heatmap_row(sparse["maps"], tokens, tokens, title=f"L{layer} H{head}: softmax, 1.5-entmax "
+                                     "and sparsemax of the same scores", **plot), key="entmax_maps")
+st.plotly_chart(figures.grouped_bars(sparse["zeros"], tokens, title="Keys each query gives exactly zero weight",
+                                     x_title="query token", y_title="keys at zero", **plot), key="entmax_zeros")
+st.markdown(sparse["reading"])
 st.caption("The model was trained with softmax, so the entmax maps re-read scores it learned for softmax; a model "
            "trained with entmax (Correia et al. also learn α per head) would learn other scores. Which keys reach "
            "zero depends on the gaps between the scores: the larger the gaps, the more zeros.")

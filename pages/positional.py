@@ -30,7 +30,7 @@ dims = st.multiselect("Dimensions to follow over position", range(d_model), key=
 st.plotly_chart(figures.lines({f"dimension {i}": pe[:, i] for i in dims}, title="Low dimensions turn fast, high ones slowly",
                               x_title="position", y_title="PE", **P), key="pe_curves")
 
-st.header("2. Similarity between positions depends on the offset only")
+st.header("2. Similarity depends on the offset only")
 metric = st.radio("Similarity", ["dot", "cosine"], horizontal=True, format_func={"dot": "dot product", "cosine": "cosine"}.get)
 sim = positions.position_similarity(pe, metric)
 st.plotly_chart(figures.matrix(sim, x_title="position", y_title="position", value_name=metric,

@@ -123,7 +123,7 @@ else:
         st.caption(f"Model: {code(meta.get('command', '?'))} — {model.num_parameters():,} parameters, "
                    f"{meta.get('steps', '?')} steps; {losses['segments']} validation segment batches.")
 
-st.header("Pre-LN vs post-LN, with and without warmup (Xiong et al. 2020)")
+st.header("Pre-LN, post-LN and warmup (Xiong et al. 2020)")
 st.markdown("Post-LN (the original paper) normalises after the residual sum, `LN(x + F(x))`; pre-LN normalises "
             "the sublayer input, `x + F(LN(x))`. Xiong et al. show post-LN's gradients near the output are large "
             "at initialisation, so it needs a learning-rate warmup, and that pre-LN can train without one. Four "
@@ -272,4 +272,5 @@ else:
                             if float(kept["lstm-attention"].mean()) < float(kept["lstm"].mean()) else "."))
             st.markdown(md(told))
 
-            recurrence_view.input_reach(trained, demo, task, plot)
+            recurrence_view.input_reach(trained, demo, task, plot,
+                                        (str(REC.parent), jsonio.dumps(rec["config"]), rec.get("date", "")))

@@ -2,6 +2,7 @@
 of sacrebleu's sentence BLEU and chrF; with no reference it says what to type and shows no table. The Masking
 page's teacher-forcing comparison runs on request."""
 import json
+import re
 
 import pytest
 import sacrebleu
@@ -38,7 +39,10 @@ def test_decode_scores_the_output_against_the_reference_as_sacrebleu_does():
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["BLEU"] == f"{want.score:.1f}" and metrics["Brevity penalty BP"] == f"{want.bp:.3f}"
     assert metrics["chrF"] == f"{sacrebleu.sentence_chrf(output, [REF]).score:.1f}"
-    assert any(m.value.startswith("6 of the output's 6 tokens also appear") for m in at.markdown)
+    assert any(m.value.startswith("6 of the output's 6 tokens also appear in") for m in at.markdown)
+    at.sidebar.text_input(key="tgt").set_value("9 9 6").run()  # one token in common: the verb agrees (QA2)
+    assert any(m.value.startswith("1 of the output's 6 tokens also appears in") for m in at.markdown), \
+        [m.value for m in at.markdown]
 
 
 def test_masking_compares_one_pass_with_step_by_step_passes_on_request():
@@ -47,6 +51,12 @@ def test_masking_compares_one_pass_with_step_by_step_passes_on_request():
     rows = [d.value for d in at.dataframe if "row" in d.value.columns][-1]
     assert list(rows.iloc[0][1:]) == ["[BOS]", "6", "5", "4", "3", "2", "1"]  # [BOS] y1 … y(n-1)
     assert list(rows.iloc[1][1:]) == ["6", "5", "4", "3", "2", "1", "[EOS]"]  # y1 … yn
+    # QA2: the strict mask gave 19 of 19, as the model's own, while the text implied the diagonal is needed
+    strict = next(m.value for m in at.markdown if "with the strict mask" in m.value)
+    got = re.search(r"at (\d+) of (\d+) positions with the strict mask, (\d+) of \2 with the model's own", strict)
+    assert got, strict
+    assert ("hiding the diagonal changes nothing here" in strict) == (got[1] == got[3])
+    assert "residual connection" in strict and "diagonal is safe" not in strict
     next(t for t in at.toggle if t.key == "tf_compare").set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
     assert [m for m in at.metric if m.label == "One causal pass"]

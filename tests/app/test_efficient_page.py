@@ -58,9 +58,14 @@ def sparse_maps_are_entmax_of_this_head(at, model):
     q, k, _ = E.head_qkv(trace, "encoder", 0, 0)
     scores = q @ k.T / math.sqrt(q.shape[-1])
     figs = charts(at)
-    maps = {title.split(" · ")[1]: torch.tensor(fig["data"][0]["z"], dtype=torch.float64)
-            for title, fig in figs.items() if title.startswith("L0 H0 · ")}
+    row = next(fig for title, fig in figs.items() if title.startswith("L0 H0: softmax, 1.5-entmax"))
+    maps = {t["hovertemplate"].split("<br>")[0]: torch.tensor(t["z"], dtype=torch.float64) for t in row["data"]}
     assert set(maps) == {"softmax (α = 1)", "1.5-entmax", "sparsemax (α = 2)"}
+    # one figure: panels of equal width on one 0-1 scale, one colour bar (QA: the last of three figures was narrower)
+    widths = {round(row["layout"][f"xaxis{n}"]["domain"][1] - row["layout"][f"xaxis{n}"]["domain"][0], 9)
+              for n in ("", "2", "3")}
+    assert len(widths) == 1 and [t.get("showscale") for t in row["data"]] == [False, False, True]
+    assert all((t["zmin"], t["zmax"]) == (0, 1) for t in row["data"])
     assert torch.allclose(maps["softmax (α = 1)"], trace.attention("encoder", 0)[0, 0].double(), atol=1e-6)
     for name, alpha in (("1.5-entmax", 1.5), ("sparsemax (α = 2)", 2.0)):
         assert torch.allclose(maps[name], E.entmax(scores.double(), alpha), atol=1e-5), name
@@ -172,17 +177,21 @@ def test_flash_section_is_the_online_softmax_of_this_head(model, causal):
 def test_the_error_curve_is_drawn_once_per_sentence_and_head_and_long_sentences_start_with_few_tiles(monkeypatch):
     """bench/soak.py timed /efficient out 7 times in 8 minutes (20 sessions, long sentences): every rerun redrew the
     Performer curve's 80 random-feature draws, and a 104-token sentence walked 2,704 tiles of 2 × 2."""
-    from app.efficient_view import MAX_DEFAULT_TILES, default_tile, favor_curves
+    from app.efficient_view import MAX_DEFAULT_TILES, default_tile, entmax_study, favor_curves
     favor_curves.clear()  # the cache is the process's: start from nothing
-    calls = []
-    real = E.favor_error_curve
+    entmax_study.clear()
+    calls, entmax_calls = [], []
+    real, real_entmax = E.favor_error_curve, E.entmax
     monkeypatch.setattr(E, "favor_error_curve", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    monkeypatch.setattr(E, "entmax", lambda *a, **kw: entmax_calls.append(1) or real_entmax(*a, **kw))
     at = open_page("efficient.py", "reverse", timeout=90, text="7 3 9 1 4 8 2 6")
     first = len(calls)
     assert first == 2  # orthogonal and i.i.d.
+    assert len(entmax_calls) == 3  # the α-entmax maps: α = 1, 1.5, 2
     at.select_slider(key="favor_features").set_value(128).run()
     at.slider(key="window").set_value(1).run()
     assert not at.exception and len(calls) == first  # other widgets: the curve is not drawn again
+    assert len(entmax_calls) == 3  # nor the entmax maps (QA2: recomputed on every rerun)
     assert at.slider(key="flash_block").value == 2  # a short sentence: every online-softmax step visible
     assert default_tile(104) == 13 and -(-104 // default_tile(104)) <= MAX_DEFAULT_TILES
     assert [default_tile(n) for n in (1, 2, 12, 16, 17)] == [1, 2, 2, 2, 3]

@@ -20,8 +20,19 @@ def _section():
     positional_view.extrapolation_section(8, present=False, dark=False)
 
 
-def test_the_section_draws_the_held_out_curves_and_answers_every_text():
+def test_the_section_draws_the_held_out_curves_and_answers_every_text(monkeypatch):
+    from core.variants import extrapolation
+    for fn in (positional_view.heldout_summary, positional_view.live_summary, positional_view.passage_texts):
+        fn.clear()  # the caches are the process's: start from nothing
+    calls = []
+    for module, fn in ((positional_view, "_reading"), (extrapolation, "running_mean"), (extrapolation, "text_ids")):
+        real = getattr(module, fn)
+        monkeypatch.setattr(module, fn, lambda *a, _real=real, _fn=fn, **kw: calls.append(_fn) or _real(*a, **kw))
     at = ran(AppTest.from_function(_section, default_timeout=60))
+    first = sorted(calls)
+    assert first == ["_reading"] + ["running_mean"] * 5
+    ran(at)
+    assert sorted(calls) == first  # a rerun reads the caches (QA2: the reading and the live text were recomputed)
     held = charts(at)["ex_heldout"]
     lengths = {t["name"]: len(t["y"]) for t in held["data"]}
     assert lengths == {"sinusoidal": 256, "learned": 64, "RoPE": 256, "ALiBi": 256, "none (no positions)": 256}
@@ -37,6 +48,8 @@ def test_the_section_draws_the_held_out_curves_and_answers_every_text():
     assert "ex_live" not in charts(at)
     at.text_area(key="ex_text").set_value("The kernel loads the module when the device appears.")
     ran(at)
+    ran(at)
+    assert calls.count("text_ids") == 1  # the typed text is read once
     assert any("positions 0–" in i.value and "all inside the training length of 64" in i.value for i in at.info)
     assert not any("position vectors" in c.value for c in at.caption)  # the learned model reads it all
     assert len(charts(at)["ex_live"]["data"][1]["y"]) == len(charts(at)["ex_live"]["data"][0]["y"]) < 64

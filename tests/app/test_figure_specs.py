@@ -59,6 +59,8 @@ def test_a_table_is_written_as_the_same_json_as_nested_lists():
 
 BUILDERS = {  # each with presentation mode on or off
     "heatmap": lambda p: figures.heatmap(torch.rand(4, 4), TOKENS, TOKENS, title="w", present=p),
+    "heatmap_row": lambda p: figures.heatmap_row({"a": torch.rand(4, 4), "<b>b</b>": torch.rand(4, 4)}, TOKENS, TOKENS,
+                                                 title="r", present=p),
     "grid": lambda p: figures.grid(torch.rand(2, 2, 3, 3), TOKENS[:3], TOKENS[:3], title="g", present=p),
     "query_bars": lambda p: figures.query_bars(torch.rand(2, 4), TOKENS, "it", present=p),
     "bars": lambda p: figures.bars([0.1, 0.2], ["a", "b"], title="b", x_title="x", y_title="y", highlight=0,

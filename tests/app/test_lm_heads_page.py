@@ -124,11 +124,21 @@ def test_few_shot_curve_own_prompt_and_winograd_come_from_the_model():
         table = next(t for t in tables if "full log p" in t and t["sentence"][0] == rows[0]["sentence"])
         assert list(table["full log p"]) == pytest.approx([r["full"] for r in rows], abs=1e-5)
         assert list(table["partial log p"]) == pytest.approx([r["partial"] for r in rows], abs=1e-5)
+    picks = {kind: tuple(max(rows, key=lambda r: r[kind])["candidate"] for rows in wino)
+             for kind in ("full", "partial")}
+    verdict = next(m.value for m in at.markdown if m.value.startswith("A reader picks")).replace("\\", "")
+    right = [kind for kind, pair in picks.items() if pair == ("the animal", "the street")]
+    assert (f"gets both right with {' and '.join(right)} scoring" if right else "Neither scoring gets both right") \
+        in verdict, (picks, verdict)
+    assert "with neither scoring" not in verdict  # QA2: "gets both right with neither scoring" read as its opposite
 
     at.text_input(key="lm_heads_answers").set_value("cats, cat").run()
     bars = charts(at)["Summed log-probability of each answer"]["data"][0]
     assert bars["y"] == pytest.approx([s.logp for s in pr.score_answers(ck.model, ck.tokenizer, prompt,
                                                                          ["cats", "cat"])], abs=1e-5)
+    at.text_input(key="lm_heads_answers").set_value("[MASK], cats").run()  # typed special tokens are named (QA2)
+    assert any("lm-tiny reads [MASK] in this text as its own special token" in w.value.replace("\\", "")
+               for w in at.warning), [w.value for w in at.warning]
     for key, value, told in [("lm_heads_answers", "a, b, c, d, e, f", "at most 5"),
                              ("lm_heads_answers", " , ", "at least one"),
                              ("lm_heads_prompt_,", "  ", "prompt is empty"),
@@ -137,3 +147,28 @@ def test_few_shot_curve_own_prompt_and_winograd_come_from_the_model():
         at.text_input(key=key).set_value(value).run()
         assert not at.exception, [e.value for e in at.exception]
         assert any(told in i.value.replace("\\", "") for i in at.info), (value, [i.value for i in at.info])
+
+
+def test_the_winograd_verdict_says_which_sentence_each_scoring_gets_right():
+    """QA2: lm picks "the street" in both sentences under both scorings and the page said "lm gets both right with
+    neither scoring", which a learner reads as its opposite."""
+    street = ("the street", "the street")
+    assert lv.winograd_verdict("lm", {"full": street, "partial": street}) == (
+        "Neither scoring gets both right: under full and partial scoring, lm picks `the street` for both sentences "
+        "(right for *wide*, wrong for *tired*).")
+    assert lv.winograd_verdict("lm", {"full": ("the animal", "the street"), "partial": ("the street", "the animal")}) \
+        == ("lm gets both right with full scoring. Under partial scoring, lm picks `the street` for *tired* (wrong) "
+            "and `the animal` for *wide* (wrong).")
+    assert lv.winograd_verdict("lm", {"full": ("the dog", "the dog"), "partial": (None, None)}) == (
+        "Neither scoring gets both right: under full scoring, lm picks `the dog` for both sentences (wrong for both).")
+
+
+def test_answer_tokens_are_shown_as_text_not_as_byte_pieces():
+    """QA2: lm's byte-level tokenizer cuts an emoji into four byte tokens, and the answers table showed each as "�"
+    and the space as "Ġ". A character is joined back from its bytes and its token count said."""
+    tok = registry.load("lm").tokenizer
+    ids = tok.hf.encode(" 😀 horses", add_special_tokens=False).ids
+    shown = lv.readable_pieces(tok, ids)
+    assert "😀 (4 tokens)" in shown and "�" not in shown and "Ġ" not in shown, shown
+    assert shown.endswith("h · ors · es") or "horses" in shown, shown
+    assert sum(int(p.split("(")[1].split()[0]) if "(" in p else 1 for p in shown.split(" · ")) == len(ids)

@@ -1,5 +1,6 @@
 """AppTest: the Transformer-XL & training-stability page."""
 import json
+import math
 import re
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from app.text import md
 
 ROOT = Path(__file__).resolve().parents[2]
+HEADING_CHARS = 55  # QA2 saw headings of 58 and 62 characters wrap to three lines at 1280 px
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -86,6 +88,8 @@ def test_missing_xl_model_is_explained(tmp_path, monkeypatch):
 def test_bundled_model_and_precomputed_curves_render():
     at = page("lm")
     titles = list(charts(at))
+    # at most two lines at 1280 px beside the sidebar (QA2: the Xiong et al. heading wrapped to three)
+    assert all(len(h.value) <= HEADING_CHARS for h in at.header), [h.value for h in at.header]
     assert any(t.startswith("Validation loss by position") for t in titles)
     # how far back the memory reaches: nothing before layers × mem_len, measured on the user's text
     reach = charts(at)["Effect on the last segment, per token replaced"]
@@ -117,13 +121,19 @@ def test_a_french_sentence_read_by_the_transformer_xl_is_named_as_french():
     assert not any("This looks like" in w.value for w in at.warning)
 
 
-def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_drawn():
+def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_drawn(monkeypatch):
     """The LSTM with Luong attention and the Transformer, shipped beside the results, on symbols the user types:
     the outputs, and for the two that attend, where each output step looked (on copy, the diagonal)."""
     import torch
+    from core.variants import recurrence
     at = page("lm")
     at.text_input(key="rec_symbols").set_value("7 2 9 a 4 c 1 8").run()
     assert not at.exception and not at.error
+    calls, real = [], recurrence.input_sensitivity
+    with monkeypatch.context() as m:
+        m.setattr(recurrence, "input_sensitivity", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+        at.run()
+    assert not calls  # a rerun reads the input reach from the cache (QA2: three backward passes on every rerun)
     table = next(d.value for d in at.dataframe if "output" in d.value)
     assert list(table["model"]) == ["LSTM seq2seq (no attention)", "LSTM seq2seq + attention (Luong et al. 2015)",
                                     "Transformer (attention)"]
@@ -159,7 +169,16 @@ def check_input_reach(at, typed: str) -> None:
     demo = recurrence.copy_demo(task, models, typed, 20)
     src, n, figs = demo["source"], len(demo["symbols"]), charts(at)
     labels = {"lstm": "Plain LSTM", "lstm-attention": "LSTM + attention", "transformer": "Transformer"}
-    lines = {t["name"]: t for t in figs["Mean gradient length by steps from reading to writing"]["data"]}
+    distance = figs["Mean gradient length by steps from reading to writing"]
+    lines = {t["name"]: t for t in distance["data"]}
+    # powers of ten written 1e-4, not "100μ"; the marker's label away from the Transformer's point at n (QA2)
+    assert distance["layout"]["yaxis"]["exponentformat"] == "e"
+    every = [math.log10(y) for t in distance["data"] for y in t["y"]]
+    (note,) = distance["layout"]["annotations"]
+    assert note["text"] == "each symbol's own output" and note["yref"] == "y domain"
+    for t in distance["data"]:  # each line's point at n, as a share of the axis: far from the label
+        at_n = (math.log10(t["y"][t["x"].index(n)]) - min(every)) / (max(every) - min(every))
+        assert abs(note["y"] - at_n) > 0.2, t["name"]
     shares = {}
     for (key, label), short in zip(labels.items(), ("plain LSTM", "LSTM + attention", "Transformer")):
         sens = recurrence.input_sensitivity(models[key], src, demo["written"][key])
