@@ -44,8 +44,9 @@ def formula_variants(number: int, d_model: int, n_pos: int, base: int, k: int, *
     st.subheader("All sines first, then all cosines")
     st.markdown("The lecture slides show a table split in half: sines on the left, cosines on the right. The paper "
                 "interleaves them: sine on even dimensions, cosine on odd ones.")
+    # the slides' layout first: the paper's interleaved table is section 1's picture already
     layout = st.radio("Layout of the dimensions", list(LAYOUTS), format_func=LAYOUTS.get, horizontal=True,
-                      key="pe_layout")
+                      index=1, key="pe_layout")
     lc = layout_study(n_pos, d_model, base)
     st.plotly_chart(figures.matrix(lc[layout], x_title="dimension", y_title="position", value_name="PE", diverging=True,
                                    title=f"PE, {'sines then cosines' if layout == 'halves' else 'interleaved'}: "
