@@ -408,8 +408,8 @@ def _winograd_part(name: str, ck, *, present: bool, dark: bool) -> None:
                        "Here it does not: the model picks the same candidate for both sentences, so it is not "
                        "resolving “it” from the changed word."))
         if tuple(picks) == WINOGRAD and set(WINOGRAD_ANSWERS) <= set(cands):
-            st.markdown("A reader picks “the animal” for *tired* and “the street” for *wide*. "
-                        + winograd_verdict(name, {"full": (fa, fb), "partial": (pa, pb)}))
+            st.markdown("A reader picks “the animal” for *tired* and “the street” for *wide*. "  # md: trusted
+                        + winograd_verdict(name, {"full": (fa, fb), "partial": (pa, pb)}))  # escapes its words
     st.caption("Full scoring compares sentences that differ in the candidate's own tokens too: a candidate the model "
                "finds rare loses probability before “it” is even resolved. Partial scoring avoids that.")
 

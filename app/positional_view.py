@@ -268,8 +268,8 @@ def extrapolation_section(number: int, **P) -> None:
 
     curve = results["curves"]
     st.plotly_chart(_chart(curve, seq_len, y_title="mean loss (nats)",
-                           title=f"Loss at each position, mean over {results['test_windows']} held-out windows of "
-                                 f"{eval_len} tokens", **P), key="ex_heldout")
+                           title=f"Loss by position, {results['test_windows']} held-out windows",
+                           **P), key="ex_heldout")
     summary = heldout_summary(str(FOLDER), when)
     st.dataframe(summary["rows"], hide_index=True, width="stretch")
     st.markdown(summary["reading"])
@@ -297,7 +297,7 @@ def extrapolation_section(number: int, **P) -> None:
                                   "not position.")
         if not text.strip():
             st.info(f"Type or paste some English text: in the first held-out passage, {seq_len} tokens are "
-                    f"{texts['words']} words, so a text longer than that reaches past position {seq_len - 1} (or "
+                    f"{int(texts['words'])} words, so a text longer than that reaches past position {seq_len - 1} (or "
                     "tick the box to repeat a short one).")
             return
         got = typed_ids(str(FOLDER), when, text, repeat)

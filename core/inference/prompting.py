@@ -17,7 +17,6 @@ cache, and each candidate's remaining tokens after them, all in one batch. Token
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Mapping
 
 import torch
 
+from ..io import jsonio
 from ..io.tokenizer import BOS, PAD, UNK, normalize_text
 
 KS = (0, 1, 2, 4, 8)  # demonstrations per prompt on the curve
@@ -286,7 +286,7 @@ def curve_spec(seed: int = SEED) -> dict:
     """What a shipped curve must have been measured on: k values, pool and query counts, seed, separators and the
     pairs (SHA-256)."""
     pairs = {t.name: [t.pool, t.queries] for t in tasks(seed).values()}
-    sha = hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode()).hexdigest()
+    sha = hashlib.sha256(jsonio.dumps(pairs, ensure_ascii=False).encode()).hexdigest()
     return {"ks": list(KS), "pool": POOL, "queries": QUERIES, "seed": seed, "separators": [list(p) for p in SEPARATORS],
             "pairs_sha256": sha}
 
