@@ -6,6 +6,14 @@
 (:data:`CACHE_BYTES`); the least recently used results go first, and a result larger than a quarter of the budget is
 returned but not kept. With the per-request bounds of core.io.budget this bounds the server's memory above idle,
 whatever the input, URL or sequence of requests.
+
+Which result goes first when the budget is full weighs what it cost against what it holds (GreedyDual-Size, Cao &
+Irani 1997): each result's priority is ``L + seconds / bytes``, where ``seconds`` is how long it took to compute
+(at least :data:`MIN_COST_S`) and ``L`` the priority of the last result evicted, so priorities age. The lowest goes
+first; among equals, the least recently used. Plain LRU let a class visiting the heavy pages (3 MB traces that take
+0.1 s) push out the classroom's patching results (40 kB that take 1 s) and the generated probe pairs (1.2 s), so the
+Coreference page and the Lesson's payoff were recomputed mid-lesson (``bench/bench_cache_policy.py`` compares the two
+policies in one run; ``ATTENTION_LAB_CACHE_POLICY=lru`` restores the old one).
 """
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ import functools
 import os
 import sys
 import threading
+import time
 from collections import OrderedDict
 
 import numpy as np
@@ -23,9 +32,13 @@ import torch
 from core.trace import Trace
 
 CACHE_BYTES = int(os.environ.get("ATTENTION_LAB_CACHE_BYTES", 768 << 20))  # every @bounded result together
+POLICY = os.environ.get("ATTENTION_LAB_CACHE_POLICY", "cost")  # "cost": GreedyDual-Size; "lru": recency only
+MIN_COST_S = 0.01  # a result's cost is at least this: below it, timing noise would order the cheap ones at random
 
 _lock = threading.Lock()
 _entries: OrderedDict = OrderedDict()  # (function, key) -> (value, bytes), least recently used first
+_priority: dict = {}  # (function, key) -> (priority, cost per byte)
+_floor = 0.0  # L: the priority of the last result evicted
 _total = 0
 
 
@@ -64,31 +77,57 @@ def used() -> int:
 
 
 def clear() -> None:
-    global _total
+    global _total, _floor
     with _lock:
         _entries.clear()
-        _total = 0
+        _priority.clear()
+        _total, _floor = 0, 0.0
 
 
 def forget(value) -> None:
     """Drop every cached result computed with ``value`` among its arguments (a model name whose folder was deleted or
     replaced: a new model may take the name)."""
-    global _total
     with _lock:
         for k in [k for k in _entries if any(a == value for a in k[1]) or any(v == value for _, v in k[2])]:
-            _total -= _entries.pop(k)[1]
+            _drop(k)
 
 
-def _put(key, value, size: int) -> None:
+def _drop(key) -> int:
+    """Remove one entry (the lock held); returns its bytes."""
     global _total
+    freed = _entries.pop(key)[1]
+    _priority.pop(key, None)
+    _total -= freed
+    return freed
+
+
+def _victim():
+    """The entry to evict (the lock held): the lowest priority, the least recently used among equals; under the
+    "lru" policy, simply the least recently used."""
+    if POLICY == "lru":
+        return next(iter(_entries))
+    return min(_entries, key=lambda k: _priority[k][0])  # min keeps the first of equals: the oldest
+
+
+def _touch(key) -> None:
+    """A hit: the entry becomes the most recently used, and its priority is renewed from today's floor."""
+    _entries.move_to_end(key)
+    _priority[key] = (_floor + _priority[key][1], _priority[key][1])
+
+
+def _put(key, value, size: int, seconds: float = MIN_COST_S) -> None:
+    global _total, _floor
     with _lock:
         if key in _entries:
-            _total -= _entries.pop(key)[1]
+            _drop(key)
+        per_byte = max(seconds, MIN_COST_S) / max(size, 1)
         _entries[key] = (value, size)
+        _priority[key] = (_floor + per_byte, per_byte)
         _total += size
         while _total > CACHE_BYTES and _entries:
-            _, (_, freed) = _entries.popitem(last=False)
-            _total -= freed
+            victim = _victim()
+            _floor = max(_floor, _priority[victim][0])
+            _drop(victim)
 
 
 def bounded(fn=None, *, spinner: str | None = None, ignore: tuple = ()):
@@ -105,23 +144,24 @@ def bounded(fn=None, *, spinner: str | None = None, ignore: tuple = ()):
         with _lock:
             hit = _entries.get(key)
             if hit is not None:
-                _entries.move_to_end(key)
+                _touch(key)
                 return hit[0]
+        start = time.perf_counter()
         if spinner:
             with st.spinner(spinner):
                 value = fn(*args, **kwargs)
         else:
             value = fn(*args, **kwargs)
+        seconds = time.perf_counter() - start
         size = nbytes(value)
         if size <= CACHE_BYTES // 4:
-            _put(key, value, size)
+            _put(key, value, size, seconds)
         return value
 
     def clear_fn():
-        global _total
         with _lock:
             for k in [k for k in _entries if k[0] == name]:
-                _total -= _entries.pop(k)[1]
+                _drop(k)
 
     wrapper.clear = clear_fn
     return wrapper

@@ -5,6 +5,7 @@ a stated budget (core.io.budget), exports are built on click, and cached results
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,66 @@ def test_cached_results_are_bounded_in_bytes_not_entries(monkeypatch):
 
     huge(), huge()
     assert calls.count("huge") == 2 and cache.used() <= 8 << 20
+    cache.clear()
+
+
+def _stream_of_cheap_traces(n: int, expensive) -> list:
+    """Cache one small result that takes 0.2 s, then ``n`` results of 1 MiB that take no time; returns the calls."""
+    calls = []
+
+    @cache.bounded
+    def big(i: int) -> torch.Tensor:
+        calls.append(i)
+        return torch.zeros(1 << 18)
+
+    expensive()
+    for i in range(n):
+        big(i)
+    return calls
+
+
+@pytest.mark.parametrize("policy", ["cost", "lru"])
+def test_a_small_costly_result_outlives_a_stream_of_big_cheap_ones(monkeypatch, policy):
+    """The classroom's patching result (kilobytes, a second to compute) must not be pushed out by a visit to the
+    heavy pages (megabytes of traces, computed in no time); plain LRU pushed it out."""
+    monkeypatch.setattr(cache, "CACHE_BYTES", 8 << 20)
+    monkeypatch.setattr(cache, "POLICY", policy)
+    cache.clear()
+    runs = []
+
+    @cache.bounded
+    def patching() -> list:
+        runs.append(1)
+        time.sleep(0.2)
+        return [0.5] * 16
+
+    _stream_of_cheap_traces(40, patching)
+    patching()
+    assert len(runs) == (1 if policy == "cost" else 2)
+    assert cache.used() <= 8 << 20
+    cache.clear()
+
+
+def test_a_costly_result_of_the_same_size_ages_out(monkeypatch):
+    """Priorities age: a result that cost ten times more than the others but is never read again is evicted after
+    about ten budgets' worth of newer ones, not kept for ever."""
+    monkeypatch.setattr(cache, "CACHE_BYTES", 8 << 20)
+    cache.clear()
+    runs = []
+
+    @cache.bounded
+    def slow() -> torch.Tensor:
+        runs.append(1)
+        time.sleep(0.1)
+        return torch.zeros(1 << 18)
+
+    _stream_of_cheap_traces(12, slow)
+    slow()
+    assert len(runs) == 1  # kept past the first budget's worth (LRU would have dropped it after 7)
+    cache.clear()
+    _stream_of_cheap_traces(200, slow)
+    slow()
+    assert len(runs) == 3
     cache.clear()
 
 
