@@ -107,3 +107,51 @@ def patch_figure(values: torch.Tensor, patch: int, *, title: str, value_name: st
 def spread(grid: torch.Tensor, patch: int) -> torch.Tensor:
     """One value per patch ``[gh, gw]`` → the same value on each of its pixels ``[gh · patch, gw · patch]``."""
     return grid.repeat_interleave(patch, 0).repeat_interleave(patch, 1)
+
+
+@bounded
+def axial_probs(folder: str, when: float, shape: str, cx: float, cy: float, r: float, noise: float, seed: int,
+                layer: int) -> dict:
+    """The class probabilities for the controls' image with row-then-column attention in place of full attention
+    (:func:`core.variants.vision.axial_predict`): ``{"layer": only ``layer`` switched, "all": every layer}``."""
+    model, _ = load(folder, when)
+    image = vision.draw(shape, cx, cy, r, noise, seed, model.cfg.image)
+    return {"layer": vision.axial_predict(model, image, [layer]),
+            "all": vision.axial_predict(model, image, range(model.cfg.layers))}
+
+
+@bounded(spinner="Scoring held-out images with row-then-column attention…")
+def axial_accuracy(folder: str, when: float, layer: int, n: int = 1000) -> dict:
+    """Held-out accuracy of the shipped ViT as trained, with ``layer`` switched to row-then-column attention, and
+    with every layer switched (the same ``n`` images, the evaluation seed + 1)."""
+    model, results = load(folder, when)
+    seed = vision.config_of(results["config"]).eval_seed + 1
+    return {"full": vision.evaluate(model, n, seed)["accuracy"],
+            "layer": vision.evaluate(model, n, seed, axial=[layer])["accuracy"],
+            "all": vision.evaluate(model, n, seed, axial=range(model.cfg.layers))["accuracy"], "images": n}
+
+
+# other grids for the pair-count table: (what, rows, columns); rows × columns tokens, one attention layer
+PAIR_GRIDS = (("224×224 image, 16-pixel patches (ViT-B/16)", 14, 14),
+              ("512×512 image, 16-pixel patches", 32, 32), ("1024×1024 image, 16-pixel patches", 64, 64),
+              ("video: 8 frames × 196 patches (time × space)", 8, 196))
+
+
+def pair_table(cfg: vision.VisionConfig, grids=PAIR_GRIDS) -> list[dict]:
+    """One row for this ViT's grid (``cfg``), then one per grid of ``grids``: tokens n, the pairs full attention
+    scores (n²), the pairs the two axial passes score (n · (rows + columns), :func:`core.variants.vision.axial_pairs`)
+    and how many times fewer that is."""
+    here = (f"this ViT: {cfg.image}×{cfg.image} image, {cfg.patch}-pixel patches", cfg.grid, cfg.grid)
+    out = []
+    for what, rows, cols in (here, *grids):
+        c = vision.axial_pairs(rows, cols)
+        out.append({"image": what, "grid": f"{rows} × {cols}", "tokens n": c["tokens"], "full: n²": c["full"],
+                    "axial: n·(rows + columns)": c["axial"], "times fewer": round(c["ratio"], 1)})
+    return out
+
+
+def patch_box(patch: int, grid: int, size: int) -> torch.Tensor:
+    """Bool ``[size, size]``: the pixels of patch ``patch`` on a ``grid × grid`` patch grid (for an outline)."""
+    box = torch.zeros(grid, grid, dtype=torch.bool)
+    box[patch // grid, patch % grid] = True
+    return spread(box, size // grid)

@@ -20,6 +20,14 @@ Every traced tensor has a name (:class:`core.trace.Trace`): ``embed.patches`` ``
 and ``logits``. :func:`cls_attention` reads ``[CLS]``'s attention to every patch back onto the patch grid;
 :func:`rollout` composes the layers (Abnar & Zuidema 2020).
 
+Axial attention (Ho et al. 2019; TimeSformer's divided space-time attention, Bertasius et al. 2021, cuts video the
+same way along time and space): instead of every patch with every patch (n² pairs), a row pass (each patch with its
+grid row) then a column pass (with its grid column), n · (rows + cols) pairs, and still every patch reaches every
+patch in the two steps. :func:`axial_maps` builds both passes from a real layer's own queries and keys (the same
+weights, masked to the axis), :func:`axial_view` and :func:`agreement` set one patch's maps beside full
+attention's, :func:`axial_pairs` counts the pairs and :func:`axial_predict` runs the model with chosen layers
+switched to row-then-column attention, which it was never trained for.
+
 CLI: ``python -m core.variants.vision --out assets/vision`` trains the model and writes ``vit.safetensors`` (the
 weights) and ``results.json`` (config, command, time, held-out accuracy) there; :func:`load` reads them back.
 """
@@ -286,6 +294,149 @@ def cls_rollout(trace: Trace, n_layers: int, item: int = 0) -> torch.Tensor:
     return row.reshape(g, g)
 
 
+# ------------------------------------------------------------------ axial attention: rows, then columns
+AXES = ("row", "column")
+
+
+def axial_mask(rows: int, cols: int, axis: str) -> torch.Tensor:
+    """Bool ``[n, n]`` over the ``n = rows · cols`` patches of a grid read row by row (patch k at grid row
+    ``k // cols``, column ``k % cols``): True where patch i may look at patch j in one pass of axial attention,
+    i.e. where both sit in the same grid row (``axis="row"``) or the same grid column (``axis="column"``). Raises
+    ValueError for another axis or an empty grid."""
+    if axis not in AXES:
+        raise ValueError(f"unknown axis {axis!r}; choose row or column")
+    if rows < 1 or cols < 1:
+        raise ValueError(f"a grid needs at least one row and one column, got {rows}×{cols}")
+    k = torch.arange(rows * cols)
+    line = k // cols if axis == "row" else k % cols
+    return line[:, None] == line[None, :]
+
+
+def axial_pairs(rows: int, cols: int) -> dict:
+    """The (query, key) pairs one attention layer scores over a ``rows × cols`` grid of ``n`` tokens: ``full`` n²
+    (every token with every token), ``row`` n · cols (each token with its grid row), ``column`` n · rows, ``axial``
+    n · (rows + cols) for the two passes together (a token meets itself in both), and ``ratio`` full / axial. The
+    same count holds for video cut along time and space (rows = frames, cols = patches per frame)."""
+    n = rows * cols
+    return {"tokens": n, "full": n * n, "row": n * cols, "column": n * rows, "axial": n * (rows + cols),
+            "ratio": n / (rows + cols)}
+
+
+def masked_weights(q: torch.Tensor, k: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """``softmax(q kᵀ / √d)`` with each query's softmax taken over the keys ``allowed`` (bool ``[Tq, Tk]``, True:
+    may look) only: ``q [..., Tq, d]``, ``k [..., Tk, d]`` → ``[..., Tq, Tk]``, exactly 0 on every other key. With
+    every key allowed it is the layer's own attention. Raises ValueError when a query is allowed no key."""
+    if not bool(allowed.any(-1).all()):
+        raise ValueError("every query needs at least one key it may look at")
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return torch.softmax(scores.masked_fill(~allowed, float("-inf")), -1)
+
+
+def axial_weights(q: torch.Tensor, k: torch.Tensor) -> dict:
+    """Row-then-column attention among the patch tokens of one layer: ``q, k [..., N, d]`` of the N patches (no
+    ``[CLS]``) on a square grid, each ``[..., N, N]``: ``row`` (:func:`masked_weights` within each grid row),
+    ``column`` (within each grid column) and ``composed = column @ row``: a row pass followed by a column pass, so
+    patch p reads the patches m of its column, each of which has read its own row,
+    ``composed[p, j] = Σ_m column[p, m] · row[m, j]``. Exactly one m (grid row of j, grid column of p) lies on both
+    lines, so every patch reaches every patch in the two steps. Raises ValueError when N is not a square."""
+    n = q.shape[-2]
+    g = math.isqrt(n)
+    if g * g != n:
+        raise ValueError(f"{n} patches do not make a square grid")
+    row = masked_weights(q, k, axial_mask(g, g, "row").to(q.device))
+    column = masked_weights(q, k, axial_mask(g, g, "column").to(q.device))
+    return {"row": row, "column": column, "composed": column @ row}
+
+
+def axial_maps(trace: Trace, layer: int, item: int = 0) -> dict:
+    """Axial attention of the real ``layer`` on an image: :func:`axial_weights` of the layer's own queries and keys
+    (``encoder.L.self_attn.q`` / ``.k`` of the patches), per head ``[H, N, N]`` (``row``, ``column``, ``composed``),
+    next to the model's full attention: ``full`` ``[H, N, N]`` (each patch's weights on the patches) and
+    ``full_cls`` ``[H, N]`` (what each patch gives ``[CLS]``, the rest of its row)."""
+    q = trace[f"encoder.{layer}.self_attn.q"][item, :, 1:].float()
+    k = trace[f"encoder.{layer}.self_attn.k"][item, :, 1:].float()
+    w = trace[f"encoder.{layer}.self_attn.weights"][item]
+    return {**axial_weights(q, k), "full": w[:, 1:, 1:], "full_cls": w[:, 1:, 0]}
+
+
+def axial_view(maps: dict, patch: int, head: int | None = None) -> dict:
+    """What the page draws for one patch p from :func:`axial_maps`, each on the grid ``[g, g]`` (``head`` None: the
+    mean of the heads' maps): ``full`` (p's full attention over the patches, renormalised to sum to 1 without
+    ``[CLS]``), ``rows`` (step 1: grid row i holds the row map of the patch at row i of p's column, the patches whose
+    results p reads next; each grid row sums to 1), ``column`` (step 2: p's weights on its column), ``composed``
+    (p's reach after both steps), and ``cls`` (the share full attention gives ``[CLS]``)."""
+    def pick(t):
+        return t.mean(0) if head is None else t[head]
+    n = maps["row"].shape[-1]
+    g = math.isqrt(n)
+    if not 0 <= patch < n:
+        raise ValueError(f"patch {patch} is not one of the {n} patches")
+    col_of_p = patch % g
+    rows = torch.stack([pick(maps["row"][:, i * g + col_of_p]).reshape(g, g)[i] for i in range(g)])
+    full = pick(maps["full"][:, patch])
+    return {"full": (full / full.sum()).reshape(g, g), "rows": rows,
+            "column": pick(maps["column"][:, patch]).reshape(g, g),
+            "composed": pick(maps["composed"][:, patch]).reshape(g, g),
+            "cls": float(pick(maps["full_cls"][:, patch]))}
+
+
+def agreement(full: torch.Tensor, other: torch.Tensor, top: int) -> dict:
+    """How close a map over the patches is to full attention's (any shapes with N values each, both summing to 1):
+    ``tv`` the total variation distance ½ Σ |full − other| (0: the same map, 1: no weight in common), ``uniform_tv``
+    the same for an even spread over the N patches (a baseline: a map that knows nothing), and ``overlap`` the
+    share of full attention's ``top`` largest patches that are also among ``other``'s ``top`` largest."""
+    a, b = full.flatten().double(), other.flatten().double()
+    top = max(1, min(int(top), a.numel()))
+    common = set(a.topk(top).indices.tolist()) & set(b.topk(top).indices.tolist())
+    return {"tv": 0.5 * float((a - b).abs().sum()), "uniform_tv": 0.5 * float((a - 1 / a.numel()).abs().sum()),
+            "overlap": len(common) / top, "top": top}
+
+
+
+def agreement_over_patches(maps: dict, head: int | None = None, top: int | None = None) -> dict:
+    """:func:`agreement` of full and composed attention (:func:`axial_view`) averaged over every patch as the query:
+    mean ``tv``, ``uniform_tv`` and ``overlap`` (``top``: the grid side when None), and ``closer`` the number of
+    patches whose composed map is nearer full attention's than an even spread is, of ``patches``."""
+    n = maps["row"].shape[-1]
+    top = top or math.isqrt(n)
+    each = []
+    for p in range(n):
+        view = axial_view(maps, p, head)
+        each.append(agreement(view["full"], view["composed"], top))
+    return {"tv": sum(a["tv"] for a in each) / n, "uniform_tv": sum(a["uniform_tv"] for a in each) / n,
+            "overlap": sum(a["overlap"] for a in each) / n, "closer": sum(a["tv"] < a["uniform_tv"] for a in each),
+            "patches": n, "top": top}
+
+def axial_hooks(layers) -> dict:
+    """Hooks (:mod:`core.hooks`) that replace the attention of each encoder layer in ``layers`` by row-then-column
+    attention built from that layer's own q, k, v: every patch's head output becomes ``composed @ v`` over the
+    patches (:func:`axial_weights`; patches no longer read ``[CLS]``), while ``[CLS]`` keeps its full attention."""
+    seen: dict = {}
+
+    def keep(t, name):
+        seen[name] = t
+
+    def swap(t, name):
+        base = name.rpartition(".")[0]
+        q, k, v = (seen[f"{base}.{x}"][:, :, 1:] for x in ("q", "k", "v"))
+        out = t.clone()
+        out[:, :, 1:] = axial_weights(q, k)["composed"] @ v
+        return out
+    fns = {}
+    for layer in layers:
+        base = f"encoder.{int(layer)}.self_attn"
+        fns |= {f"{base}.q": keep, f"{base}.k": keep, f"{base}.v": keep, f"{base}.heads": swap}
+    return fns
+
+
+@torch.no_grad()
+def axial_predict(model: VisionTransformer, image: torch.Tensor, layers) -> torch.Tensor:
+    """Class probabilities ``[len(SHAPES)]`` for one image with the attention of each layer in ``layers`` replaced by
+    row-then-column attention (:func:`axial_hooks`). The model was trained with full attention, not this."""
+    model.eval()
+    return torch.softmax(model(image, hooks=axial_hooks(layers)).logits[0], -1)
+
+
 @torch.no_grad()
 def predict(model: VisionTransformer, image: torch.Tensor, positions: bool = True) -> torch.Tensor:
     """Class probabilities ``[len(SHAPES)]`` for one image ``[H, W]``."""
@@ -324,12 +475,14 @@ def train(cfg: VisionConfig, on_progress=None) -> tuple[VisionTransformer, list[
 
 
 @torch.no_grad()
-def evaluate(model: VisionTransformer, n: int, seed: int, positions: bool = True) -> dict:
+def evaluate(model: VisionTransformer, n: int, seed: int, positions: bool = True, axial=()) -> dict:
     """Accuracy on ``n`` held-out images (:func:`held_out` of ``seed``): ``{"accuracy", "per_class": {shape:
-    accuracy}, "images"}``."""
+    accuracy}, "images"}``; ``axial``: layers whose attention is replaced by row-then-column (:func:`axial_hooks`)."""
     model.eval()
     images, labels = held_out(n, seed, model.cfg.image, model.cfg.max_noise)
-    pred = torch.cat([model(chunk, positions=positions).logits.argmax(-1) for chunk in images.split(500)])
+    hooks = axial_hooks(axial) if axial else None
+    pred = torch.cat([model(chunk, positions=positions, hooks=hooks).logits.argmax(-1)
+                      for chunk in images.split(500)])
     right = pred.eq(labels)
     per = {s: round(float(right[labels == i].float().mean()), 4) for i, s in enumerate(SHAPES)}
     return {"accuracy": round(float(right.float().mean()), 4), "per_class": per, "images": n}

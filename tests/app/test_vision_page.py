@@ -104,3 +104,34 @@ def test_shuffled_patches_without_positions_give_the_same_prediction_computed_on
                                rtol=0, atol=1e-5)
     torch.testing.assert_close(bars["your image, positions zeroed"], vision.predict(model, image, positions=False),
                                rtol=0, atol=1e-6)
+
+
+def test_the_axial_section_draws_the_real_layers_row_column_and_two_step_maps(page):
+    at = page
+    at.selectbox(key="vit_axial_patch").set_value(6)
+    at.selectbox(key="vit_axial_layer").set_value(1)
+    at.selectbox(key="vit_axial_head").set_value(3)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    _, _, out = core_run(controls(at))
+    q, k = (out.trace[f"encoder.1.self_attn.{x}"][0, 3, 1:] for x in ("q", "k"))  # head 3, the 16 patches
+    scores = q @ k.T / 12 ** 0.5
+    line = torch.arange(16)
+    row = torch.softmax(scores.masked_fill(line[:, None] // 4 != line[None, :] // 4, float("-inf")), -1)
+    col = torch.softmax(scores.masked_fill(line[:, None] % 4 != line[None, :] % 4, float("-inf")), -1)
+    full = out.trace["encoder.1.self_attn.weights"][0, 3, 7, 1:]  # patch 6 is token 7
+    want = {"full": full / full.sum(), "column": col[6], "composed": col[6] @ row}
+    figs = charts(at)
+    for name, grid in want.items():
+        shown = torch.tensor(figs[f"vit_axial_{name}"]["data"][0]["z"])  # each patch's value on its 4 × 4 pixels
+        torch.testing.assert_close(shown, grid.reshape(4, 4).repeat_interleave(4, 0).repeat_interleave(4, 1),
+                                   rtol=0, atol=1e-6)
+    rows = torch.tensor(figs["vit_axial_rows"]["data"][0]["z"])[::4, ::4]  # grid row i: patch (i, 2) reads its row
+    torch.testing.assert_close(rows, torch.stack([row[4 * i + 2, 4 * i:4 * i + 4] for i in range(4)]),
+                               rtol=0, atol=1e-6)
+    tv = 0.5 * float((want["full"] - want["composed"]).abs().sum())
+    told = next(m.value for m in at.markdown if "total variation distance" in m.value)
+    assert f"from full attention is {tv:.2f}" in told, told
+    table = at.dataframe[-1].value  # pair counts: n², n · (rows + columns)
+    assert list(table["full: n²"]) == [256, 38416, 1048576, 16777216, 2458624]
+    assert list(table["axial: n·(rows + columns)"]) == [128, 5488, 65536, 524288, 319872]
