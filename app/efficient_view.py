@@ -1,9 +1,12 @@
 """The Efficient page's costly parts, computed once per sentence and head (``app.cache.bounded``), not on every rerun.
 
-The Performer error curve draws 4 seeds × 10 feature counts × 2 kinds of features (≈ 3 s for a 104-token sentence on
-one core); a soak of 20 sessions with long sentences (bench/soak.py) timed /efficient out 7 times in 8 minutes while it
-recomputed the curve on every widget change."""
+The Performer error curves draw 4 seeds × 10 feature counts for orthogonal and i.i.d. ω, and trig features on the
+orthogonal ones (≈ 3 s for a 104-token sentence on one core before the trig features; the trig features and their
+normaliser shares about double the time: 0.43 s → 0.92 s for a 99-token en-fr sentence, one thread); a soak of 20 sessions with long sentences
+(bench/soak.py) timed /efficient out 7 times in 8 minutes while it recomputed the curve on every widget change."""
 from __future__ import annotations
+
+import math
 
 from app.cache import bounded
 from core.variants import efficient as E
@@ -13,14 +16,79 @@ FEATURES = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 MAX_DEFAULT_TILES = 8  # the tile slider starts where the followed query reads at most this many key blocks
 
 
+TRIG_LABEL = "trig features (orthogonal ω)"
+
+
 @bounded(spinner="Drawing random features for the error curve…")
 def favor_curves(name: str, text: str, tgt: str | None, kind: str, layer: int, head: int, causal: bool) -> dict:
-    """Mean |Performer − exact| per number of random features, orthogonal and i.i.d. (mean of 4 seeds), for one head
-    of the traced run of ``text`` on model ``name``."""
+    """Mean |Performer − exact| per number of random features (mean of 4 seeds), for one head of the traced run of
+    ``text`` on model ``name``: ``"curves"`` holds positive features with orthogonal and i.i.d. ω and trigonometric
+    features on the same orthogonal ω; ``"study"`` is :func:`core.variants.efficient.feature_study` (errors and
+    the shares of rows with a normaliser ≤ 0 or tiny, per kind of feature)."""
     from app.shell import traced
     q, k, _ = E.head_qkv(traced(name, text, tgt).trace, kind, layer, head)
-    return {label: E.favor_error_curve(q, k, list(FEATURES), seeds=range(4), causal=causal, orthogonal=o)
-            for label, o in (("orthogonal features", True), ("i.i.d. features", False))}
+    study = E.feature_study(q, k, list(FEATURES), seeds=range(4), causal=causal)  # one ω draw for both kinds
+    curves = {"orthogonal features": study["positive"]["error"],
+              "i.i.d. features": E.favor_error_curve(q, k, list(FEATURES), seeds=range(4), causal=causal,
+                                                     orthogonal=False),
+              TRIG_LABEL: study["trig"]["error"]}
+    return {"curves": curves, "study": study}
+
+
+def feature_table(study: dict, counts) -> dict:
+    """Columns for the page's table of :func:`core.variants.efficient.feature_study`: per number of random vectors
+    m, each kind's mean |error| and its shares of rows with a normaliser ≤ 0 and below a tenth of the true one."""
+    pos, trig = study["positive"], study["trig"]
+    pct = _percents  # shares of rows, written as the reading writes them
+    return {"random ω (m)": list(counts),
+            "mean |error|, positive": [f"{x:.3g}" for x in pos["error"]],
+            "mean |error|, trig": [f"{x:.3g}" for x in trig["error"]],
+            "normaliser ≤ 0, positive": pct(pos["nonpositive"]), "normaliser ≤ 0, trig": pct(trig["nonpositive"]),
+            f"normaliser < {E.TINY:g}× true, positive": pct(pos["tiny"]),
+            f"normaliser < {E.TINY:g}× true, trig": pct(trig["tiny"])}
+
+
+def feature_reading(study: dict, counts) -> str:
+    """What :func:`feature_table` shows, in numbers: how each kind's error moves from the fewest to the most features,
+    how often trig rows get a normaliser ≤ 0, and whether that supports the seed audit's point."""
+    pos, trig = study["positive"], study["trig"]
+    lo, hi = counts[0], counts[-1]
+    worst = max(trig["nonpositive"])
+    never = (f"**{0:.0%}** at every m (each term is positive)" if max(pos["nonpositive"]) == 0
+             else f"up to **{max(pos['nonpositive']):.0%}** (every feature of a row underflowed to 0)")
+    text = (f"Mean of 4 seeds, the same orthogonal ω for both kinds. **Positive features**: the mean |error| "
+            f"{_trend(pos['error'])}, from {pos['error'][0]:.3g} at m = {lo} to {pos['error'][-1]:.3g} at m = {hi}; "
+            f"rows with a normaliser ≤ 0: {never}. "
+            f"**Trig features**: the mean |error| {_trend(trig['error'])}, from {trig['error'][0]:.3g} to "
+            f"{trig['error'][-1]:.3g}; **{min(trig['nonpositive']):.0%} to {worst:.0%}** of the rows have a "
+            "normaliser ≤ 0, and there the row's weights flip sign. ")
+    if pos["tiny"][0] > 0.05:
+        text += (f"Positive features are not exact either: at m = {lo}, {pos['tiny'][0]:.0%} of the rows get less "
+                 f"than a tenth of the true normaliser; at m = {hi}, {pos['tiny'][-1]:.0%}. ")
+    if worst > 0 and trig["error"][-1] > pos["error"][-1]:
+        text += ("On this head the seed audit's point holds: trig features are unbiased too, but their estimates "
+                 "of small kernel values swing to both signs (their relative error grows with ‖x − y‖, Choromanski "
+                 "et al., Lemma 2), so the normaliser can vanish or turn negative. "
+                 "Positive features cannot, which is why FAVOR+ uses them.")
+    else:
+        text += ("On this head the measurement does not show trig features doing worse at the largest m; the "
+                 "argument for positive features rests on the rows whose normaliser goes ≤ 0.")
+    return text
+
+
+def _percents(shares) -> list[str]:
+    return [f"{x:.0%}" for x in shares]
+
+
+def _trend(errors) -> str:
+    """How the last error compares with the first: "falls 2.0×", "rises 1.3×", or "stays about the same" (within
+    a factor 1.25)."""
+    ratio = errors[0] / max(errors[-1], 1e-30)
+    if not math.isfinite(ratio):
+        return "cannot be compared (a normaliser of exactly 0)"
+    if ratio >= 1.25:
+        return f"falls {ratio:.1f}×"
+    return f"rises {1 / ratio:.1f}×" if ratio <= 0.8 else "stays about the same"
 
 
 def default_tile(n_tokens: int) -> int:

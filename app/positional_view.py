@@ -1,7 +1,7 @@
 """The Positional encoding page's "Variants of the formula" section: the ways the seeds write the sinusoidal table
-differently from the paper, each computed and checked with the page's own d_model, positions, base and shift; and its
-"Longer than training" section: five small LMs trained on 64 tokens, scored position by position on 256
-(:mod:`core.variants.extrapolation`)."""
+differently from the paper, each computed and checked with the page's own d_model, positions, base and shift; the
+ALiBi tab's sign check against the Wikipedia seed's B[i, j] = j − i; and its "Longer than training" section: five
+small LMs trained on 64 tokens, scored position by position on 256 (:mod:`core.variants.extrapolation`)."""
 from __future__ import annotations
 
 import math
@@ -89,6 +89,34 @@ def formula_variants(number: int, d_model: int, n_pos: int, base: int, k: int, *
         told += (f" The CSE 589 paper writes 10000·π = {math.pi * base:,.0f}, half of that bound; the longest "
                  f"wavelength here is {float(lam[-1]) / (math.pi * base):.2f} times its value.")
     st.markdown(told)
+
+
+def alibi_sign(n_heads: int, n_tokens: int, head: int) -> None:
+    """The ALiBi tab's sign check: this app's −s·|i − j| against the Wikipedia seed's s·(j − i), for the sentence's
+    length and the chosen head's slope (:func:`core.probes.positions.alibi_sign_check`): a two-row table and a
+    caption with the measured difference below and above the diagonal."""
+    st.markdown("**The sign in the Wikipedia seed.** It writes ALiBi as softmax(QKᵀ/√d_k + s·B) with "
+                "B[i, j] = j − i. This page adds −s·|i − j|. Below the diagonal (keys before the query) the two are "
+                "the same; above it they have opposite signs.")
+    if n_tokens < 2:
+        st.info("One token has no later key to compare. Type a sentence of two tokens or more.")
+        return
+    sc = positions.alibi_sign_check(n_heads, n_tokens, head)
+    forms = {"app": "−s·|i − j| (this app)", "seed": "s·(j − i) (Wikipedia seed)"}
+    far_bias = {"app": float(sc["app"][0, -1]), "seed": float(sc["seed"][0, -1])}
+    st.dataframe([{"bias": label, "token 0 → last token: bias": f"{far_bias[f]:+.3g}",
+                   "token 0 → last token: weight": f"{sc['far'][f]:.3g}",
+                   "token 0 → itself: weight": f"{sc['self'][f]:.3g}",
+                   "weight on later keys (mean over queries)": f"{sc['future'][f]:.3g}"} for f, label in forms.items()],
+                 hide_index=True, width="stretch")
+    s = sc["slope"]
+    st.caption(f"Head {head}, slope s = {s:g}, {n_tokens} tokens, no mask (an encoder). Every q·k is set equal, so "
+               "the bias alone sets the weights. Seed − app is 2·s·(j − i) above the diagonal and 0 elsewhere: "
+               f"measured {sc['below']:.1f} on and below it, at most {sc['above']:.4g} above it "
+               f"(2·s·(t − 1) = {2 * s * (n_tokens - 1):.4g}). With a causal mask the upper triangle is never used, "
+               f"and the two give the same weights (largest difference {sc['causal_gap']:.1e}). Without a mask, "
+               "the seed's B gives each later key a bonus that grows with distance, so the first token looks "
+               "hardest at the last one. The minus-absolute-value form keeps “nearer keys count more” both ways.")
 
 
 # ------------------------------------------------------------------ longer than training

@@ -59,10 +59,17 @@ st.markdown(f"Mean |error| **{err['mean']:.4f}**, max **{err['max']:.4f}** (a we
 norm = E.favor_reach(q, k)
 st.caption(f"Each kernel value's relative error is about √(e^‖x+y‖² / m) with x = q/d^¼, y = k/d^¼ (Choromanski "
            f"et al., Lemma 2); here ‖x‖ + ‖y‖ reaches {norm:.1f}, so sharp heads (large scores) need very many features.")
+st.markdown(r"**Trigonometric features.** The Wikipedia seed says Performer uses Random Feature Attention's "
+            r"features, $\phi(x)=e^{\lVert x\rVert^2/2}[\sin(Wx),\cos(Wx)]/\sqrt m$ on the same ω. They are "
+            r"unbiased for $e^{x\cdot y}$ too, but a term can be negative. The Performer paper uses positive features "
+            "instead. Both kinds are drawn below (trig uses 2m numbers per token, a sine and a cosine per ω).")
 curve = EV.favor_curves(view.name, view.text, view.tgt, kind, layer, head, causal)
-st.plotly_chart(figures.lines(curve, FEATURES, title="Mean |approx − exact| vs number of features (mean of 4 seeds)",
+st.plotly_chart(figures.lines(curve["curves"], FEATURES,
+                              title="Mean |approx − exact| vs number of features (mean of 4 seeds)",
                               x_title="random features m", y_title="mean absolute error", log="xy", **plot),
                 key="favor_curve")
+st.dataframe(EV.feature_table(curve["study"], FEATURES), hide_index=True, width="stretch", key="favor_kinds")
+st.markdown(EV.feature_reading(curve["study"], FEATURES))
 with st.expander("Linear attention (elu + 1 features, Katharopoulos et al. 2020)"):
     lin = E.linear_attention_weights(q, k, causal=causal)
     st.plotly_chart(heat(lin, "Linear attention φ(q)·φ(k), φ = elu + 1"), key="linear_map")

@@ -99,6 +99,7 @@ with t_alibi:
     st.caption("ALiBi is one case of *relative* position encodings: softmax(QKᵀ/√d_k + B)V with B a Toeplitz "
                f"matrix, B[i, j] depending on i − j only. Here two entries with the same i − j differ by at most {drift:.1e}. "
                "Transformer-XL learns such a bias per head (the Transformer-XL page).")
+    positional_view.alibi_sign(cfg.n_heads, len(toks), h)
 
 st.subheader("Absolute or relative? Your sentence, read from a later position")
 room = model.max_positions - len(res.src_ids)

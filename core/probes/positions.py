@@ -4,7 +4,8 @@ Similarity between encodings and its dependence on the offset only, the shift as
 ALiBi's distance bias, the token / position / sum split of the embeddings, and a permutation test of the first layer
 (without positions, attention cannot see order). Everything runs on a real model or the user's token ids. Two ways
 the seeds write the sinusoidal table are checked against the paper's: the layout (:func:`layout_check`) and the
-frequency indexed per dimension (:func:`indexing_check`).
+frequency indexed per dimension (:func:`indexing_check`); and ALiBi's −s·|i − j| against the Wikipedia seed's
+s·(j − i) (:func:`alibi_sign_check`).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 
 from ..io import registry
 from ..io.checkpoint import CheckpointError, read_config
-from ..masks import alibi_bias, causal_mask
+from ..masks import alibi_bias, alibi_slopes, causal_mask
 from ..model import RunContext, Transformer
 from ..positional import (apply_rope, halves_order, rope_cache, shift_matrix, sinusoidal, sinusoidal_halves,
                           sinusoidal_per_dimension)
@@ -117,6 +118,35 @@ def alibi_matrix(n_heads: int, t: int, head: int, causal: bool = False) -> torch
     """``[t, t]`` ALiBi bias of one head (``-slope·|i - j|``), with −∞ above the diagonal if ``causal``."""
     bias = alibi_bias(n_heads, t)[0, head]
     return bias + causal_mask(t) if causal else bias
+
+
+def alibi_sign_check(n_heads: int, t: int, head: int) -> dict:
+    """ALiBi as this app adds it, ``-s·|i - j|``, against the Wikipedia seed's ``s·B`` with ``B[i, j] = j - i``, for
+    head ``head``'s slope s and ``t`` tokens.
+
+    Their difference is ``s·(j - i) + s·|i - j| = 2·s·max(j - i, 0)``: zero on and below the diagonal (the keys a
+    causal mask keeps), ``2·s·(j - i)`` above it. Returns both ``[t, t]`` matrices (``"app"``, ``"seed"``), the
+    difference (``"diff"``), its largest ``|·|`` on and below the diagonal (``"below"``) and its largest value above
+    (``"above"``, 0 for one token); then, with every content score q·k equal so that the bias alone sets the
+    weights: ``"weights"`` per form (bidirectional softmax of each bias row), ``"far"`` per form (token 0's weight
+    on the last token, its farthest future key), ``"self"`` per form (token 0's weight on itself), ``"future"`` per
+    form (the mean over queries of the weight on keys j > i), and ``"causal_gap"``, the largest |weight difference|
+    once a causal mask is added (0: the forms agree there)."""
+    slope = alibi_slopes(n_heads)[head]
+    app = alibi_bias(n_heads, t)[0, head]
+    offset = (torch.arange(t)[None, :] - torch.arange(t)[:, None]).float()  # j - i
+    seed = slope * offset
+    diff = seed - app
+    upper = offset > 0
+    weights = {"app": torch.softmax(app.double(), -1), "seed": torch.softmax(seed.double(), -1)}
+    mask = causal_mask(t).double()
+    causal = [torch.softmax(b.double() + mask, -1) for b in (app, seed)]
+    return {"slope": float(slope), "app": app, "seed": seed, "diff": diff,
+            "below": float(diff[~upper].abs().max()), "above": float(diff[upper].max()) if t > 1 else 0.0,
+            "weights": weights, "far": {f: float(w[0, -1]) for f, w in weights.items()},
+            "self": {f: float(w[0, 0]) for f, w in weights.items()},
+            "future": {f: float((w * upper).sum(-1).mean()) for f, w in weights.items()},
+            "causal_gap": float((causal[0] - causal[1]).abs().max())}
 
 
 def positional_kinds() -> dict[str, str]:

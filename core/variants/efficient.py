@@ -9,6 +9,9 @@ head dimensions, the same for q, k and v) and compare against exact softmax atte
   ``φ(x) = exp(ωᵢᵀx − ‖x‖²/2)/√m`` with ``ωᵢ ~ N(0, I_d)`` (optionally orthogonal) satisfy
   ``E[φ(x)ᵀφ(y)] = exp(xᵀy)``; with x = q/d^¼, y = k/d^¼ that is the softmax kernel exp(q·k/√d).
   ``out ≈ φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1)`` costs O(T·m·d) instead of O(T²·d).
+- **Trigonometric features** (Random Feature Attention, Peng et al. 2021; the Performer paper's "trig" baseline):
+  ``φ(x) = exp(‖x‖²/2)/√m · [sin(Wx), cos(Wx)]`` is also unbiased for exp(xᵀy), but its entries have both signs,
+  so an estimated normaliser ``φ(q)ᵀΣφ(k)`` can be ≤ 0 (:func:`trig_features`, :func:`normaliser_ratio`).
 - **Linear attention** (Katharopoulos et al. 2020): ``φ(x) = elu(x) + 1``,
   ``out_i = φ(q_i)ᵀ(Σ_j φ(k_j)v_jᵀ) / φ(q_i)ᵀ(Σ_j φ(k_j))`` — O(T) memory through ``φ(K)ᵀV``; causal and
   unnormalised, it is a fast-weight memory written one outer product per token (:func:`fast_weights`).
@@ -126,22 +129,57 @@ def performer_log_features(x: torch.Tensor, projection: torch.Tensor) -> torch.T
     return wx - (x * x).sum(-1, keepdim=True) / 2 - 0.5 * math.log(projection.shape[0])
 
 
+def trig_features(x: torch.Tensor, projection: torch.Tensor, is_query: bool | None = None) -> torch.Tensor:
+    """Trigonometric random features ``φ(x) = exp(‖x‖²/2)/√m · [sin(Wx), cos(Wx)]`` → ``[..., T, 2m]``
+    (W = ``projection``, m rows).
+
+    ``φ(x)ᵀφ(y) = exp((‖x‖² + ‖y‖²)/2) · (1/m) Σᵢ cos(ωᵢᵀ(x − y))`` and ``E[cos(ωᵀu)] = exp(−‖u‖²/2)`` for
+    ω ~ N(0, I), so ``E[φ(x)ᵀφ(y)] = exp(xᵀy)``: unbiased like :func:`performer_features`, but a single estimate
+    can be negative. Stabilising as there: ``is_query=True`` drops the row's positive factor exp(‖x‖²/2),
+    ``False`` divides every key by the largest exp(‖y‖²/2); both cancel in the row normalisation and keep the
+    sign. ``None`` keeps the exact unbiased features.
+    """
+    wx = x @ projection.T.to(x.dtype)
+    half = (x * x).sum(-1, keepdim=True) / 2
+    if is_query is True:
+        half = torch.zeros_like(half)
+    elif is_query is False:
+        half = half - half.amax(dim=(-2, -1), keepdim=True)
+    return torch.exp(half) / math.sqrt(projection.shape[0]) * torch.cat([torch.sin(wx), torch.cos(wx)], -1)
+
+
+FEATURE_KINDS = {"positive": performer_features, "trig": trig_features}
+
+
 def favor_attention(q, k, v, n_features: int = 256, seed: int = 0, causal: bool = False, *,
-                    orthogonal: bool = True) -> FavorResult:
+                    orthogonal: bool = True, features: str = "positive",
+                    projection: torch.Tensor | None = None, linear_output: bool = True) -> FavorResult:
     """FAVOR+ approximation of ``softmax(QKᵀ/√d)V`` with ``m = n_features`` positive random features.
 
     With x = q/d^¼, y = k/d^¼:  ``out_i = φ(x_i)ᵀ Σ_j φ(y_j)v_jᵀ / φ(x_i)ᵀ Σ_j φ(y_j)`` (prefix sums
     over j ≤ i when causal). Numerator and denominator are unbiased for the exact ones and converge
-    as m → ∞, so the approximation becomes exact.
+    as m → ∞, so the approximation becomes exact. ``features="trig"`` uses :func:`trig_features` on the same
+    m random vectors ω instead (2m numbers per token); its rows can have a normaliser ≤ 0, and are left so.
+    ``projection`` ([m, d]) replaces the ω that ``n_features``, ``seed`` and ``orthogonal`` would draw.
+    ``linear_output=False`` skips the linear-time output (then ``out = weights @ v``), for callers that read the
+    weights only: with causal prefix sums it held a ``[T, m, d_v]`` tensor per draw.
     """
+    if features not in FEATURE_KINDS:
+        raise ValueError(f"features must be one of {sorted(FEATURE_KINDS)}, not {features!r}")
+    phi = FEATURE_KINDS[features]
     d = q.shape[-1]
-    proj = random_projection(d, n_features, seed, orthogonal=orthogonal, dtype=q.dtype).to(q.device)
+    proj = (random_projection(d, n_features, seed, orthogonal=orthogonal, dtype=q.dtype) if projection is None
+            else projection.to(q.dtype)).to(q.device)
     scale = d ** -0.25
-    qf = performer_features(q * scale, proj, is_query=True)
-    kf = performer_features(k * scale, proj, is_query=False)
+    qf = phi(q * scale, proj, is_query=True)
+    kf = phi(k * scale, proj, is_query=False)
     implied = qf @ kf.transpose(-2, -1)
     if causal:
         implied = implied * causal_allowed(q.shape[-2], k.shape[-2], q.device)
+    weights = implied / implied.sum(-1, keepdim=True)
+    if not linear_output:
+        out = weights @ v
+    elif causal:
         kv = torch.cumsum(kf[..., :, :, None] * v[..., :, None, :], dim=-3)  # [..., Tk, m, d_v]
         z = torch.cumsum(kf, dim=-2)
         shift = k.shape[-2] - q.shape[-2]
@@ -149,9 +187,8 @@ def favor_attention(q, k, v, n_features: int = 256, seed: int = 0, causal: bool 
         out = (qf[..., :, None, :] @ kv).squeeze(-2) / (qf * z).sum(-1, keepdim=True)
     else:
         out = (qf @ (kf.transpose(-2, -1) @ v)) / (qf @ kf.sum(-2)[..., :, None])
-    weights = implied / implied.sum(-1, keepdim=True)
     bad = ~(torch.isfinite(weights).all(-1) & torch.isfinite(out).all(-1))
-    if bad.any():  # every feature of a row underflowed: redo the same estimator in log space
+    if features == "positive" and bad.any():  # every feature of a row underflowed: redo it in log space
         logits = torch.logsumexp(performer_log_features(q * scale, proj)[..., :, None, :]
                                  + performer_log_features(k * scale, proj)[..., None, :, :], -1)
         if causal:
@@ -175,15 +212,73 @@ def favor_reach(q: torch.Tensor, k: torch.Tensor) -> float:
 
 
 def favor_error_curve(q, k, feature_counts, seeds=range(4), *, causal: bool = False,
-                      orthogonal: bool = True) -> list[float]:
+                      orthogonal: bool = True, features: str = "positive") -> list[float]:
     """Mean |A_favor − A_exact| over all entries, averaged over ``seeds``, for each number of features."""
     exact, _ = softmax_attention(q, k, k, causal=causal)
     errors = []
     for m in feature_counts:
-        errs = [gap(favor_attention(q, k, k, m, s, causal, orthogonal=orthogonal).weights, exact)["mean"]
-                for s in seeds]
+        errs = [gap(favor_attention(q, k, k, m, s, causal, orthogonal=orthogonal, features=features,
+                                    linear_output=False).weights, exact)["mean"] for s in seeds]
         errors.append(sum(errs) / len(errs))
     return errors
+
+
+def normaliser_ratio(q, k, projection: torch.Tensor, *, features: str = "positive",
+                     causal: bool = False) -> torch.Tensor:
+    """``[..., Tq]``: each query's estimated normaliser ``Σ_j φ(x_i)ᵀφ(y_j)`` over the exact ``Σ_j exp(x_i·y_j)``
+    (x = q/d^¼, y = k/d^¼, j ≤ i when causal), in float64 and log space, so the ratio is the unstabilised
+    estimator's own, whatever the norms; O(T·m) like the estimator. 1 is exact; positive features always give
+    > 0; trig features can give ≤ 0 (the row's weights then change sign) or near 0 (they blow up)."""
+    if features not in FEATURE_KINDS:
+        raise ValueError(f"features must be one of {sorted(FEATURE_KINDS)}, not {features!r}")
+    x, y = q.double() * q.shape[-1] ** -0.25, k.double() * q.shape[-1] ** -0.25
+    proj = projection.double()
+    shift = k.shape[-2] - q.shape[-2]
+    logits = x @ y.transpose(-2, -1)
+    if causal:
+        logits = logits.masked_fill(~causal_allowed(q.shape[-2], k.shape[-2], q.device), NEG_INF)
+    log_exact = torch.logsumexp(logits, -1)
+    if features == "positive":  # Σ_j φ(y_j) in log space, then the dot product with φ(x_i) in log space too
+        log_keys = performer_log_features(y, proj)
+        log_keys = (torch.logcumsumexp(log_keys, -2)[..., shift:, :] if causal
+                    else torch.logsumexp(log_keys, -2, keepdim=True))
+        return torch.exp(torch.logsumexp(performer_log_features(x, proj) + log_keys, -1) - log_exact)
+    # φ(x)ᵀφ(y) = exp(‖x‖²/2) · exp(‖y‖²/2) · (1/m) Σ cos(ωᵀ(x − y)): the keys' exponentials are divided by their
+    # largest (trig_features(is_query=False)), the query's is kept aside; both are added back in log space
+    keys = trig_features(y, proj, is_query=False)
+    keys = torch.cumsum(keys, -2)[..., shift:, :] if causal else keys.sum(-2, keepdim=True)
+    total = (trig_features(x, proj, is_query=True) * keys).sum(-1)  # its sign is the estimate's sign
+    top = (y * y).sum(-1).amax(-1, keepdim=True) / 2
+    log_size = torch.log(total.abs()) + (x * x).sum(-1) / 2 + top
+    return torch.sign(total) * torch.exp(log_size - log_exact)
+
+
+TINY = 0.1  # an estimated normaliser below a tenth of the true one: that row's weights come out ≥ 10× too large
+
+
+def feature_study(q, k, feature_counts, seeds=range(4), *, causal: bool = False,
+                  tiny: float = TINY) -> dict[str, dict[str, list[float]]]:
+    """Positive and trigonometric features side by side on the same orthogonal ω (one draw per m and seed, as
+    :func:`favor_attention` draws them). For each kind and each m, averaged over ``seeds``: ``"error"``, the mean
+    |A_approx − A_exact| (the orthogonal line of :func:`favor_error_curve`); ``"nonpositive"``, the share of
+    queries whose estimated normaliser is ≤ 0; ``"tiny"``, the share whose :func:`normaliser_ratio` is below
+    ``tiny`` (≤ 0 included)."""
+    exact, _ = softmax_attention(q, k, k, causal=causal)
+    out = {kind: {"error": [], "nonpositive": [], "tiny": []} for kind in FEATURE_KINDS}
+    for m in feature_counts:
+        sums = {kind: [0.0, 0.0, 0.0] for kind in FEATURE_KINDS}
+        for s in seeds:
+            proj = random_projection(q.shape[-1], m, s, orthogonal=True, dtype=q.dtype)
+            for kind, acc in sums.items():
+                acc[0] += gap(favor_attention(q, k, k, causal=causal, features=kind, projection=proj,
+                                              linear_output=False).weights, exact)["mean"]
+                ratio = normaliser_ratio(q, k, proj, features=kind, causal=causal)
+                acc[1] += float((ratio <= 0).double().mean())
+                acc[2] += float((ratio < tiny).double().mean())
+        for kind, acc in sums.items():
+            for name, total in zip(("error", "nonpositive", "tiny"), acc):
+                out[kind][name].append(total / len(seeds))
+    return out
 
 
 # ------------------------------------------------------------------------------------ linear attention

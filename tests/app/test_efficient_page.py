@@ -40,7 +40,8 @@ def test_page_renders_every_section_and_the_features_slider_changes_the_map(mode
                   "Attention within buckets", "Share of the full attention mass", "Sliding window w = 2"):
         assert any(t.startswith(start) for t in titles), (start, titles)
     n_tokens = len(approx_z(at))
-    assert len(at.dataframe[0].value) == n_tokens  # one bucket row per token
+    assert len(next(d.value for d in at.dataframe if "token" in d.value.columns)) == n_tokens  # a bucket row per token
+    trig_and_positive_features_are_the_curves_numbers(at)
     sparse_maps_are_entmax_of_this_head(at, model)
     path_table_is_table_1_at_this_length(at, n_tokens)
     before = approx_z(at)
@@ -48,6 +49,21 @@ def test_page_renders_every_section_and_the_features_slider_changes_the_map(mode
     assert not at.exception, [e.value for e in at.exception]
     assert any(t.startswith("Performer approximation · m = 1024") for t in charts(at))
     assert approx_z(at) != before
+
+
+def trig_and_positive_features_are_the_curves_numbers(at):
+    """The table under the error curve prints the curve's orthogonal and trig lines; no positive-feature row ever
+    has a normaliser ≤ 0, and the reading says how many trig rows do."""
+    from app.efficient_view import TRIG_LABEL
+    curve = {t["name"]: t["y"] for t in next(f for title, f in charts(at).items()
+                                             if title.startswith("Mean |approx − exact|"))["data"]}
+    table = next(d.value for d in at.dataframe if "mean |error|, trig" in d.value.columns)
+    assert list(table["mean |error|, trig"]) == [f"{x:.3g}" for x in curve[TRIG_LABEL]]
+    assert list(table["mean |error|, positive"]) == [f"{x:.3g}" for x in curve["orthogonal features"]]
+    assert set(table["normaliser ≤ 0, positive"]) == {"0%"}
+    told = next(m.value for m in at.markdown if m.value.startswith("Mean of 4 seeds"))
+    assert "rows with a normaliser ≤ 0: **0%** at every m" in told
+    assert f"**{min(table['normaliser ≤ 0, trig'], key=lambda p: int(p[:-1]))} to " in told
 
 
 def sparse_maps_are_entmax_of_this_head(at, model):
@@ -181,12 +197,13 @@ def test_the_error_curve_is_drawn_once_per_sentence_and_head_and_long_sentences_
     favor_curves.clear()  # the cache is the process's: start from nothing
     entmax_study.clear()
     calls, entmax_calls = [], []
-    real, real_entmax = E.favor_error_curve, E.entmax
+    real, real_entmax, real_study = E.favor_error_curve, E.entmax, E.feature_study
     monkeypatch.setattr(E, "favor_error_curve", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    monkeypatch.setattr(E, "feature_study", lambda *a, **kw: calls.append(2) or real_study(*a, **kw))
     monkeypatch.setattr(E, "entmax", lambda *a, **kw: entmax_calls.append(1) or real_entmax(*a, **kw))
     at = open_page("efficient.py", "reverse", timeout=90, text="7 3 9 1 4 8 2 6")
     first = len(calls)
-    assert first == 2  # orthogonal and i.i.d.
+    assert sorted(calls) == [1, 2]  # i.i.d. ω; orthogonal ω for positive and trig features together
     assert len(entmax_calls) == 3  # the α-entmax maps: α = 1, 1.5, 2
     at.select_slider(key="favor_features").set_value(128).run()
     at.slider(key="window").set_value(1).run()

@@ -106,3 +106,24 @@ def test_the_positional_pages_headings_fit_two_lines():
              if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "header"
              and node.args and isinstance(node.args[0], ast.Constant)]
     assert len(heads) >= 6 and all(len(h) <= 55 for h in heads), heads  # 58 characters took three lines
+
+
+def _alibi_sign_section(n_heads, n_tokens, head):
+    from app import positional_view
+    positional_view.alibi_sign(n_heads, n_tokens, head)
+
+
+def test_alibi_sign_check_prints_the_measured_difference_and_weights():
+    """The ALiBi tab's table and caption are core.probes.positions.alibi_sign_check's numbers; one token gets a
+    message instead of a table."""
+    from core.probes import positions
+    at = ran(AppTest.from_function(_alibi_sign_section, args=(8, 12, 1), default_timeout=30))
+    sc = positions.alibi_sign_check(8, 12, 1)
+    table = at.dataframe[0].value
+    assert list(table["token 0 → last token: weight"]) == [f"{sc['far'][f]:.3g}" for f in ("app", "seed")]
+    assert list(table["token 0 → last token: bias"]) == ["-2.75", "+2.75"]  # s = 1/4 for head 1 of 8, 11 keys away
+    told = next(c.value for c in at.caption if "2·s·(j − i)" in c.value)
+    assert "measured 0.0 on and below it, at most 5.5 above it (2·s·(t − 1) = 5.5)" in told
+    assert "largest difference 0.0e+00" in told
+    one = ran(AppTest.from_function(_alibi_sign_section, args=(8, 1, 0), default_timeout=30))
+    assert any("two tokens or more" in i.value for i in one.info) and not one.dataframe

@@ -399,3 +399,88 @@ def test_entmax_gradients_are_the_exact_jacobian(alpha):
     assert torch.autograd.gradcheck(lambda t: E.entmax(t, alpha), (z,))
     with pytest.raises(ValueError):
         E.entmax(z, 0.5)
+
+
+# ------------------------------------------------------------- trigonometric features (the Wikipedia seed's RFA)
+def test_trig_kernel_is_unbiased_for_exp_xy():
+    """E[φ(x)ᵀφ(y)] = exp(xᵀy) for φ(x) = exp(‖x‖²/2)/√m·[sin(Wx), cos(Wx)]. With u = x − y, cos(ωᵀu) has mean
+    exp(−‖u‖²/2) and variance (1 − exp(−‖u‖²))²/2, so one i.i.d. draw of m features has standard deviation
+    exp((‖x‖² + ‖y‖²)/2)·(1 − exp(−‖u‖²))/√(2m). The mean of n draws must land within 5 standard errors of the
+    kernel (a normal mean misses that by chance about once in 1.7 million); orthogonal ω only lower the variance."""
+    q, k, _ = qkv(t=5, d=8, scale=0.6)
+    x, y = q * 8 ** -0.25, k * 8 ** -0.25
+    exact = torch.exp(x @ y.T)
+    n, m = 1500, 16
+    hx, hy = (x * x).sum(-1) / 2, (y * y).sum(-1) / 2
+    sd = torch.exp(hx[:, None] + hy[None, :]) * (1 - torch.exp(-torch.cdist(x, y) ** 2)) / math.sqrt(2 * m)
+    for orthogonal in (True, False):
+        est = torch.stack([E.trig_features(x, p) @ E.trig_features(y, p).T for p in
+                           (E.random_projection(8, m, s, orthogonal=orthogonal, dtype=torch.float64)
+                            for s in range(n))]).mean(0)
+        z = (est - exact).abs() / (sd / math.sqrt(n))
+        assert z.max() < 5, (orthogonal, z.max())
+        assert ((est - exact) / exact).abs().max() < 0.05, orthogonal
+
+
+def test_trig_attention_error_falls_as_features_grow_and_the_study_is_the_curve():
+    q, k, _ = qkv(2, t=20, d=8, scale=0.5)
+    err16, err1024 = E.favor_error_curve(q, k, [16, 1024], seeds=range(6), features="trig")
+    assert err1024 < err16 / 2.5, (err16, err1024)  # the error ∝ 1/√m: 8× smaller in expectation
+    study = E.feature_study(q, k, [16, 1024], seeds=range(6))
+    assert study["trig"]["error"] == [err16, err1024]  # the page's table is the curve's numbers
+    assert study["positive"]["error"] == E.favor_error_curve(q, k, [16, 1024], seeds=range(6))
+    with pytest.raises(ValueError):
+        E.favor_attention(q, k, k, 16, features="cosine")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_normaliser_ratio_is_the_estimate_over_the_true_sum(causal):
+    """Log-space ratio against the plain float64 sums Σ_j φ(x_i)ᵀφ(y_j) / Σ_j exp(x_i·y_j) at moderate norms."""
+    q, k, _ = qkv(t=9, d=8, scale=1.2)
+    x, y = q * 8 ** -0.25, k * 8 ** -0.25
+    keep = E.causal_allowed(9, 9) if causal else torch.ones(9, 9, dtype=torch.bool)
+    for kind, phi in E.FEATURE_KINDS.items():
+        p = E.random_projection(8, 32, 5, dtype=torch.float64)
+        plain = ((phi(x, p) @ phi(y, p).T) * keep).sum(-1) / (torch.exp(x @ y.T) * keep).sum(-1)
+        torch.testing.assert_close(E.normaliser_ratio(q, k, p, features=kind, causal=causal), plain,
+                                   rtol=1e-10, atol=1e-12)
+
+
+def test_positive_normalisers_stay_positive_and_trig_ones_can_turn_negative():
+    """Constructed: one ω = (π/a, 0, 0, 0), x = (a, 0, 0, 0), y = 0 (d = 4, so q = √2·x). Trig: the only term is
+    e^{a²/2}·cos(π) = −e^{a²/2} against the true e^0 = 1. Positive: e^{π − a²/2} > 0. Then on random heads."""
+    a = 1.3
+    q = torch.tensor([[a * math.sqrt(2), 0, 0, 0]], dtype=torch.float64)
+    k = torch.zeros(1, 4, dtype=torch.float64)
+    w = torch.tensor([[math.pi / a, 0, 0, 0]], dtype=torch.float64)
+    assert E.normaliser_ratio(q, k, w, features="trig").item() == pytest.approx(-math.exp(a * a / 2), rel=1e-12)
+    assert E.normaliser_ratio(q, k, w).item() == pytest.approx(math.exp(math.pi - a * a / 2), rel=1e-12)
+    q, k, _ = qkv(3, t=12, d=16, scale=2.0)
+    study = E.feature_study(q, k, [4, 64], seeds=range(8))
+    assert study["positive"]["nonpositive"] == [0.0, 0.0]
+    assert min(study["trig"]["nonpositive"]) > 0.05, study["trig"]
+    ratios = torch.stack([E.normaliser_ratio(q, k, E.random_projection(16, 64, s, dtype=torch.float64))
+                          for s in range(8)])
+    assert (ratios > 0).all()
+
+
+# ------------------------------------------------------------- ALiBi: the app's −s·|i − j| against the seed's s·(j − i)
+@pytest.mark.parametrize("n_heads,t,head", [(8, 15, 0), (8, 15, 7), (6, 9, 4), (4, 2, 1)])
+def test_alibi_seed_sign_differs_by_twice_slope_times_the_forward_distance(n_heads, t, head):
+    """s·(j − i) − (−s·|i − j|) = s·((j − i) + |j − i|) = 2·s·max(j − i, 0): exactly 0 on and below the diagonal
+    (the keys a causal mask keeps, so the forms agree there), 2·s·(j − i) above it, largest 2·s·(t − 1). With
+    equal content scores, token 0's weight on the last token is a geometric-series term under each form."""
+    from core.masks import alibi_slopes
+    from core.probes import positions
+    sc = positions.alibi_sign_check(n_heads, t, head)
+    s = alibi_slopes(n_heads)[head]
+    ahead = (torch.arange(t)[None, :] - torch.arange(t)[:, None]).float()  # the seed's B: B[i, j] = j − i
+    assert torch.equal(sc["seed"], s * ahead) and torch.equal(sc["app"], -s * ahead.abs())
+    assert torch.equal(sc["diff"], 2 * s * ahead.clamp(min=0))
+    assert sc["below"] == 0.0 and sc["above"] == float(2 * s * (t - 1)) and sc["causal_gap"] == 0.0
+    r = math.exp(float(s))
+    for form, ratio in (("seed", r), ("app", 1 / r)):  # row 0: weights ∝ ratio^j, j = 0 … t − 1
+        total = sum(ratio ** j for j in range(t))
+        assert sc["far"][form] == pytest.approx(ratio ** (t - 1) / total, rel=1e-12)
+        assert sc["self"][form] == pytest.approx(1 / total, rel=1e-12)
+    assert sc["far"]["seed"] > sc["far"]["app"] and sc["future"]["seed"] > sc["future"]["app"]
