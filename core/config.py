@@ -6,6 +6,8 @@ Vaswani et al. 2017), ``decoder-only`` (a causal language model, GPT style) and
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import numbers
@@ -33,6 +35,22 @@ CHOICES = {"kind": KINDS, "pos_encoding": POSITIONAL, "norm": NORMS, "activation
 # A model's estimated memory (parameters and position tables, with the float64 scratch that builds them) must stay
 # under this ceiling; ATTENTION_LAB_MAX_MODEL_BYTES raises it on a machine meant for bigger models.
 DEFAULT_MAX_MODEL_BYTES = 2 * 2 ** 30
+# Inside shapes_only() the ceiling is not applied: a config there only describes a shape (GPT-3's) to count by formula
+# or to build on torch's meta device, where no memory is allocated.
+_SHAPES_ONLY = contextvars.ContextVar("shapes_only", default=False)
+# The groups of ModelConfig.parameter_groups, in the order charts stack them.
+PARAMETER_GROUPS = ("embeddings", "attention", "feed-forward", "layer norms", "output head")
+
+
+@contextlib.contextmanager
+def shapes_only():
+    """Within this block (this thread or task only) a config may describe a model of any size: for counting its
+    parameters by formula or on torch's meta device. Never allocate real weights inside it."""
+    token = _SHAPES_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _SHAPES_ONLY.reset(token)
 
 
 def max_model_bytes() -> int:
@@ -143,7 +161,7 @@ class ModelConfig:
         need(not self.nsp or (self.kind == "encoder-only" and self.type_vocab_size >= 2),
              "a next-sentence head needs an encoder-only model with two or more token types")
         limit = max_model_bytes()
-        need(self.estimated_bytes() <= limit,
+        need(_SHAPES_ONLY.get() or self.estimated_bytes() <= limit,
              f"this model would need about {self.estimated_bytes() / 2 ** 20:,.0f} MiB "
              f"({self.estimated_parameters():,} parameters plus position tables); the limit is "
              f"{limit / 2 ** 20:,.0f} MiB (ATTENTION_LAB_MAX_MODEL_BYTES)")
@@ -169,20 +187,40 @@ class ModelConfig:
 
     def estimated_parameters(self) -> int:
         """The parameter count :class:`core.model.Transformer` will allocate, from the config alone."""
-        d, kv = self.d_model, self.kv_heads * (self.d_model // self.n_heads)
-        b = 1 if self.bias else 0
-        attn = d * d + b * d + 2 * (d * kv + b * kv) + d * d + b * d  # W_Q, W_K, W_V (kv heads), W_O
-        width = 2 * self.d_ff if self.activation == "swiglu" else self.d_ff
+        return sum(self.parameter_groups().values())
+
+    def parameter_groups(self) -> dict[str, int]:
+        """Where the parameters of :class:`core.model.Transformer` sit, by formula (keys :data:`PARAMETER_GROUPS`).
+
+        With d = d_model, h heads and g key/value heads of size d_h, b = 1 with biases (else 0):
+
+        * embeddings: V·d token table (shared with the output layer when tied), plus max_len·d learned positions and
+          one d-vector per token type;
+        * attention: each self- or cross-attention (d + b)·(h + 2g)·d_h for W_Q, W_K, W_V and (h·d_h + b)·d for W_O;
+        * feed-forward: d·w + b·w + d_ff·d + b·d per layer, w = d_ff (2·d_ff for SwiGLU's gate and up halves);
+        * layer norms: (1 + b)·d each: one per sublayer, the final ones (pre-norm), BERT's embedding and MLM norms;
+        * output head: the untied V·d output matrix; BERT's MLM dense layer and output bias, pooler, next-sentence
+          layer.
+        """
+        d, h, g, dh, b = self.d_model, self.n_heads, self.kv_heads, self.d_head, int(self.bias)
         norm = (1 + b) * d  # LayerNorm's gain, and its bias unless bias=False (as torch.nn's layers read the flag)
-        ffn = 0 if self.attention_only else d * width + b * width + self.d_ff * d + b * d + norm  # with its LayerNorm
-        enc = self.n_layers("encoder") * (attn + ffn + norm)
-        dec = self.n_layers("decoder") * (attn + ffn + norm + (attn + norm if self.kind == "encoder-decoder" else 0))
-        final = norm * ((1 if self.has_encoder else 0) + (1 if self.has_decoder else 0)) if self.use_final_norm else 0
-        embed = self.vocab_size * d + (self.max_len * d if self.pos_encoding == "learned" else 0) \
-            + self.type_vocab_size * d + (norm if self.embedding_norm else 0)
-        heads = (d * d + d + norm if self.kind == "encoder-only" else 0) + (d * d + d + 2 * d + 2 if self.nsp else 0)
-        lm_head = (0 if self.tie_embeddings else self.vocab_size * d) + (self.vocab_size if self.kind == "encoder-only" else 0)
-        return embed + enc + dec + final + heads + lm_head
+        enc, dec = self.n_layers("encoder"), self.n_layers("decoder")
+        cross = dec if self.kind == "encoder-decoder" else 0
+        width = 2 * self.d_ff if self.activation == "swiglu" else self.d_ff
+        ffn_layers = 0 if self.attention_only else enc + dec
+        n_norms = (enc + dec) + ffn_layers + cross + (int(self.has_encoder) + int(self.has_decoder)) * int(
+            self.use_final_norm) + int(self.embedding_norm) + int(self.kind == "encoder-only")
+        head = 0 if self.tie_embeddings else self.vocab_size * d
+        if self.kind == "encoder-only":  # MLM dense layer (always with a bias) and the output bias
+            head += d * d + d + self.vocab_size
+        if self.nsp:  # pooler and the two-way next-sentence layer
+            head += d * d + d + 2 * d + 2
+        return {"embeddings": (self.vocab_size + (self.max_len if self.pos_encoding == "learned" else 0)
+                               + self.type_vocab_size) * d,
+                "attention": (enc + dec + cross) * ((d + b) * (h + 2 * g) * dh + (h * dh + b) * d),
+                "feed-forward": ffn_layers * (d * width + b * width + self.d_ff * d + b * d),
+                "layer norms": n_norms * norm,
+                "output head": head}
 
     def estimated_bytes(self) -> int:
         """Bytes to build the model: float32 parameters, plus the position tables (sinusoidal or rotary) and the

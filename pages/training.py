@@ -4,7 +4,7 @@ from urllib.parse import quote, urlsplit
 
 import streamlit as st
 
-from app import figures, rooms, saved_models, uploads
+from app import figures, rooms, saved_models, sizes_view, uploads
 from app import training_jobs as tj
 from app import training_settings as settings
 from app import training_series as ts
@@ -208,6 +208,9 @@ if not errors:
     st.plotly_chart(figures.lines({"learning rate": ys}, xs, x_title="step", y_title="lr", present=present, dark=dark,
                                   title="Learning-rate schedule (warmup, then 1/√step)"), key="tr_lr_chart")
     st.caption("lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) × factor (Vaswani et al. 2017, sec. 5.3)")
+
+with st.expander("How many parameters, and where they sit"):
+    sizes_view.section(cfg, present, dark)
 
 
 if st.button("Start training", type="primary", disabled=bool(errors) or running or not upload_ok or bool(full),

@@ -11,7 +11,7 @@ import pytest
 import torch
 from plotly.basedatatypes import BaseFigure, BasePlotlyType
 
-from app import coref_view, figures, theme, vision_view
+from app import coref_view, figures, sizes_view, theme, vision_view
 
 TOKENS = ["The", "<b>cat</b>", "sat", "."]
 
@@ -84,6 +84,8 @@ BUILDERS = {  # each with presentation mode on or off
                                                 points={"exact": ([1, 2], [0.1, 0.2])}, y_range=[0, 1]),
     "training_snapshot": lambda p: figures.heatmap(torch.rand(3, 3), TOKENS[:3], TOKENS[:3], title="step 5",
                                                    compact=True, present=p),
+    "parameter_shares": lambda p: sizes_view.share_figure([("a", {"attention": 3, "embeddings": 1}), ("<b>", {})],
+                                                          title="s", present=p),
 }
 
 
