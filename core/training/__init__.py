@@ -7,6 +7,7 @@
 * :mod:`~core.training.experiment` - the shared command line and JSON output of the small experiments;
 * :mod:`~core.training.finetune` - pre-train, then fine-tune a classifier on the encoder;
 * :mod:`~core.training.stability` - post-LN vs pre-LN × warmup loss curves;
+* :mod:`~core.training.choices` - ReLU vs GELU vs SwiGLU at equal size, and averaging the last checkpoints;
 * :mod:`~core.training.sizes` - parameter counts: published shapes (GPT, BERT, GPT-2, GPT-3), ALBERT's savings,
   models built on the meta device.
 
