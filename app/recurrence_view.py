@@ -4,15 +4,23 @@ the outputs one substituted symbol changes (core.variants.recurrence.input_sensi
 
 Everything here is measured on the user's symbols: three backward passes and three batched forward passes of models
 with 0.2 M parameters, about 30 ms on one core, kept (:func:`measured`) so that a rerun for another widget does not
-measure again."""
+measure again.
+
+Also the page's last section, "Counting and nesting: where attention needs help" (:func:`counting_section`): the
+shipped accuracy-by-length curves of core.variants.hierarchy's four models (a causal Transformer and an LSTM, on
+PARITY and on balanced brackets) and the learner's own two strings read by all four."""
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import streamlit as st
 
 from app import figures
 from app.cache import bounded
-from app.text import md
-from core.variants import recurrence
+from app.shell import text_box
+from app.text import code, md
+from core.variants import hierarchy, recurrence
 
 SHORT = {"lstm": "plain LSTM", "lstm-attention": "LSTM + attention", "transformer": "Transformer"}
 LABEL = {k: v[0].upper() + v[1:] for k, v in SHORT.items()}  # at the start of a title, a tab, a table cell
@@ -154,3 +162,240 @@ def _others(task, token: int) -> list[int]:
     """Every symbol of the task except ``token``, starting from the one after it (the default substitute)."""
     i = task.ids.index(token)
     return task.ids[i + 1:] + task.ids[:i]
+
+
+# ------------------------------------------------------------------ counting and nesting (core.variants.hierarchy)
+HIERARCHY_KINDS = {"transformer": "Transformer", "lstm": "LSTM"}
+MEASURES = (("parity", "accuracy", "PARITY: even or odd"), ("brackets", "accuracy", "Balanced brackets: yes or no"),
+            ("brackets", "depth", "Bracket depth at each position"))
+
+
+def hierarchy_folder() -> Path:
+    """Where the four counting models live: ``ATTENTION_HIERARCHY_DIR`` or ``assets/hierarchy``."""
+    return Path(os.environ.get("ATTENTION_HIERARCHY_DIR", Path(__file__).resolve().parents[1] / "assets" / "hierarchy"))
+
+
+def hierarchy_stamp(folder: Path) -> float | None:
+    """When the results in ``folder`` were written (a new run is loaded anew), or None when they are missing."""
+    path = folder / hierarchy.RESULTS
+    return path.stat().st_mtime if path.exists() else None
+
+
+@st.cache_resource(show_spinner="Loading the four counting models…", max_entries=2)
+def load_hierarchy(folder: str, when: float):
+    """The models and results of :func:`core.variants.hierarchy.load` (``when``: part of the key only)."""
+    return hierarchy.load(folder)
+
+
+@bounded
+def answered(folder: str, when: float, task: str, text: str) -> dict:
+    """Each model of ``task`` on one parsed string: ``{kind: core.variants.hierarchy.predict's row}``."""
+    models, _ = load_hierarchy(folder, when)
+    return {kind: {k: (v[0] if v is not None else None) for k, v in hierarchy.predict(m, [text]).items()}
+            for kind, m in models[task].items()}
+
+
+def length_means(results: dict) -> tuple[list[str], dict]:
+    """The evaluated lengths cut in three ranges (the training lengths, then the rest in two halves) and, per
+    (task, measure, kind), the mean of the curve over each: ``(range names, {(task, measure, kind): [3 means]})``."""
+    cfg = hierarchy.config_of(results["config"])
+    lengths, mid = results["lengths"], (cfg.train_len + cfg.eval_len) // 2
+    bands = [(lo, hi) for lo, hi in ((2, cfg.train_len), (cfg.train_len + 1, mid), (mid + 1, cfg.eval_len))]
+    names = [f"{min(n for n in lengths if lo <= n <= hi)}–{hi} characters" for lo, hi in bands]
+    means = {}
+    for task, measure, _ in MEASURES:
+        for kind, curve in results["curves"][task].items():
+            values = curve[measure]
+            means[task, measure, kind] = [sum(v for n, v in zip(lengths, values) if lo <= n <= hi)
+                                          / sum(1 for n in lengths if lo <= n <= hi) for lo, hi in bands]
+    return names, means
+
+
+def _verdict(seen: float, far: float, chance: float | None) -> str:
+    """One clause on a model's mean over the training lengths (``seen``) and over the longest (``far``)."""
+    if seen < 0.9:
+        return "it did not learn the task well even at the training lengths"
+    if far >= 0.95:
+        return "it keeps that up on the longest strings"
+    if chance is not None and far < chance + 0.1:
+        return "on the longest strings it is no better than chance"
+    return "it loses part of that on the longest strings"
+
+
+def deeper_share(cfg: hierarchy.HierarchyConfig) -> tuple[int, float]:
+    """How deep a balanced training string can nest (``train_len`` // 2) and the share of the balanced test strings
+    of the longest length (``eval_len``) that nest deeper than that."""
+    long = [s for s in hierarchy.eval_strings("brackets", cfg.eval_len, cfg.eval_n, cfg.eval_seed)
+            if hierarchy.is_balanced(s)]
+    return cfg.train_len // 2, sum(max(hierarchy.depths(s)) > cfg.train_len // 2 for s in long) / max(1, len(long))
+
+
+def first_below(lengths: list[int], values: list[float], level: float) -> int | None:
+    """The first length whose value is below ``level`` (None: none is)."""
+    return next((n for n, v in zip(lengths, values) if v < level), None)
+
+
+def hierarchy_reading(results: dict) -> str:
+    """What the shipped curves show, said from their numbers."""
+    cfg = hierarchy.config_of(results["config"])
+    names, means = length_means(results)
+    told = []
+    for task, measure, title in MEASURES:
+        chance = 0.5 if measure == "accuracy" else None
+        parts = []
+        for kind, short in HIERARCHY_KINDS.items():
+            seen, _, far = means[task, measure, kind]
+            unit = "positions" if measure == "depth" else "strings"
+            parts.append(f"the {short} gets {seen:.0%} of the {unit} right on {names[0]} and {far:.0%} on "
+                         f"{names[2]}: " + _verdict(seen, far, chance))
+        told.append(f"**{title}.** " + parts[0][0].upper() + parts[0][1:] + "; " + parts[1] + ".")
+    t, l = (means["parity", "accuracy", k][2] for k in ("transformer", "lstm"))
+    if t < 0.6 and l >= 0.9:
+        told.append(f"On PARITY the LSTM carries one bit from step to step, and that works at every length measured, "
+                    f"up to {cfg.eval_len}. The Transformer found a rule that holds only near the lengths it saw, as "
+                    "Hahn's result leads one to expect.")
+    elif t >= 0.9:
+        told.append("On PARITY the Transformer generalises here: this run does not show the limit Hahn proves.")
+    bt, bl = (means["brackets", "accuracy", k][2] for k in ("transformer", "lstm"))
+    drops = {short: first_below(results["lengths"], results["curves"]["brackets"][kind]["accuracy"], 0.95)
+             for kind, short in HIERARCHY_KINDS.items()}
+    where = (f"at {drops['Transformer']} characters for both" if len(set(drops.values())) == 1 else
+             " and ".join(f"at {n} characters for the {k}" if n else f"nowhere for the {k}" for k, n in drops.items()))
+    if abs(bt - bl) < 0.1:
+        told.append(f"On balanced brackets neither model is clearly better: both answer almost perfectly until well "
+                    f"past the training length, then drop (accuracy first falls below 95 %: {where}). Recurrence "
+                    "gives no clear advantage here. One kind of bracket needs only a counter, not a stack; Hahn's "
+                    "bracket theorem is about two kinds (Dyck-2).")
+    elif bl > bt:
+        told.append(f"On balanced brackets the LSTM holds up better than the Transformer on the longest strings "
+                    f"(accuracy first falls below 95 %: {where}), in the direction Tran et al. found for "
+                    "hierarchical data.")
+    else:
+        told.append(f"On balanced brackets the Transformer holds up better than the LSTM on the longest strings "
+                    f"(accuracy first falls below 95 %: {where}): recurrence gives no advantage here. One kind of "
+                    "bracket needs only a counter, not a stack; Hahn's bracket theorem is about two kinds (Dyck-2).")
+    if min(bt, bl) < 0.9:
+        deep, share = deeper_share(cfg)
+        told.append(f"Long strings are also deeper: a balanced training string nests at most {deep} deep, and "
+                    f"{share:.0%} of the balanced test strings of {cfg.eval_len} characters nest deeper. So the drop "
+                    "at the longest lengths may come from depths never seen as much as from length.")
+    told.append(f"Hahn's theorem is about exact answers at every length by a model of fixed size. These are one "
+                f"small model of each kind, one seed and one recipe: a failure here does not prove the theorem, and "
+                f"success up to {cfg.eval_len} characters would not refute it.")
+    return "  \n".join(told)
+
+
+@bounded
+def hierarchy_summary(folder: str, when: float) -> dict:
+    """The table of means by length range and the reading (:func:`length_means`, :func:`hierarchy_reading`), once
+    per run of the models."""
+    _, results = load_hierarchy(folder, when)
+    names, means = length_means(results)
+    rows = [{"task": title, "model": HIERARCHY_KINDS[kind], **{n: f"{v:.1%}" for n, v in zip(names, vals)}}
+            for task, measure, title in MEASURES for kind in HIERARCHY_KINDS for vals in [means[task, measure, kind]]]
+    return {"rows": rows, "reading": hierarchy_reading(results)}
+
+
+def _accuracy_chart(results: dict, task: str, measure: str, title: str, plot: dict):
+    """One measure by length for both kinds, the longest training string marked (and chance, for an answer)."""
+    cfg = hierarchy.config_of(results["config"])
+    fig = figures.lines({HIERARCHY_KINDS[k]: c[measure] for k, c in results["curves"][task].items()},
+                        results["lengths"], title=f"{title}, by length", x_title="string length (characters)",
+                        y_title="share of positions right" if measure == "depth" else "accuracy",
+                        y_range=[0, 1.02], **plot)
+    fig.add_vline(x=cfg.train_len, line_dash="dot", annotation_text="longest training string",
+                  annotation_position="bottom right")
+    if measure == "accuracy":
+        fig.add_hline(y=0.5, line_dash="dash", line_color="grey", annotation_text="chance",
+                      annotation_position="top right")
+    return fig
+
+
+def _answers_table(task: str, text: str, got: dict) -> None:
+    """The models' answers to one string beside the rule's."""
+    truth = hierarchy.label(task, text)
+    st.dataframe([{"model": HIERARCHY_KINDS[k], "answer": hierarchy.ANSWERS[task][int(r["answer"])],
+                   "confidence": f"{r['confidence']:.1%}", "right": "yes" if r["answer"] == truth else "no"}
+                  for k, r in got.items()], hide_index=True, width="stretch", key=f"hier_{task}_table")
+    if task == "parity":
+        ones = text.count("1")
+        st.caption(f"The rule: {ones} ones, so {hierarchy.ANSWERS[task][int(truth)]}; {len(text)} characters.")
+    else:
+        ds = hierarchy.depths(text)
+        why = ("the depth ends at 0 and never goes below it" if truth else
+               f"the depth goes below 0 at character {next(i for i, d in enumerate(ds) if d < 0) + 1}"
+               if min(ds) < 0 else f"the depth ends at {ds[-1]}, not 0")
+        st.caption(f"The rule: {hierarchy.ANSWERS[task][int(truth)]}, because {why}; {len(text)} characters.")
+
+
+def counting_section(plot: dict) -> None:
+    """Draw "Counting and nesting: where attention needs help": the shipped accuracy-by-length curves of the four
+    models of core.variants.hierarchy with their reading, then the learner's bit string and bracket string read
+    now by every model."""
+    st.header("Counting and nesting: where attention needs help")
+    folder = hierarchy_folder()
+    when = hierarchy_stamp(folder)
+    if when is None:
+        st.info(f"The counting models are not in {md(folder)}. Train them with "
+                "`python -m core.variants.hierarchy --out assets/hierarchy`.")
+        return
+    try:
+        results = load_hierarchy(str(folder), when)[1]
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        st.warning(f"The counting models in {md(folder)} could not be read: {md(e)}")
+        return
+    cfg = hierarchy.config_of(results["config"])
+    params = {k: m["params"] for k, m in results["models"].items()}
+    st.markdown(
+        "The seeds cite Hahn (2020): self-attention cannot recognise PARITY (is the number of 1s even?) or nested "
+        "brackets at every length unless the model grows with the input; and Tran et al. (2018): recurrent models "
+        "did better than Transformers where the data is hierarchical. Here both kinds of model learn two small "
+        f"languages on strings of 1 to {cfg.train_len} characters, then read strings of up to {cfg.eval_len}. "
+        f"The Transformer is the lab's own decoder stack ({cfg.layers} layers, d_model = {cfg.d_model}, "
+        f"{cfg.heads} heads) with a causal mask and no position encoding; the LSTM has {cfg.lstm_hidden} hidden "
+        f"units. Both have about {min(params.values()):,}–{max(params.values()):,} parameters, see the same "
+        "strings in the same order, and give an answer at the last character. For brackets they also give the "
+        "depth after each one: the number of ( minus the number of ) so far. A string is balanced when the depth "
+        "never drops below 0 and ends at 0.")
+    c1, c2 = st.columns(2)
+    for where, (task, measure, title) in zip((c1, c2, st), MEASURES):
+        where.plotly_chart(_accuracy_chart(results, task, measure, title, plot), key=f"hier_{task}_{measure}")
+    summary = hierarchy_summary(str(folder), when)
+    st.dataframe(summary["rows"], hide_index=True, width="stretch", key="hier_means")
+    st.markdown("**What these curves show.**  \n" + summary["reading"])
+    seconds = max(m["cpu_seconds"] for m in results["models"].values())
+    shift = max(m["rounding_shift"] for m in results["models"].values())
+    st.caption(f"{code(results.get('command', '?'))} — {cfg.steps:,} steps of {cfg.batch_size} strings per model, "
+               f"at most {seconds:.0f} s of CPU each on one thread; {cfg.eval_n} fresh strings per even length "
+               "(balanced or not with equal odds for brackets), measured with the shipped weights"
+               + (f" (float16: rounding moved no point of a curve by more than {shift:.1%})." if cfg.half else "."))
+
+    st.subheader("Your own strings, read by all four models")
+    b1, b2 = st.columns(2)
+    longest = cfg.eval_len
+    typed = {"parity": text_box(f"Bits: 0 and 1, up to {longest} characters", "1101001", key="hier_bits",
+                                limit=longest + 100, where=b1),
+             "brackets": text_box(f"Brackets: ( and ), up to {longest} characters", "(()(()))", key="hier_brackets",
+                                  limit=longest + 100, where=b2)}
+    got = {}
+    for where, (task, raw) in zip((b1, b2), typed.items()):
+        with where:
+            try:
+                text = hierarchy.parse(raw, task, longest)
+            except ValueError as e:
+                st.warning(md(e))
+                continue
+            got[task] = (text, answered(str(folder), when, task, text))
+            _answers_table(task, text, got[task][1])
+    if "brackets" in got:
+        text, answers = got["brackets"]
+        truth = hierarchy.depths(text)
+        series = {"the rule": truth} | {HIERARCHY_KINDS[k]: r["depth"] for k, r in answers.items()}
+        st.plotly_chart(figures.lines(series, [f"{i + 1} {c}" for i, c in enumerate(text)],
+                                      title="Depth after each bracket: the rule and each model",
+                                      x_title="character", y_title="depth", **plot), key="hier_depth")
+        right = {HIERARCHY_KINDS[k]: sum(round(p) == t for p, t in zip(r["depth"], truth)) for k, r in answers.items()}
+        st.caption("The lines show each model's number before rounding. Rounded to the nearest whole number, the "
+                   "depth is right at "
+                   + " and ".join(f"{n} of {len(text)} characters for the {k}" for k, n in right.items())
+                   + f". Your string is {len(text)} characters long; the models trained on at most {cfg.train_len}.")

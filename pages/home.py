@@ -48,7 +48,8 @@ IDEAS = {  # url path → the ideas of the papers that page shows
                   "learned bias per distance (relative positions); pre-LN vs "
                   "post-LN and warmup; recurrence vs attention: an LSTM, the same with attention (Luong et al. "
                   "2015) and a Transformer, where each looks on symbols you type, the LSTM's gates, and how far one "
-                  "input symbol reaches",
+                  "input symbol reaches; counting and nesting (PARITY, balanced brackets) on strings longer than "
+                  "training",
 }
 keep = {k: st.query_params[k] for k in ("model", "text", "tgt", "present", "theme") if k in st.query_params}
 for section, pages in nav.sections().items():

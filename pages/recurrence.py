@@ -1,5 +1,6 @@
 """Transformer-XL segment recurrence on the live sentence, post-LN vs pre-LN training stability, and recurrence vs
-attention (an LSTM, the same with attention, a Transformer) on symbols the user types."""
+attention (an LSTM, the same with attention, a Transformer) on symbols the user types; last, counting and nesting
+(PARITY and balanced brackets) by length, a causal Transformer against an LSTM."""
 import json
 import os
 from pathlib import Path
@@ -274,3 +275,5 @@ else:
 
             recurrence_view.input_reach(trained, demo, task, plot,
                                         (str(REC.parent), jsonio.dumps(rec["config"]), rec.get("date", "")))
+
+recurrence_view.counting_section(plot)  # PARITY and balanced brackets: a causal Transformer against an LSTM

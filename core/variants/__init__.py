@@ -14,7 +14,9 @@
 * :mod:`~core.variants.vision` - images as tokens: a small Vision Transformer on procedural shapes
   (``python -m core.variants.vision``);
 * :mod:`~core.variants.extrapolation` - longer than training: five small LMs, one per positional encoding, trained
-  on 64 tokens and scored on 256 (``python -m core.variants.extrapolation``).
+  on 64 tokens and scored on 256 (``python -m core.variants.extrapolation``);
+* :mod:`~core.variants.hierarchy` - counting and nesting: a causal Transformer against an LSTM on PARITY and balanced
+  brackets, trained short and measured long (``python -m core.variants.hierarchy``).
 
 May import: the model core, :mod:`core.io`, :mod:`core.inference`, :mod:`core.training` and :mod:`core.data`;
 never probes, app/, pages/ or streamlit.
