@@ -58,7 +58,9 @@ def reading(res: dict) -> str:
     if helped:
         text += (f"**Averaging.** Averaging the last checkpoints lowered the held-out loss of "
                  f"{len(helped)} of {len(runs)} runs, by {gain_lo:.3f} to {gain_hi:.3f} nats — "
-                 + ("more than the activation changed it" if gain_lo > spread else "about as much as the activation")
+                 + ("more than the choice of activation changed it" if gain_lo > spread else
+                    "less than the choice of activation changed it" if gain_hi < spread else
+                    "about as much as the choice of activation")
                  + f". The mean of copies of the weights taken {every} steps apart (up to {k}) is a model no step of "
                  "training visited, and it scored better than the last one. One reading: while the learning rate "
                  "is still large, the last steps scatter around a lower point, and their mean lands nearer it.")
@@ -69,7 +71,7 @@ def reading(res: dict) -> str:
 
 def section(plot: dict) -> None:
     """The page section: the training curves, the held-out table, the reading and the command."""
-    st.header("Two training choices, measured: the activation, and averaging checkpoints")
+    st.header("Activation and checkpoint averaging, measured")
     st.markdown("The paper's feed-forward layers use ReLU; later models use GELU (BERT, GPT) or SwiGLU (Shazeer "
                 "2020: a gated layer, `(xW ⊙ swish(xV))W₂`). The paper's base models were also not its last "
                 "weights but “a single model obtained by averaging the last 5 checkpoints”. Three small language "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import coverage_view, figures, recurrence_view
+from app import choices_view, coverage_view, figures, recurrence_view
 from app.shell import sentence_box, text_box
 from app.text import code, md
 from core.inference import coverage
@@ -163,6 +163,8 @@ if data is not None:
     st.markdown("**What these runs show.** " + " ".join(told))
     st.caption(f"{code(data.get('command', '?'))} — {c['layers']}+{c['layers']} layers, d_model {c['d_model']}, "
                f"batch {c['batch_size']}, warmup {c['warmup']} steps, no gradient clipping; {md(data['seconds'])} s.")
+
+choices_view.section(plot)
 
 st.header("Recurrence vs attention: accuracy against distance")
 st.markdown("The seeds' core argument. An LSTM encoder-decoder with no attention (Sutskever et al. 2014) must "

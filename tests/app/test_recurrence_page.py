@@ -107,6 +107,18 @@ def test_bundled_model_and_precomputed_curves_render():
         rec = [f for t, f in charts(at).items() if " vs distance, " in t]
         assert len(rec) == 2 and all(len(f["data"]) == 3 for f in rec)
         assert any("core.variants.recurrence" in c.value and "parameters" in c.value for c in at.caption)
+    # activation and checkpoint averaging: the curves are the shipped losses' running means, the table their scores
+    from app import choices_view
+    res = choices_view.results()
+    drawn = charts(at)[f"Training loss, mean of {choices_view.SMOOTH} steps"]
+    start = res["config"]["steps"] // 4
+    for trace, run in zip(drawn["data"], res["runs"]):
+        assert trace["name"] == run["activation"]
+        want = choices_view.running_mean(run["train_loss"], choices_view.SMOOTH)[start:]
+        assert trace["y"] == pytest.approx(want) and trace["x"][0] == start + 1
+    table = next(d.value for d in at.dataframe if "last weights" in d.value.columns)
+    assert list(table["last weights"]) == [round(r["held_out"]["last weights"], 4) for r in res["runs"]]
+    assert any(m.value == choices_view.reading(res) for m in at.markdown)
 
 
 def test_a_french_sentence_read_by_the_transformer_xl_is_named_as_french():
@@ -245,3 +257,22 @@ def test_the_lstms_gates_on_the_users_symbols_are_recomputed_from_the_shipped_mo
     assert f"Over the same steps the plain LSTM keeps {plain:.3f}" in told
     assert told.endswith("can look the source up again instead of carrying it."
                          if float(kept["lstm-attention"].mean()) < plain else f"keeps {plain:.3f}.")
+
+
+def test_the_choices_reading_follows_the_numbers():
+    """The sentence names the lowest and highest activation and says whether averaging helped, from the numbers."""
+    from app import choices_view
+    from core.training.choices import ChoicesConfig
+    import dataclasses
+
+    def run(name, last, avg):
+        return {"activation": name, "held_out": {"last weights": last, "mean of the last 2": avg,
+                                                 "mean of the last 5": avg, "mean of all 10": avg}}
+    res = {"config": dataclasses.asdict(ChoicesConfig()),
+           "runs": [run("relu", 2.5, 2.4), run("gelu", 2.6, 2.5), run("swiglu", 2.45, 2.44)]}
+    text = choices_view.reading(res)
+    assert "SwiGLU ended lowest" in text and "GELU highest" in text and "3 of 3 runs" in text
+    assert "by 0.010 to 0.100 nats" in text and "less than the choice of activation" in text
+    worse = {**res, "runs": [run("relu", 2.5, 2.6), run("gelu", 2.6, 2.7), run("swiglu", 2.45, 2.5)]}
+    assert "did not lower the held-out loss of any run" in choices_view.reading(worse)
+    assert choices_view.running_mean([1.0, 2.0, 3.0, 5.0], 2) == [1.0, 1.5, 2.5, 4.0]
