@@ -269,13 +269,15 @@ def _ticks(labels, n):
 def matrix(z: torch.Tensor, x_labels=None, y_labels=None, *, title: str, x_title: str, y_title: str,
            value_name: str = "value", present: bool = False, dark: bool = False, diverging: bool = False,
            show_values: bool = False, zmin=None, zmax=None, height: int | None = None,
-           width: int | None = None) -> go.Figure:
+           width: int | None = None, text=None) -> go.Figure:
     """A general heatmap (rows = y, columns = x). Non-finite cells (−∞ of a mask, NaN) are left blank and,
-    with ``show_values``, written as ``−∞`` / ``NaN`` so nothing is hidden. ``width``: the px its cells share when
+    with ``show_values``, written as ``−∞`` / ``NaN`` so nothing is hidden; ``text`` (rows × columns of strings) is
+    written in the cells instead, e.g. a value with what it is of. ``width``: the px its cells share when
     the chart is narrower than the page (one of two columns: :data:`app.theme.HALF_WIDTH`); in presentation mode the
     values are then hidden where its cells are too narrow for them (:func:`app.theme.cell_text`)."""
     fig = _matrix_spec(z, x_labels, y_labels, title=title, x_title=x_title, y_title=y_title, value_name=value_name,
-                       present=present, dark=dark, diverging=diverging, show_values=show_values, zmin=zmin, zmax=zmax)
+                       present=present, dark=dark, diverging=diverging, show_values=show_values, zmin=zmin, zmax=zmax,
+                       text=text)
     if width is not None:
         theme.cell_text(fig, present, width)
     return style(fig, present, height=height or _matrix_height(z.shape[0], present), dark=dark)
@@ -286,7 +288,7 @@ def _matrix_height(n_rows: int, present: bool) -> int:
 
 
 def _matrix_spec(z: torch.Tensor, x_labels, y_labels, *, title: str, x_title: str, y_title: str, value_name: str,
-                 present: bool, dark: bool, diverging: bool, show_values: bool, zmin, zmax) -> dict:
+                 present: bool, dark: bool, diverging: bool, show_values: bool, zmin, zmax, text=None) -> dict:
     """:func:`matrix` as a spec, not yet styled."""
     n_y, n_x = z.shape
     zlist = _cells(z)
@@ -310,6 +312,8 @@ def _matrix_spec(z: torch.Tensor, x_labels, y_labels, *, title: str, x_title: st
             return ("−∞" if v < 0 else "∞") if v in (float("inf"), float("-inf")) else f"{v:.{places}f}"
         hm["text"] = table([[cell(v) for v in row] for row in z.detach().float().cpu().tolist()])
         hm["texttemplate"] = "%{text}"
+    if text is not None:
+        hm["text"], hm["texttemplate"] = table(text), "%{text}"
     xaxis = {"tickvals": list(range(n_x)), "ticktext": xs} if xs else {}
     yaxis = {"tickvals": list(range(n_y)), "ticktext": ys} if ys else {}
     return spec(hm, title=title, xaxis={**xaxis, "title": {"text": x_title}},

@@ -5,7 +5,10 @@ Everything is computed from the chosen model: the score maps on a batch of repea
 optionally on the sidebar sentence), the attention maps on the sidebar sentence (the shared traced run) or on one
 repeated random sequence, the losses with the heads the user switches off. The last section, "A task stated as text",
 shows few-shot accuracy curves (shipped in summaries.json, or measured on request), the user's prompt with their
-answers ranked by log p, and a Winograd pair scored by sentence likelihood (:mod:`core.inference.prompting`).
+answers ranked by log p, and a Winograd pair scored by sentence likelihood (:mod:`core.inference.prompting`). The
+very last, "Heads in a translator's encoder", reads a broad translator's encoder: the best fixed offset of each head
+on the sentence (live) and on held-out sentences, attention from verbs to their objects, and heads replaced by fixed
+patterns (those three from the model's summaries.json, :func:`core.find_heads.encoder_heads`).
 """
 from __future__ import annotations
 
@@ -15,13 +18,13 @@ import torch
 from app import coverage_view, figures
 from app import progress as progress_bar
 from app.cache import bounded
-from app.shell import load_model, text_box
+from app.shell import load_model, text_box, usable_models
 from app.text import code, md
 from core import find_heads as fh
 from core.inference import coverage
 from core.inference import prompting as pr
 from core.io.budget import max_positions
-from core.io.tokenizer import normalize_text
+from core.io.tokenizer import EOS, normalize_text
 from core.probes import summaries
 from core.trace import Trace
 
@@ -460,3 +463,267 @@ def prompting_section(name: str, *, present: bool, dark: bool) -> None:
     _curves_part(name, ck, present=present, dark=dark)
     _own_prompt_part(name, ck, present=present, dark=dark)
     _winograd_part(name, ck, present=present, dark=dark)
+
+
+# ------------------------------------------------------------------ a translator's encoder: position and syntax
+ENCODER_TASKS = ("en-fr", "en-de")  # the broad translators, whose generated sentences know their verbs and objects
+SIGNS = {-1: "−1", 0: "0", 1: "+1"}
+# the groups of heads replaced at once (core.find_heads.replacement_study's "together")
+GROUPS = {"share": "the heads with share ≥ {t:.1f}", "quarter": "the most positional quarter", "all": "every head"}
+
+
+def translators() -> list[str]:
+    """The translators trained on the broad English→French / English→German corpus that can be loaded here."""
+    return usable_models(lambda m: m.cfg.kind == "encoder-decoder" and str(m.meta.get("task", "")) in ENCODER_TASKS)
+
+
+@bounded
+def sentence_offsets(name: str, text: str) -> dict:
+    """The sentence through a translator's encoder (``… [EOS]``, clipped to what it reads): its tokens, the offset
+    shares of every head (:func:`core.find_heads.offset_shares`, ``[layers, heads, 4]``), the maps ``[layers, heads,
+    T, T]`` and whether it was clipped."""
+    ck = load_model(name)
+    body = ck.tokenizer.encode(text)
+    limit = max_positions(ck.model) - 1
+    ids = body[:limit] + [EOS]
+    weights = fh.encoder_maps(ck.model, torch.tensor([ids]))
+    return {"tokens": ck.tokenizer.display(ids), "shares": fh.offset_shares(weights), "weights": weights[:, 0],
+            "clipped": len(body) > limit}
+
+
+@bounded(ignore=("progress",))
+def measured_encoder_heads(name: str, progress=None) -> dict:
+    """:func:`core.find_heads.encoder_heads` measured here (a translator with nothing shipped)."""
+    return fh.encoder_heads(load_model(name), progress=progress)
+
+
+def offsets_figure(shares, title: str, *, present: bool, dark: bool):
+    """A layers × heads map of each head's best fixed offset (written in the cell) and the share of its attention
+    that offset gets (the colour, 0-1)."""
+    best, share = fh.best_patterns(torch.as_tensor(shares))
+    n_layers, n_heads = share.shape
+    text = [[f"{SIGNS[int(o)]}<br>{s:.2f}" for o, s in zip(orow, srow)]  # two short lines fit a narrow cell
+            for orow, srow in zip(best.tolist(), share.tolist())]
+    fig = figures.matrix(share, [f"H{h}" for h in range(n_heads)], [f"L{i}" for i in range(n_layers)], title=title,
+                         x_title="head", y_title="layer", value_name="share", present=present, dark=dark, zmin=0.0,
+                         zmax=1.0, text=text, height=160 + n_layers * (48 if present else 38))
+    return fig.update_xaxes(side="bottom")  # as score_figure: on top, the axis title would meet the title
+
+
+def verb_object_figure(grid, *, present: bool, dark: bool):
+    """A layers × heads map of the verb → object score (0-1, the value in each cell)."""
+    z = torch.tensor(grid, dtype=torch.float32)
+    fig = figures.matrix(z, [f"H{h}" for h in range(z.shape[1])], [f"L{i}" for i in range(z.shape[0])],
+                         title="Attention from a verb to its object", x_title="head", y_title="layer",
+                         value_name="score", present=present, dark=dark, show_values=True, zmin=0.0, zmax=1.0,
+                         height=160 + z.shape[0] * (48 if present else 38))
+    return fig.update_xaxes(side="bottom")
+
+
+def positional_lines(shares, threshold: float) -> list[str]:
+    """The offsets map in words: how many heads give at least ``threshold`` of their attention to one fixed offset
+    (by pattern), the most positional head, the mean share left to other positions, and whether that bears out
+    "most encoder heads are positional"."""
+    shares = torch.as_tensor(shares)
+    best, share = fh.best_patterns(shares)
+    n = share.numel()
+    strong = share >= threshold
+    by = ", ".join(f"{fh.PATTERNS[o]}: {int((strong & (best == o)).sum())}" for o in fh.OFFSETS)
+    li, hi = divmod(int(share.argmax()), share.shape[1])
+    lines = [f"**{int(strong.sum())} of {n}** heads give at least {threshold:.0%} of their attention to one fixed "
+             f"offset ({by}).",
+             f"The most positional head, {head_name(li, hi)}, gives {float(share[li, hi]):.0%} of its attention to the "
+             f"{fh.PATTERNS[int(best[li, hi])]}. On average a head gives {float(shares[..., 3].mean()):.0%} of its "
+             "attention to positions other than these three."]
+    if int(strong.sum()) * 2 > n:
+        lines.append("Most heads here are positional, as Raganato et al. found for their translators.")
+    else:
+        lines.append("So this translator does not bear out the claim that most encoder heads are positional: most of "
+                     "its heads spread their attention over several positions.")
+    return lines
+
+
+def _dl(r: dict | None, base: dict) -> float | None:
+    return None if r is None else r["loss"] - base["loss"]
+
+
+def replacement_rows(study: dict) -> list[dict]:
+    """One row per head, most positional first: its best pattern and share, and the held-out loss and token accuracy
+    with its map replaced by that pattern and with the head switched off."""
+    base = study["base"]
+    rows = sorted(study["heads"], key=lambda r: (-r["share"], r["layer"], r["head"]))
+    return [{"head": head_name(r["layer"], r["head"]), "best pattern": fh.PATTERNS[r["offset"]], "share": r["share"],
+             "Δ loss, pattern": _dl(r["fixed"], base), "accuracy, pattern": 100 * r["fixed"]["accuracy"],
+             "Δ loss, head off": _dl(r["off"], base), "accuracy, head off": 100 * r["off"]["accuracy"]}
+            for r in rows]
+
+
+def group_rows(study: dict) -> list[dict]:
+    """One row per group replaced at once (:func:`core.find_heads.replacement_study`'s ``together``)."""
+    base, out = study["base"], []
+    for g in study["together"]:
+        label = GROUPS[g["group"]].format(t=study["threshold"])
+        out.append({"heads replaced together": f"{label} ({len(g['heads'])})",
+                    "loss, pattern": None if g["fixed"] is None else g["fixed"]["loss"],
+                    "Δ loss, pattern": _dl(g["fixed"], base),
+                    "accuracy, pattern": None if g["fixed"] is None else 100 * g["fixed"]["accuracy"],
+                    "Δ loss, heads off": _dl(g["off"], base),
+                    "accuracy, heads off": None if g["off"] is None else 100 * g["off"]["accuracy"]})
+    return out
+
+
+def replacement_lines(study: dict) -> list[str]:
+    """The replacement table in words: one head at a time, the groups, and patterns against switching off."""
+    base = study["base"]
+    deltas = [_dl(r["fixed"], base) for r in study["heads"]]
+    off = [_dl(r["off"], base) for r in study["heads"]]
+    lines = [f"With every head as trained: loss **{base['loss']:.3f}**, token accuracy {base['accuracy']:.1%}.",
+             f"One head at a time, its best pattern changes the loss by {min(deltas):+.4f} to {max(deltas):+.4f} "
+             f"(mean {sum(deltas) / len(deltas):+.4f}); switching the head off instead, {min(off):+.4f} to "
+             f"{max(off):+.4f}."]
+    groups = {g["group"]: g for g in study["together"]}
+    if groups["share"]["fixed"] is None:
+        lines.append(f"No head reaches a share of {study['threshold']:.0%}, so there is no group of positional heads "
+                     "to replace.")
+    for key in ("share", "quarter"):
+        g = groups[key]
+        if g["fixed"] is not None:
+            lines.append(f"{GROUPS[key].format(t=study['threshold']).capitalize()} ({heads_text(g['heads'])}) replaced "
+                         f"at once: Δ loss {_dl(g['fixed'], base):+.4f}; switched off at once: "
+                         f"{_dl(g['off'], base):+.4f}.")
+    every = groups["all"]
+    worse = "more" if every["fixed"]["loss"] > every["off"]["loss"] else "less"
+    lines.append(f"All {len(every['heads'])} heads replaced at once: loss {every['fixed']['loss']:.3f}, accuracy "
+                 f"{every['fixed']['accuracy']:.1%}; all switched off: loss {every['off']['loss']:.3f}, accuracy "
+                 f"{every['off']['accuracy']:.1%}. Fixed patterns cost {worse} than no self-attention at all.")
+    return lines
+
+
+def verb_object_lines(vo: dict) -> list[str]:
+    """The verb → object map in words: the best head, its score on each side, against even attention; the heads that
+    give the object at least twice what even attention gives on both sides of the verb (only then is a fixed distance
+    ruled out), and those that do so only where the object follows the verb."""
+    z = torch.tensor(vo["score"])
+    li, hi = divmod(int(z.argmax()), z.shape[1])
+    sides = [f"{vo[side][li][hi]:.2f} when the object {word} the verb (even attention: {vo['uniform_' + side]:.2f}, "
+             f"{vo['n_' + side]} sentence{'' if vo['n_' + side] == 1 else 's'})"
+             for side, word in (("after", "follows"), ("before", "comes before")) if side in vo]
+    ratio = float(z[li, hi]) / vo["uniform"]
+    lines = [f"Best head: **{head_name(li, hi)}**, score {float(z[li, hi]):.2f}: " + "; ".join(sides) + ".",
+             f"That is {ratio:.1f} times what a head spreading its attention evenly would score ({vo['uniform']:.2f})."]
+    present = [side for side in ("after", "before") if side in vo]
+    every = [(a, b) for a in range(z.shape[0]) for b in range(z.shape[1])]
+
+    def twice(h, side):
+        return vo[side][h[0]][h[1]] >= 2 * vo["uniform_" + side]
+    both = [h for h in every if all(twice(h, side) for side in present)] if len(present) == 2 else []
+    ahead = [h for h in every if "after" in vo and twice(h, "after") and h not in both]
+    if both:
+        lines.append(f"{heads_text(both)}: at least twice what even attention gives, on each side of the verb. They "
+                     "find the object by grammar, not at a fixed distance.")
+    elif len(present) == 2:
+        lines.append("No head gives the object twice what even attention would on both sides of the verb: none stands "
+                     "out here as a verb → object head.")
+    else:
+        lines.append("Every object here is on one side of its verb, so a fixed distance could explain any head's "
+                     "score.")
+    if ahead:
+        lines.append(f"{heads_text(ahead)} reach twice even attention only where the object follows the verb; a head "
+                     "that looks a fixed distance ahead would too.")
+    return lines
+
+
+def _example_maps(name: str, vo: dict, *, present: bool, dark: bool) -> None:
+    z = torch.tensor(vo["score"])
+    n_layers, n_heads = z.shape
+    every = [(li, hi) for li in range(n_layers) for hi in range(n_heads)]
+    best = divmod(int(z.argmax()), n_heads)
+    pick = st.container() if present else st.columns([1, 2])[0]
+    layer, head = pick.selectbox("Head shown on the examples", every, index=every.index(best), key="lm_heads_enc_head",
+                                 format_func=lambda x: f"{head_name(*x)} (score {float(z[x]):.2f})")
+    cols = [st.container() for _ in vo["examples"]] if present else st.columns(max(1, len(vo["examples"])))
+    for col, ex in zip(cols, vo["examples"]):
+        run = sentence_offsets(name, ex["text"])
+        what = "object after the verb" if ex["after"] else "object before the verb"
+        col.plotly_chart(attention_figure(run["weights"][layer, head], run["tokens"], layer, head, what,
+                                          present=present, dark=dark), key=f"lm_heads_enc_example_{ex['after']}")
+        verb = " ".join(run["tokens"][i] for i in ex["verb"])
+        obj = "".join(run["tokens"][i] for i in ex["object"])
+        got = float(run["weights"][layer, head][ex["verb"]][:, ex["object"]].sum(-1).mean())
+        col.caption(f"{code(ex['text'])}: the row of {code(verb)} (the verb) gives {got:.2f} to {code(obj)} (its "
+                    "object).")
+
+
+def encoder_section(shown: str, text: str, *, present: bool, dark: bool) -> None:
+    """The page's last section: offset shares of a broad translator's encoder heads on the sentence and on held-out
+    sentences, attention from verbs to their objects, and each head replaced by its best fixed pattern (Raganato et
+    al. 2020). The held-out measurements come from the model's summaries.json, or are measured on request."""
+    st.subheader("Heads in a translator's encoder: position and syntax")
+    st.markdown("Raganato et al. (2020) found that most encoder heads of their translators attend by position: to the "
+                "previous token, the token itself or the next one. They replaced such heads by fixed patterns with "
+                "little loss in quality. Other heads are said to follow grammar, e.g. from a verb to its direct "
+                "object. Here both are measured in a shipped translator's encoder.")
+    names = translators()
+    if not names:
+        st.info("No English→French or English→German translator (en-fr, en-de) can be loaded here.")
+        return
+    default = shown if shown in names else "en-fr" if "en-fr" in names else names[0]
+    pick = st.container() if present else st.columns([1, 2])[0]
+    name = pick.selectbox("Translator", names, index=names.index(default), key="lm_heads_enc_model",
+                          help="Its encoder is read here: self-attention in which every token sees every other")
+    ck = load_model(name)
+    found = fh.shipped_encoder_heads(ck, name)
+    origin = summaries.source(ck, name) if found is not None else None
+    threshold = fh.POSITIONAL_SHARE
+    cols = [st.container(), st.container()] if present else st.columns(2)
+    if normalize_text(text or ""):
+        mine = sentence_offsets(name, normalize_text(text))
+        cols[0].plotly_chart(offsets_figure(mine["shares"], "Best fixed offset: your sentence", present=present,
+                                            dark=dark), key="lm_heads_enc_offsets_text")
+        best, share = fh.best_patterns(mine["shares"])
+        cols[0].caption(f"{int((share >= threshold).sum())} of {share.numel()} heads give at least {threshold:.0%} "
+                        f"to one offset on your sentence ({len(mine['tokens'])} tokens with [EOS])."
+                        + (" It was cut to what the model reads." if mine["clipped"] else ""))
+    else:
+        cols[0].info("The sentence is empty. Type one in the box above to see its offsets.")
+    if found is None:
+        heads = ck.model.cfg.n_layers("encoder") * ck.model.cfg.n_heads
+        cols[1].info(f"No measurement of {md(name)}'s encoder on held-out sentences is shipped. Measuring it runs at "
+                     f"most {2 * heads + 7} passes over {fh.ENCODER_SPEC['first']} sentence pairs.")
+        if not cols[1].toggle("Measure it here", key=f"lm_heads_enc_measure_{name}"):
+            return
+        found, complete = progress_bar.run(f"lm_heads_enc_{name}", f"Measuring {name}'s encoder heads",
+                                           lambda tell: measured_encoder_heads(name, progress=tell))
+        if not complete:
+            st.info("Stopped: the measurement needs every pass; run it to the end to see it.")
+            return
+    spec = found["spec"]
+    cols[1].plotly_chart(offsets_figure(found["shares"], f"Best fixed offset: {spec['first']} held-out sentences",
+                                        present=present, dark=dark), key="lm_heads_enc_offsets_heldout")
+    cols[1].caption("Each cell: the offset (−1 previous token, 0 itself, +1 next token) that gets the largest share "
+                    "of the head's attention, and that share, averaged over every token.")
+    st.markdown("\n".join(f"- {line}" for line in positional_lines(found["shares"], threshold)))
+
+    st.markdown("**Verbs and their objects.** Generated sentences know their roles: in “The dog ate the apple.” the "
+                "verb is *ate* and its object *apple*; in “The apple that I ate was red.” the object comes first. "
+                "Score: the attention from the verb to its object, averaged over each kind of sentence, the two kinds "
+                "weighing half each, so a head that only looks two tokens ahead cannot reach 1.")
+    vo = found["verb_object"]
+    st.plotly_chart(verb_object_figure(vo["score"], present=present, dark=dark), key="lm_heads_enc_verb_object")
+    st.markdown("\n".join(f"- {line}" for line in verb_object_lines(vo)))
+    if vo["examples"]:
+        _example_maps(name, vo, present=present, dark=dark)
+
+    st.markdown("**Replacing heads by fixed patterns.** Each head's map is replaced by its best fixed offset (all the "
+                "weight on that one token) and the loss is measured on the held-out sentences, teacher forcing. "
+                "Raganato et al. trained their models with the patterns fixed; here the trained model gets no chance "
+                "to adapt. As a yardstick, the head is also switched off (its output multiplied by 0).")
+    study = found["replacement"]
+    st.dataframe(group_rows(study), hide_index=True)
+    st.markdown("\n".join(f"- {line}" for line in replacement_lines(study)))
+    with st.expander("Every head, replaced on its own"):
+        st.dataframe(replacement_rows(study), hide_index=True)
+    st.caption(f"Held-out: the first {spec['first']} sentence pairs of {md(name)}'s {spec['split']} split (never "
+               f"trained on); loss in nats per target token. Verbs and objects: {vo['n_after'] + vo['n_before']} "
+               f"sentences of the {spec['verb_object_split']} split."
+               + (f" Read from {md(origin)}." if origin else " Measured here."))

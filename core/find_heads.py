@@ -29,19 +29,29 @@ Encoder-only models (BERT, minilm, mlm) attend in both directions. Previous-toke
 the same there. The induction score is still computed, but a bidirectional head can reach ``q-L+1`` without any
 induction mechanism (e.g. by looking at the next token's first copy directly), so it is "attention to the position
 an induction head would read", not evidence of in-context copying; and there is no next-token loss, so
-``induction_loss`` is ``{"first_copy": None, "second_copy": None}``. Encoder-decoder models are refused.
+``induction_loss`` is ``{"first_copy": None, "second_copy": None}``. Encoder-decoder models are refused here.
+
+A translator's encoder (Raganato et al. 2020, "Fixed encoder self-attention patterns in Transformer-based machine
+translation") is read by the functions of the last sections, not by the command line: :func:`offset_shares` (how
+much of each head's attention goes one token back, to the token itself, one token on), :func:`fixed_pattern_hooks`
+and :func:`replacement_study` (each head's map replaced by its best one-hot pattern through the attention's mask hook
+point, and the held-out loss measured), :func:`verb_object_scores` (attention from a verb to its direct object in
+generated sentences whose roles the grammar knows). :func:`encoder_heads` measures all of it for a shipped translator
+(``python scripts/precompute.py --model en-fr --parts encoder_heads`` stores it in ``summaries.json``).
 """
 from __future__ import annotations
 
 import math
+import re
 import sys
 
 import torch
 import torch.nn.functional as F
 
+from . import hooks
 from .io import cli, jsonio, registry
 from .io.budget import max_positions
-from .io.tokenizer import BOS, SPECIALS, normalize_text
+from .io.tokenizer import BOS, EOS, SPECIALS, normalize_text
 from .trace import Trace
 
 KINDS = ("previous_token", "duplicate_token", "induction")
@@ -342,6 +352,291 @@ def report(ck, *, seq_len: int = 24, seed: int = 0, batch: int = 16, text: str |
     else:
         out["ablation"] = None
     return out
+
+
+# ------------------------------------------------------------------ a translator's encoder: position and syntax
+# Raganato et al. 2020 ("Fixed encoder self-attention patterns in Transformer-based machine translation"): most
+# encoder heads attend by position, and fixed patterns can stand in for them. Here: how much of each head's
+# attention goes to the key one position back, the query's own position, one position on; what a head loses when
+# its map is replaced by its best one-hot pattern (no retraining); and how much a head attends from a verb to its
+# direct object in generated sentences whose roles the grammar knows.
+OFFSETS = (-1, 0, 1)
+PATTERNS = {-1: "previous token", 0: "same token", 1: "next token"}
+POSITIONAL_SHARE = 0.5  # a head whose best fixed pattern gets at least this share of its attention counts as positional
+ENCODER_SPEC = {"split": "valid", "first": 64, "verb_object_split": "test", "verb_object_first": 1500,
+                "threshold": POSITIONAL_SHARE, "offsets": list(OFFSETS)}  # what a shipped summary was measured on
+
+
+def encoder_maps(model, src: torch.Tensor, fns: dict | None = None) -> torch.Tensor:
+    """``[layers, B, H, T, T]``: the encoder self-attention weights of one traced eval-mode encoder pass over ``src``
+    ``[B, T]`` (padding: the model's pad id), with the hooks ``fns`` (:mod:`core.hooks`) applied."""
+    if model.cfg.kind == "decoder-only":
+        raise ValueError("a decoder-only model has no encoder")
+    trace = Trace()
+    with _Eval(model):
+        model.encode(torch.as_tensor(src, dtype=torch.long).to(model.device), trace=trace, hooks=fns)
+    n = model.cfg.n_layers("encoder")
+    return torch.stack([trace[f"encoder.{i}.self_attn.weights"] for i in range(n)]).float().cpu()
+
+
+def offset_shares(weights: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """``[layers, heads, 4]``: per head, the mean attention weight from a query to the key at offset −1, 0 and +1
+    from it, and to every other key (``1 −`` the three), averaged over the real queries of ``weights``
+    ``[layers, B, H, T, T]``. ``valid`` ``[B, T]``: True for a real token, False for padding (None: all real). A query
+    with no key at an offset (the first has no previous token) counts 0 there."""
+    n_layers, b, n_heads, t, _ = weights.shape
+    valid = torch.ones(b, t, dtype=torch.bool) if valid is None else torch.as_tensor(valid).bool()
+    q = torch.arange(t)
+    cols = []
+    for off in OFFSETS:
+        k = q + off
+        inside = (k >= 0) & (k < t)
+        col = torch.zeros(n_layers, b, n_heads, t)
+        col[..., inside] = weights.float()[..., q[inside], k[inside]]
+        cols.append(col)
+    at = torch.stack(cols, dim=-1) * valid[None, :, None, :, None]  # [L, B, H, T, 3], padding queries zeroed
+    mean = at.sum(dim=(1, 3)) / valid.sum().clamp(min=1)
+    return torch.cat([mean, (1.0 - mean.sum(-1, keepdim=True)).clamp(min=0.0)], dim=-1)
+
+
+def best_patterns(shares: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(offset, share)``, each ``[layers, heads]``: the fixed pattern (−1, 0 or +1) that gets the largest share of
+    each head's attention in ``shares`` (from :func:`offset_shares`) and that share (ties: the lower offset)."""
+    idx = shares[..., :len(OFFSETS)].argmax(dim=-1)
+    return torch.tensor(OFFSETS)[idx], shares.gather(-1, idx[..., None])[..., 0]
+
+
+def fixed_pattern_hooks(model, patterns: dict, stack: str = "encoder") -> dict:
+    """Hooks (for ``model.hooks(...)`` or ``hooks=``) that replace heads' attention maps by fixed patterns:
+    ``patterns`` ``{(layer, head): offset}`` makes that head of ``{stack}.{layer}.self_attn`` give all its weight to
+    the key ``offset`` positions from each query (−1 the previous token, 0 the query itself, +1 the next token).
+    A query whose key at that offset does not exist or is masked (padding, the causal mask) attends to itself; one
+    that may not attend to itself either (a padding query) keeps the head's own map.
+
+    The replacement goes through the attention's mask hook point (one mask per head, :func:`core.hooks.mask`): every
+    key but the chosen one gets −∞, so the softmax gives it exactly 1 whatever the head's scores; the values, W_O
+    and every other head are untouched."""
+    n_layers, n_heads = model.cfg.n_layers(stack), model.cfg.n_heads
+    by_layer: dict[int, dict[int, int]] = {}
+    for (layer, head), off in patterns.items():
+        if not (0 <= int(layer) < n_layers and 0 <= int(head) < n_heads):
+            raise ValueError(f"no head L{layer}H{head}: the {stack} has {n_layers} layers of {n_heads} heads")
+        by_layer.setdefault(int(layer), {})[int(head)] = int(off)
+    out: dict = {}
+    for layer, heads in sorted(by_layer.items()):
+        out.update(hooks.mask(f"{stack}.{layer}.self_attn", _one_hot_masks(heads, n_heads)))
+    return out
+
+
+def _one_hot_masks(heads: dict[int, int], n_heads: int):
+    """The mask hook of :func:`fixed_pattern_hooks` for one attention: ``[B, 1, Tq, Tk]`` → ``[B, H, Tq, Tk]``."""
+    def fn(m, _name):
+        b, _, tq, tk = m.shape
+        out = m.expand(b, n_heads, tq, tk).clone()
+        allowed = m[:, 0] > float("-inf")  # [B, Tq, Tk]
+        own = torch.arange(tq, device=m.device) + (tk - tq)  # a query's own key (after a cache's past keys)
+        own_ok = allowed.gather(-1, own[None, :, None].expand(b, tq, 1))[..., 0]
+        for head, off in heads.items():
+            key = own + off
+            inside = (key >= 0) & (key < tk)
+            key = key.clamp(0, tk - 1)
+            ok = inside[None] & allowed.gather(-1, key[None, :, None].expand(b, tq, 1))[..., 0]
+            target = torch.where(ok, key[None].expand(b, tq), own[None].expand(b, tq))
+            one_hot = torch.full((b, tq, tk), float("-inf"), dtype=m.dtype, device=m.device)
+            one_hot.scatter_(-1, target[..., None], 0.0)
+            out[:, head] = torch.where((ok | own_ok)[..., None], one_hot, out[:, head])
+        return out
+    return fn
+
+
+def replacement_study(model, batch, shares: torch.Tensor, *, threshold: float = POSITIONAL_SHARE,
+                      stack: str = "encoder", heads=None, progress=None) -> dict:
+    """Raganato-style replacement, measured on a held-out ``batch`` (:class:`core.training.tasks.Batch`, teacher
+    forcing): the loss and token accuracy with every head (``base``), and per head (all of them, or ``heads``
+    ``[(layer, head), …]``) with its map replaced by its best fixed pattern (``fixed``, :func:`fixed_pattern_hooks`)
+    and, as a yardstick, with the head switched off (``off``: its output × 0). ``together``: groups of heads
+    replaced at once and switched off at once: every head whose best pattern holds at least ``threshold`` of its
+    attention (``shares`` from :func:`offset_shares`; a group with no head is listed with ``fixed`` and ``off``
+    None), the quarter of the heads with the largest such share, and every head. ``progress(k, n)`` after each
+    pass."""
+    from .probes.heads import batch_loss
+    best, share = best_patterns(shares)
+    n_layers, n_heads = best.shape
+    every = [(li, hi) for li in range(n_layers) for hi in range(n_heads)]
+    chosen = every if heads is None else [(int(li), int(hi)) for li, hi in heads]
+    ranked = sorted(every, key=lambda h: (-float(share[h]), h))
+    groups = [("share", [h for h in every if float(share[h]) >= threshold]),
+              ("quarter", sorted(ranked[:max(1, len(every) // 4)])), ("all", every)]
+    total = 1 + 2 * len(chosen) + 2 * sum(bool(g) for _, g in groups)
+    done = [0]
+
+    def measure(patterns=None, off=()):
+        if patterns:
+            with model.hooks(fixed_pattern_hooks(model, patterns, stack)):
+                res = batch_loss(model, batch)
+        else:
+            res = batch_loss(model, batch, ablate=hooks.as_ablation((f"{stack}.{li}.self_attn", hi) for li, hi in off)
+                             or None)
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total)
+        return {"loss": res[0], "accuracy": res[1]}
+
+    base = measure()
+    rows = [{"layer": li, "head": hi, "offset": int(best[li, hi]), "share": float(share[li, hi]),
+             "fixed": measure({(li, hi): int(best[li, hi])}), "off": measure(off=[(li, hi)])} for li, hi in chosen]
+    together = [{"group": name, "heads": [list(h) for h in group],
+                 "fixed": measure({h: int(best[h]) for h in group}) if group else None,
+                 "off": measure(off=group) if group else None} for name, group in groups]
+    return {"base": base, "heads": rows, "together": together, "threshold": threshold}
+
+
+# ------------------------------------------------------------------ verbs and their direct objects
+def verb_object_frames(corpus) -> tuple[str, ...]:
+    """The frames of a broad generated corpus (:mod:`core.data.broad`) whose template names a verb and its direct
+    object: a ``{verb…}`` field and ``{B}`` / ``{Bpl}`` ("The {A} {verbpast} the {B}.", "The {B} that I {verbpast}
+    was {adj}.")."""
+    return tuple(name for name, f in corpus.FRAMES.items()
+                 if "{verb" in f.en and ("{B}" in f.en or "{Bpl}" in f.en))
+
+
+def _clean(word: str) -> str:
+    return word.strip(".,!?;:«»\"").lower()
+
+
+def role_positions(tokenizer, pair, corpus) -> dict | None:
+    """Where the verb and its direct object are in one generated sentence ``pair`` (a :class:`core.data.broad.Pair`
+    of a :func:`verb_object_frames` frame), read from its frame's template: ``{"text", "ids"`` (the encoder input,
+    ``[EOS]`` last), ``"verb"`` (the token positions of the verb's first word: "looked" of "looked at"),
+    ``"object"`` (the positions of the object noun's tokens), ``"after"`` (the object follows the verb),
+    ``"frame"}``. The template's words before a field say which word of the sentence it is; each role word is checked
+    against the lexicon's form, and a sentence where they differ gives None."""
+    spec = pair.spec
+    frame = corpus.FRAMES.get(getattr(spec, "frame", None) or "")
+    if frame is None or spec.get("verb") is None or spec.get("B") is None:
+        return None
+    lex = corpus.lexicon()
+    verb, noun = lex.verbs[spec["verb"]], lex.nouns[spec["B"]]
+    words = frame.en.split()
+    forms = {"{verbpast}": verb.en_past, "{verb3sg}": verb.en_3sg, "{verb}": verb.en}
+    at_verb = next((i for i, w in enumerate(words) if _clean(w) in forms), None)
+    at_obj = next((i for i, w in enumerate(words) if _clean(w) in ("{b}", "{bpl}")), None)
+    if at_verb is None or at_obj is None:
+        return None
+    verb_form = forms[_clean(words[at_verb])].split()
+    noun_form = noun.en_pl if _clean(words[at_obj]) == "{bpl}" else noun.en
+    if at_obj > at_verb:  # a phrasal verb ("looked at") takes two words of the sentence
+        at_obj += len(verb_form) - 1
+    text = normalize_text(pair.src)
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    if max(at_verb, at_obj) >= len(spans) or _clean(text[slice(*spans[at_verb])]) != verb_form[0].lower() \
+            or _clean(text[slice(*spans[at_obj])]) != noun_form.lower():
+        return None
+    enc = tokenizer.hf.encode(text, add_special_tokens=False)
+
+    def tokens_of(word: int) -> list[int]:
+        a, b = spans[word]
+        raw = text[a:b]
+        a += len(raw) - len(raw.lstrip(".,!?;:«»\""))
+        b -= len(raw) - len(raw.rstrip(".,!?;:«»\""))
+        return [i for i, (s, e) in enumerate(enc.offsets) if s < b and e > a]
+
+    return {"text": text, "ids": list(enc.ids) + [EOS], "verb": tokens_of(at_verb), "object": tokens_of(at_obj),
+            "after": at_obj > at_verb, "frame": frame.name}
+
+
+def verb_object_items(tokenizer, corpus, lang: str, *, split: str = "test", first: int = 1500) -> list[dict]:
+    """:func:`role_positions` of every verb–object sentence among the first ``first`` sentences of ``split`` of a
+    broad ``corpus`` in ``lang`` (sentences never trained on when ``split`` is valid or test)."""
+    frames = set(verb_object_frames(corpus))
+    pairs = [p for p in corpus.generate(lang, split, first=first) if p.frame in frames]
+    return [item for p in pairs if (item := role_positions(tokenizer, p, corpus)) is not None]
+
+
+def verb_object_scores(model, items: list[dict], batch: int = 64) -> dict:
+    """Per head (``layers × heads`` lists), the attention from a verb to its direct object: on each sentence of
+    ``items`` (:func:`role_positions`) the weight from the verb's token(s) to the object's tokens, summed over the
+    object's tokens and averaged over the verb's, then averaged over the sentences where the object follows the
+    verb (``after``) and where it comes before (``before``: "The apple that I ate"); ``score`` is the mean of the two,
+    so a head that only looks a fixed distance ahead cannot reach 1. ``n_after`` / ``n_before``: how many sentences
+    of each kind (a side with none is left out of ``score``). ``uniform`` (and ``uniform_after`` /
+    ``uniform_before``): what the same average gives a head that spreads its attention evenly over the sentence
+    (object tokens ÷ sentence tokens, ``[EOS]`` included) — the level a head must beat to be said to find objects."""
+    from .training.tasks import pad_rows
+    n_layers, n_heads = model.cfg.n_layers("encoder"), model.cfg.n_heads
+    sums = {True: torch.zeros(n_layers, n_heads), False: torch.zeros(n_layers, n_heads)}
+    counts, even = {True: 0, False: 0}, {True: 0.0, False: 0.0}
+    for start in range(0, len(items), batch):
+        part = items[start:start + batch]
+        w = encoder_maps(model, pad_rows([it["ids"] for it in part]))
+        for i, it in enumerate(part):
+            rows = w[:, i][:, :, it["verb"]][..., it["object"]]  # [L, H, verb tokens, object tokens]
+            sums[it["after"]] += rows.sum(-1).mean(-1)
+            counts[it["after"]] += 1
+            even[it["after"]] += len(it["object"]) / len(it["ids"])
+    sides = {side: key for side, key in (("after", True), ("before", False)) if counts[key]}
+    if not sides:
+        raise ValueError("no sentence with a verb and its object to measure")
+    out = {"score": (sum(sums[k] / counts[k] for k in sides.values()) / len(sides)).tolist(),
+           "uniform": sum(even[k] / counts[k] for k in sides.values()) / len(sides),
+           "n_after": counts[True], "n_before": counts[False]}
+    for side, key in sides.items():
+        out[side], out[f"uniform_{side}"] = (sums[key] / counts[key]).tolist(), even[key] / counts[key]
+    return out
+
+
+# ------------------------------------------------------------------ the whole measurement, as shipped
+def _broad_corpus(ck):
+    """(corpus module, language) of a translator trained on the broad corpus (its checkpoint's task and release,
+    :func:`core.data.corpus_of`); ValueError for any other model."""
+    from .data import corpus_of, lang_of
+    task = str(ck.meta.get("task", ""))
+    if ck.model.cfg.kind != "encoder-decoder" or task not in ("en-fr", "en-de"):
+        raise ValueError("this measurement reads a translator trained on the broad English→French or English→German "
+                         "corpus (en-fr, en-de)")
+    data, lang = corpus_of(ck.meta), lang_of(task)
+    if not hasattr(data, "FRAMES"):
+        raise ValueError("this measurement reads a translator trained on the broad English→French or English→German "
+                         "corpus (en-fr, en-de)")
+    return data, lang
+
+
+def heldout_batch(ck, first: int | None = None):
+    """The held-out batch of a broad translator (:class:`core.training.tasks.Batch`, source ``… [EOS]``): the first
+    ``first`` (default :data:`ENCODER_SPEC`'s) sentence pairs of its own corpus's valid split, in the order the
+    corpus draws them (sentences it never trained on)."""
+    from .training.tasks import seq2seq_batch
+    data, lang = _broad_corpus(ck)
+    pairs = data.generate(lang, ENCODER_SPEC["split"], first=first or ENCODER_SPEC["first"])
+    return seq2seq_batch([(ck.tokenizer.encode(p.src), ck.tokenizer.encode(p.tgt)) for p in pairs])
+
+
+def encoder_heads(ck, progress=None) -> dict:
+    """What the "Heads that language models grow" page shows about a broad translator's encoder, measured from its
+    weights with :data:`ENCODER_SPEC`'s settings (the JSON entry ``encoder_heads`` of its ``summaries.json``): the
+    offset shares of every head on the held-out batch (:func:`heldout_batch`), the verb → object scores on the test
+    split's verb–object sentences with one example sentence of each kind, and the replacement study
+    (:func:`replacement_study`). ``progress(k, n)``: replacement passes."""
+    data, lang = _broad_corpus(ck)
+    spec = ENCODER_SPEC
+    batch = heldout_batch(ck)
+    shares = offset_shares(encoder_maps(ck.model, batch.src), batch.src.ne(ck.model.cfg.pad_id))
+    items = verb_object_items(ck.tokenizer, data, lang, split=spec["verb_object_split"],
+                              first=spec["verb_object_first"])
+    vo = verb_object_scores(ck.model, items)
+    vo["examples"] = [{k: it[k] for k in ("text", "verb", "object", "after", "frame")}
+                      for it in (next((x for x in items if x["after"]), None),
+                                 next((x for x in items if not x["after"]), None)) if it is not None]
+    study = replacement_study(ck.model, batch, shares, threshold=spec["threshold"], progress=progress)
+    return {"spec": dict(spec), "shares": shares.tolist(), "verb_object": vo, "replacement": study}
+
+
+def shipped_encoder_heads(ck, name: str) -> dict | None:
+    """The ``encoder_heads`` entry of the model's ``summaries.json`` (:func:`encoder_heads`), when it was measured on
+    exactly these weights with :data:`ENCODER_SPEC`; else None."""
+    from .probes import summaries
+    entry = summaries.part(ck, name, "encoder_heads")
+    return entry if entry is not None and entry.get("spec") == ENCODER_SPEC else None
 
 
 # ------------------------------------------------------------------ command line

@@ -29,7 +29,7 @@ else:
                                  index=names.index("lm") if "lm" in names else 0, key="lm_heads_model",
                                  help=f"{md(view.name)} has an encoder and a decoder; this page reads one "
                                       "self-attention stack, so it uses a language model. Pick one here or in the "
-                                      "sidebar.")
+                                      "sidebar. A translator's encoder is read in the page's last section.")
     settings = settings[1:]
 ck = shown_model(name)
 decoder = ck.model.cfg.kind == "decoder-only"
@@ -148,3 +148,4 @@ with st.expander("How the scores are measured"):
                 "model uses. The same measurement from a terminal: `python -m core.find_heads --model lm`.")
 
 hv.prompting_section(name, present=present, dark=dark)
+hv.encoder_section(view.name, view.text, present=present, dark=dark)

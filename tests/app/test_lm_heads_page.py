@@ -3,10 +3,12 @@ minilm), the chosen head's attention, and the ablation of the induction heads; b
 import json
 
 import pytest
+import torch
 
 from app import lm_heads_view as lv
 from apptest import open_page
 from core import find_heads as fh
+from core.io.tokenizer import EOS
 from core.inference import prompting as pr
 from core.io import budget, pretrained, registry
 from core.probes import summaries
@@ -49,7 +51,7 @@ def test_lm_page_draws_the_scores_the_core_measures_and_ablates():
     text_ids = [2] + ck.tokenizer.encode("The function returns a list of the values")
     on_text = fh.head_scores(ck.model, seq_len=24, seed=0, batch=16, text_ids=text_ids, **fh.framing(ck))
     assert flat(maps["previous_token"]["data"][0]["z"]) == pytest.approx(flat(on_text["previous_token"]), abs=1e-5)
-    assert any(t.startswith("L") for t in charts(at))  # the chosen head's attention on the sentence
+    assert any(t.startswith("L") and t.endswith("your sentence") for t in charts(at))  # the head on the sentence
     assert not at.get("metric")
     at.toggle(key="lm_heads_ablate").set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -84,16 +86,47 @@ def test_a_translator_in_the_sidebar_gets_a_language_model_here():
     box = at.selectbox(key="lm_heads_model")
     assert box.value == "lm" and "is a translator" in box.label and "language model" in box.help
     assert len(score_maps(at)) == 3
+    # the last section reads a broad translator's encoder: en-fr by default (en-fr-tiny's grammar has no such roles)
+    assert at.selectbox(key="lm_heads_enc_model").value == "en-fr"
+    for name in ("en-fr", "en-de"):
+        if name == "en-de":
+            at.selectbox(key="lm_heads_enc_model").set_value("en-de").run()
+            assert not at.exception, [e.value for e in at.exception]
+        enc = registry.load(name)
+        budget.limit_positions(enc.model)
+        shipped = fh.shipped_encoder_heads(enc, name)
+        found = charts(at)
+        best, share = fh.best_patterns(torch.tensor(shipped["shares"]))
+        held = found["Best fixed offset: 64 held-out sentences"]["data"][0]
+        assert flat(held["z"]) == pytest.approx(flat(share.tolist()), abs=1e-6)
+        assert held["text"][0][0] == f"{lv.SIGNS[int(best[0, 0])]}<br>{float(share[0, 0]):.2f}"
+        text = next(w for w in [*at.text_area, *at.text_input] if w.key == "sentence").value
+        ids = torch.tensor([enc.tokenizer.encode(text) + [EOS]])
+        mine = fh.best_patterns(fh.offset_shares(fh.encoder_maps(enc.model, ids)))[1]
+        assert flat(found["Best fixed offset: your sentence"]["data"][0]["z"]) == pytest.approx(flat(mine.tolist()),
+                                                                                               abs=1e-5)
+        vo = found["Attention from a verb to its object"]["data"][0]["z"]
+        assert flat(vo) == pytest.approx(flat(shipped["verb_object"]["score"]), abs=1e-6)
+        groups = next(d.value for d in at.dataframe if "heads replaced together" in d.value)
+        study = shipped["replacement"]
+        assert list(groups["loss, pattern"])[1:] == pytest.approx([g["fixed"]["loss"] for g in study["together"][1:]])
+        every = next(d.value for d in at.dataframe if "best pattern" in d.value)
+        assert len(every) == len(study["heads"]) and list(every["share"]) == sorted(every["share"], reverse=True)
+        reading = "\n".join(m.value for m in at.markdown)
+        positional = int((share >= fh.POSITIONAL_SHARE).sum())
+        assert f"**{positional} of {share.numel()}** heads give at least 50%" in reading
 
 
 def test_empty_and_too_long_text_get_a_message():
     at = open_page(PAGE, "lm", text=" ")
     assert any("sentence is empty" in i.value for i in at.info)
     assert any("Type a sentence first" in i.value for i in at.info)
+    assert any("Type one in the box above to see its offsets" in i.value for i in at.info)  # the encoder section
     assert len(score_maps(at)) == 3  # the maps come from the random sequences
     long = " ".join(["word"] * 400)
     at = open_page(PAGE, "lm", text=long)
     assert any("this model reads at most" in w.value for w in at.warning)
+    assert any("It was cut to what the model reads" in c.value for c in at.caption)
 
 
 def test_presentation_mode_stacks_the_maps_and_still_draws_them():
