@@ -4,13 +4,15 @@ from __future__ import annotations
 import streamlit as st
 
 from app import coverage_view
+from app import progress as progress_bar
 from app.cache import bounded
 from app.text import md
-from core.inference import coverage, quality
+from core.inference import coverage, quality, verbatim
 from core.io.budget import max_positions
 from core.inference.decoding import beam_search, generate
 from core.inference.runner import coverage_notices, forward_ids
 from core.io.tokenizer import BOS, EOS
+from core.probes import summaries
 
 
 @bounded
@@ -126,6 +128,8 @@ def decode_panel(view, figures) -> None:
         st.success(f"Finished: {md(tok.decode(result.ids))}")
     if ck.model.cfg.kind == "encoder-decoder":
         reference_panel(view.tgt, tok.decode(result.ids), n == total)
+    else:
+        verbatim_panel(view, args["prompt"], result.ids, n == total)
 
 
 def bleu_rows(score: dict) -> list[dict]:
@@ -177,3 +181,175 @@ def reference_panel(reference: str | None, output: str, finished: bool) -> None:
                 f"appear{'s' if p1['matched'] == 1 else ''} in the reference (counted at most as often as there), and "
                 f"the output is {length}. BLEU rewards exact word sequences; chrF compares "
                 "characters, so a word with the right stem but the wrong ending still earns part of the credit.")
+
+
+# ------------------------------------------------------------------ a language model: is it quoting its training text?
+@st.cache_resource(show_spinner=False, max_entries=2)
+def training_index(name: str, weights: str) -> verbatim.TrainingIndex:
+    """The training stream of model ``name`` (``weights``: its fingerprint, so that a model trained again under
+    the same name is indexed again), indexed by core.inference.verbatim: built once per server, kept on disk."""
+    from app.shell import load_model
+    return verbatim.training_index(load_model(name))
+
+
+@bounded(ignore=("progress",))
+def measured_comparison(name: str, weights: str, progress=None) -> dict:
+    """:func:`core.inference.verbatim.compare` measured here (a model with no shipped comparison)."""
+    from app.shell import load_model
+    return verbatim.compare(load_model(name), training_index(name, weights), progress=progress)
+
+
+def _share(found: int, total: int, n: int) -> str:
+    return f"— (fewer than {n} tokens)" if not total else f"{found} of {total} ({100 * found / total:.0f} %)"
+
+
+def verbatim_rows(parts: dict) -> list[dict]:
+    """One table row per checked text (name → :func:`core.inference.verbatim.summary`)."""
+    rows = []
+    for label, s in parts.items():
+        best = s["longest"]
+        row = {"text": label, "tokens": s["tokens"], "longest verbatim span (tokens)": best.length if best else 0,
+               "times that span occurs in training": best.count if best and best.length else 0}
+        row.update({f"{n}-grams found in training": _share(*s["shares"][n], n) for n in verbatim.NS})
+        rows.append(row)
+    return rows
+
+
+def passage_markdown(p: dict) -> str:
+    """The training passage as a quote, the copied span highlighted (all of it shown as text, md())."""
+    span = p["span"]
+    lead, trail = span[:len(span) - len(span.lstrip())], span[len(span.rstrip()):]
+    return (f"> {'… ' if p['cut_before'] else ''}{md(p['before'] + lead)}:orange-background[**{md(span.strip())}**]"
+            f"{md(trail + p['after'])}{' …' if p['cut_after'] else ''}")
+
+
+def comparison_rows(entry: dict) -> list[dict]:
+    """The greedy-against-sampling table (:func:`core.inference.verbatim.compare`) as shown."""
+    return [{"continuation": r["kind"], "texts": r["continuations"], "tokens": r["tokens"],
+             "mean longest span": round(r["longest_mean"], 1), "largest longest span": r["longest_max"],
+             **{f"{n}-grams found": _share(r["found"][str(n)], r["total"][str(n)], n) for n in verbatim.NS}}
+            for r in entry["rows"]]
+
+
+def comparison_finding(entry: dict) -> str:
+    """What the greedy-against-sampling table shows, in words, from its numbers: short phrases (4-grams), greedy
+    against sampling; longer runs (8-grams), the model against the real held-out text."""
+    by = {r["kind"]: r for r in entry["rows"]}
+
+    def pct(kind: str, n: int) -> float:
+        r = by[kind]
+        return 100 * r["found"][str(n)] / max(1, r["total"][str(n)])
+    real = "held-out text (the real continuation)"
+    g4, s4, g8, s8, h8 = pct("greedy", 4), pct("sampling", 4), pct("greedy", 8), pct("sampling", 8), pct(real, 8)
+    short = (f"Greedy decoding reuses short training phrases more than sampling does (4-grams found: {g4:.0f} % "
+             f"against {s4:.0f} %)" if g4 > s4 else
+             f"Greedy decoding does not reuse short training phrases more than sampling does (4-grams found: "
+             f"{g4:.0f} % against {s4:.0f} %)")
+    over = [k for k, v in (("greedy", g8), ("sampling", s8)) if v > h8]
+    if not over:
+        long = (f"; neither copies longer runs more often than the real text, which the model never read, shares "
+                f"with its training text (8-grams found: {g8:.0f} % greedy, {s8:.0f} % sampling, {h8:.0f} % real "
+                "text).")
+    else:
+        long = (f"; at 8 tokens {' and '.join(over)} copies more than the real text does (8-grams found: {g8:.0f} % "
+                f"greedy, {s8:.0f} % sampling, {h8:.0f} % real text).")
+    return short + long + f" {entry['spec']['prompts']} prompts are few: read a gap of a few points as noise."
+
+
+def verbatim_panel(view, prompt: list[int], output: list[int], finished: bool) -> None:
+    """A decoder-only model's prompt and finished continuation checked against its training text: the longest
+    span found word for word (with the training passage it came from) and the share of 4-, 8- and 16-grams found;
+    then greedy decoding against sampling on held-out prompts (shipped in summaries.json, or measured on request)."""
+    st.subheader("Is it quoting its training text?")
+    if not st.toggle("Check against the training text", key="verbatim_on"):
+        st.caption("Switch this on to look for the longest run of tokens of your prompt and of the model's "
+                   "continuation that appears word for word in the text the model was trained on. The first check "
+                   "on a server reads and indexes that whole text: about a second for lm-tiny, one to two minutes "
+                   "for the lm (then it is kept on disk).")
+        return
+    try:
+        with st.spinner("Indexing the training text (once per server)…"):
+            index = training_index(view.name, summaries.fingerprint(view.ck.model))
+    except (ValueError, OSError) as e:
+        st.info(f"This model's training text cannot be checked: {md(e)}")
+        return
+    tok = view.ck.tokenizer
+    st.caption(f"Training text: {len(index.tokens):,} tokens in {len(index.starts):,} paragraphs of "
+               f"{len(index.docs):,} document{'' if len(index.docs) == 1 else 's'}, in the model's own tokens.")
+    texts = {"your prompt": list(prompt)}
+    if finished:
+        texts["the model's continuation"] = list(output)
+    parts = {label: verbatim.summary(index, ids) for label, ids in texts.items()}
+    st.dataframe(verbatim_rows(parts), hide_index=True)
+    if not finished:
+        st.caption("Click Run to end: the finished continuation is checked too.")
+    for label, s in parts.items():
+        best = s["longest"]
+        if best is None or not best.length:
+            st.markdown(f"No token of {md(label)} occurs in the training text.")
+            continue
+        shown = tok.decode(texts[label][best.start:best.start + best.length])
+        p = verbatim.passage(index, tok, best)
+        times = "once" if best.count == 1 else f"{best.count:,} times"
+        st.markdown(f"**Longest span of {md(label)}**: {best.length} token{'' if best.length == 1 else 's'}, "
+                    f"{md(shown)} — in the training text {times}. First found in {md(p['document'])}, "
+                    f"paragraph {p['number']:,} of the text the corpus kept from it:")
+        st.markdown(passage_markdown(p))
+    shipped = summaries.verbatim_summary(view.ck, view.name)
+    if finished:
+        st.markdown(continuation_verdict(parts["the model's continuation"], shipped))
+    comparison_panel(view.name, view.ck, shipped)
+
+
+def continuation_verdict(s: dict, shipped: dict | None) -> str:
+    """What the longest match of the finished continuation (a :func:`core.inference.verbatim.summary`) says, with
+    the held-out text's mean longest match as the scale when the comparison is shipped."""
+    best = s["longest"]
+    length = best.length if best else 0
+    if not s["tokens"]:
+        return "The model wrote nothing before it stopped: there is no continuation to check."
+    if length == s["tokens"]:
+        verdict = (f"The whole continuation ({length} token{'' if length == 1 else 's'}) appears word for word in "
+                   "the training text.")
+    else:
+        verdict = (f"The longest run of the continuation found word for word in the training text is {length} "
+                   f"token{'' if length == 1 else 's'}.")
+    real = next((r for r in (shipped or {}).get("rows", []) if r["kind"].startswith("held-out")), None)
+    if real is not None:
+        scale = (f" For scale: real held-out text, which the model never read, has a longest run of "
+                 f"{real['longest_mean']:.1f} tokens in the training text on average (the table below)")
+        if length <= real["longest_mean"]:
+            return verdict + scale + ": this run is no longer, so by itself it does not show memorisation."
+        return verdict + scale + ": this run is longer, a sign that the model is reproducing its training text."
+    if length >= 16:
+        return verdict + " A run that long is very likely a quote of the training text."
+    if length >= 8:
+        return verdict + " That is longer than most common phrases: read the passage above to judge."
+    return verdict + " Runs this short are common phrases that much English shares, not a quote."
+
+
+def comparison_panel(name: str, ck, entry: dict | None) -> None:
+    """Greedy decoding against sampling on held-out prompts, with the real held-out continuation as a baseline:
+    ``entry`` as shipped (summaries.verbatim_summary), else measured on request."""
+    st.markdown("**Greedy against sampling, on held-out prompts**")
+    source = summaries.source(ck, name) if entry is not None else None
+    if entry is None:
+        spec = verbatim.compare_spec(ck.meta.get("task", ""))
+        st.info(f"No comparison is shipped for {md(name)}: measuring it writes "
+                f"{spec['prompts'] * (1 + spec['samples'])} continuations of {spec['new_tokens']} tokens.")
+        if not st.toggle("Measure greedy against sampling on this model", key=f"verbatim_compare_{name}"):
+            return
+        entry, complete = progress_bar.run(f"verbatim_compare_{name}", f"Decoding held-out prompts with {name}",
+                                           lambda tell: measured_comparison(name, summaries.fingerprint(ck.model),
+                                                                            progress=tell))
+        if not complete:
+            st.info("Stopped: the table needs every prompt; run it to the end to see it.")
+            return
+    spec = entry["spec"]
+    st.dataframe(comparison_rows(entry), hide_index=True)
+    st.markdown(f"The first {spec['prompt_tokens']} tokens of {spec['prompts']} held-out paragraphs (text the model "
+                f"never trained on), continued for up to {spec['new_tokens']} tokens: greedily, by sampling at "
+                f"temperature {spec['temperature']:g} ({spec['samples']} seeds each), and by the paragraph itself. "
+                + comparison_finding(entry))
+    origin = f"Read from {md(source)}." if source is not None else "Measured here."
+    st.caption(origin)

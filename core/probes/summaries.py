@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from ..inference import prompting
+from ..inference import prompting, verbatim
 from ..io import jsonio
 from . import compress, coref
 from . import heads as H
@@ -93,6 +93,14 @@ def source(ck, name: str) -> str | None:
     except ValueError:
         shown = path.name
     return f"{shown}, made with `{raw.get('command') or COMMAND.format(name=name)}`"
+
+
+def part(ck, name: str, key: str) -> dict | None:
+    """The entry ``key`` of the model's summaries file as stored, when the file was made for exactly these weights
+    (None: no file, other weights, or no such entry). For a part another module computes and checks (its own spec),
+    e.g. :func:`core.find_heads.shipped_encoder_heads`."""
+    entry = (_read(ck, name) or {}).get(key)
+    return entry if isinstance(entry, dict) else None
 
 
 # ------------------------------------------------------------------ JSON both ways
@@ -273,8 +281,18 @@ def prompting_summary(ck, name: str) -> dict | None:
     return entry
 
 
+# ------------------------------------------------------------------ verbatim copying (a GPT-style model)
+def verbatim_summary(ck, name: str) -> dict | None:
+    """The shipped :func:`core.inference.verbatim.compare` (greedy against sampling on held-out prompts), or None
+    when not shipped for these weights and these settings."""
+    entry = (_read(ck, name) or {}).get("verbatim")
+    if entry is None or entry.get("spec") != verbatim.compare_spec(ck.meta.get("task", "")):
+        return None
+    return entry
+
+
 # ------------------------------------------------------------------ building the file
-PARTS = ("coref", "coref_check", "heads", "gqa", "weights", "spans", "prompting")
+PARTS = ("coref", "coref_check", "heads", "gqa", "weights", "spans", "prompting", "verbatim")
 
 
 def build(ck, name: str, parts=PARTS, log=None) -> dict:
@@ -320,6 +338,13 @@ def build(ck, name: str, parts=PARTS, log=None) -> dict:
             if k % 80 == 0 or k == n:
                 say(f"prompting: {k} of {n} prompts")
         out["prompting"] = jsonio.finite(prompting.all_curves(ck.model, ck.tokenizer, progress=tick))
+    if "verbatim" in parts and ck.model.cfg.kind == "decoder-only":
+        try:
+            index = verbatim.training_index(ck, log=lambda msg: say(f"verbatim: {msg}"))
+            out["verbatim"] = jsonio.finite(verbatim.compare(ck, index, progress=lambda k, n: say(
+                f"verbatim: {k} of {n} prompts") if k % 4 == 0 or k == n else None))
+        except ValueError as e:
+            say(f"verbatim: skipped ({e})")
     return out
 
 
