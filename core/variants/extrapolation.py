@@ -36,6 +36,7 @@ from safetensors.torch import load_file, save_file
 from ..config import POSITIONAL, ModelConfig
 from ..io.tokenizer import BOS, Tokenizer
 from ..model import Transformer
+from ..training import experiment
 
 KINDS = POSITIONAL  # sinusoidal, learned, rope, alibi, none
 RESULTS = "results.json"
@@ -211,36 +212,18 @@ def running_mean(values, width: int) -> list[float | None]:
 
 
 # ------------------------------------------------------------------ training
-def learning_rate(step: int, cfg: ExtrapolationConfig) -> float:
-    """Linear warmup over ``warmup`` steps, then a cosine from ``lr`` down to a tenth of it (1-based ``step``)."""
-    if step <= cfg.warmup:
-        return cfg.lr * step / max(1, cfg.warmup)
-    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress))))
-
-
 def train(cfg: ExtrapolationConfig, kind: str, task) -> tuple[Transformer, list[float], float, float]:
-    """Train the model of ``kind`` on ``task`` (an :class:`~core.training.tasks.LMTask` with ``seq_len``): AdamW
-    (β = 0.9, 0.98, weight decay 0.01), :func:`learning_rate`, gradients clipped to norm 1, step s reading
-    ``task.batch(s, batch_size, seed)`` (the same windows for every kind). Returns the model (eval mode), the loss
-    of every step, the seconds it took and the CPU seconds this process used meanwhile (on a shared machine the
-    first is longer; on one thread the second is what the run costs)."""
+    """Train the model of ``kind`` on ``task`` (an :class:`~core.training.tasks.LMTask` with ``seq_len``) with the
+    small experiments' loop (:func:`core.training.experiment.fit`: AdamW, warmup then cosine, clipped gradients),
+    step s reading ``task.batch(s, batch_size, seed)`` (the same windows for every kind). Returns the model (eval
+    mode), the loss of every step, the seconds and the CPU seconds it took."""
     model = build(cfg, kind)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.01)
-    losses = []
-    model.train()
-    t0, c0 = time.perf_counter(), time.process_time()
-    for step in range(1, cfg.steps + 1):
-        for group in opt.param_groups:
-            group["lr"] = learning_rate(step, cfg)
+
+    def loss_at(step: int) -> torch.Tensor:
         b = task.batch(step, cfg.batch_size, cfg.seed)
-        loss = F.cross_entropy(model(b.tgt_in).logits.flatten(0, 1), b.tgt_out.flatten())
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(round(loss.item(), 4))
-    return model.eval(), losses, time.perf_counter() - t0, time.process_time() - c0
+        return F.cross_entropy(model(b.tgt_in).logits.flatten(0, 1), b.tgt_out.flatten())
+
+    return experiment.fit(model, loss_at, cfg)
 
 
 def held_out_windows(stream: torch.Tensor, length: int) -> torch.Tensor:

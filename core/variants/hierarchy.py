@@ -50,6 +50,7 @@ from torch import nn
 
 from ..config import ModelConfig
 from ..model import Transformer
+from ..training import experiment
 
 TASKS = ("parity", "brackets")
 KINDS = ("transformer", "lstm")
@@ -354,14 +355,6 @@ def curves(model: Reader, cfg: HierarchyConfig) -> dict:
 
 
 # ------------------------------------------------------------------ training
-def learning_rate(step: int, cfg: HierarchyConfig) -> float:
-    """Linear warmup over ``warmup`` steps, then a cosine down to a tenth of ``lr`` (1-based ``step``)."""
-    if step <= cfg.warmup:
-        return cfg.lr * step / max(1, cfg.warmup)
-    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress))))
-
-
 def batch(task: str, size: int, longest: int, rng: random.Random) -> list[str]:
     """``size`` training strings, each of a length drawn uniformly from 1 … ``longest`` (:func:`sample`)."""
     return [sample(task, rng.randint(1, longest), rng) for _ in range(size)]
@@ -384,26 +377,14 @@ def loss_of(model: Reader, strings: list[str], depth_weight: float) -> torch.Ten
 
 
 def train(cfg: HierarchyConfig, task: str, kind: str) -> tuple[Reader, list[float], float, float]:
-    """Train the model of ``kind`` on ``task``: AdamW (β = 0.9, 0.98, weight decay 0.01), :func:`learning_rate`,
-    gradients clipped to norm 1, batches of :func:`batch` from ``random.Random(cfg.seed)`` (the same strings for
-    both kinds). Returns the model (eval mode), the loss of every step, the seconds it took and the CPU seconds
-    this process used meanwhile."""
+    """Train the model of ``kind`` on ``task`` with the small experiments' loop
+    (:func:`core.training.experiment.fit`: AdamW, warmup then cosine, clipped gradients), on batches of
+    :func:`batch` from ``random.Random(cfg.seed)`` (the same strings for both kinds). Returns the model (eval mode),
+    the loss of every step, the seconds and the CPU seconds it took."""
     model = build(cfg, task, kind)
     rng = random.Random(cfg.seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.01)
-    losses = []
-    model.train()
-    t0, c0 = time.perf_counter(), time.process_time()
-    for step in range(1, cfg.steps + 1):
-        for group in opt.param_groups:
-            group["lr"] = learning_rate(step, cfg)
-        loss = loss_of(model, batch(task, cfg.batch_size, cfg.train_len, rng), cfg.depth_weight)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(round(loss.item(), 4))
-    return model.eval(), losses, time.perf_counter() - t0, time.process_time() - c0
+    return experiment.fit(model, lambda step: loss_of(model, batch(task, cfg.batch_size, cfg.train_len, rng),
+                                                      cfg.depth_weight), cfg)
 
 
 def rounded(model: Reader, half: bool) -> dict:

@@ -350,3 +350,33 @@ def test_cpu_bf16_runs_the_training_forward_in_bfloat16_and_says_so_in_the_comma
     losses = [loss for _, loss in done.summary["history"]]
     assert len(losses) == 40 and losses[-1] < 0.8 * losses[0], losses[::10]
     assert ("--cpu-bf16" in command_line(cfg)) is cpu_bf16
+
+
+def test_the_small_experiments_loop_is_adamw_on_the_trainers_cosine_schedule():
+    """core.training.experiment.fit (the loop of the extrapolation and hierarchy runs) against the steps written out:
+    the same AdamW, the trainer's cosine learning rate at every step, gradients clipped to norm 1."""
+    from types import SimpleNamespace
+
+    from core.training import experiment
+    cfg = SimpleNamespace(lr=0.1, warmup=3, steps=12)
+    torch.manual_seed(0)
+    target = torch.randn(5)
+    a, b = torch.nn.Linear(5, 1), torch.nn.Linear(5, 1)
+    b.load_state_dict(a.state_dict())
+    _, losses, _, _ = experiment.fit(a, lambda step: ((a(target * step) - 1) ** 2).sum(), cfg)
+    opt = torch.optim.AdamW(b.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    want = []
+    for step in range(1, cfg.steps + 1):
+        lr = learning_rate(step, TrainConfig(schedule="cosine", lr=0.1, warmup=3, steps=12), 64)
+        assert experiment.warmup_cosine(step, cfg) == lr
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss = ((b(target * step) - 1) ** 2).sum()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(b.parameters(), 1.0)
+        opt.step()
+        want.append(round(loss.item(), 4))
+    assert losses == want and not a.training
+    torch.testing.assert_close(a.weight, b.weight, rtol=0, atol=0)
+    assert experiment.warmup_cosine(12, cfg) == pytest.approx(0.01)  # a tenth of the peak at the end
