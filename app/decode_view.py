@@ -351,5 +351,5 @@ def comparison_panel(name: str, ck, entry: dict | None) -> None:
                 f"never trained on), continued for up to {spec['new_tokens']} tokens: greedily, by sampling at "
                 f"temperature {spec['temperature']:g} ({spec['samples']} seeds each), and by the paragraph itself. "
                 + comparison_finding(entry))
-    origin = f"Read from {md(source)}." if source is not None else "Measured here."
+    origin = f"Read from {source}." if source is not None else "Measured here."  # md: trusted (path, `command`)
     st.caption(origin)

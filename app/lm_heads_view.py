@@ -315,7 +315,7 @@ def _curves_part(name: str, ck, *, present: bool, dark: bool) -> None:
     st.plotly_chart(curve_figure(curves, name, present=present, dark=dark), key="lm_heads_fewshot_curve")
     spec = curves["spec"]
     example = curves["curves"][0]
-    origin = f" Read from {md(source)}." if source is not None else " Measured here."
+    origin = f" Read from {source}." if source is not None else " Measured here."  # md: trusted (path, `command`)
     sizes = sorted({round(1 / p["chance"]) for c in curves["curves"] for p in c["points"] if p["chance"]})
     st.caption(f"Each task: {spec['queries']} held-out queries; the k examples come from {spec['pool']} other pairs. "
                "Every query's answer is ranked among all the task's answers (and the query word itself, where that "
@@ -530,8 +530,9 @@ def positional_lines(shares, threshold: float) -> list[str]:
     strong = share >= threshold
     by = ", ".join(f"{fh.PATTERNS[o]}: {int((strong & (best == o)).sum())}" for o in fh.OFFSETS)
     li, hi = divmod(int(share.argmax()), share.shape[1])
-    lines = [f"**{int(strong.sum())} of {n}** heads give at least {threshold:.0%} of their attention to one fixed "
-             f"offset ({by}).",
+    k = int(strong.sum())
+    lines = [f"**{k} of {n}** {'head gives' if k == 1 else 'heads give'} at least {threshold:.0%} of "
+             f"{'its' if k == 1 else 'their'} attention to one fixed offset ({by}).",
              f"The most positional head, {head_name(li, hi)}, gives {float(share[li, hi]):.0%} of its attention to the "
              f"{fh.PATTERNS[int(best[li, hi])]}. On average a head gives {float(shares[..., 3].mean()):.0%} of its "
              "attention to positions other than these three."]
@@ -547,6 +548,21 @@ def _dl(r: dict | None, base: dict) -> float | None:
     return None if r is None else r["loss"] - base["loss"]
 
 
+# how the two replacement tables show their numbers (the cells stay numbers: sorting, tests)
+TABLE_FORMAT = {"share": st.column_config.NumberColumn(format="percent"),
+                **{c: st.column_config.NumberColumn(format="%+.4f") for c in ("Δ loss, pattern", "Δ loss, head off",
+                                                                             "Δ loss, heads off")},
+                **{c: st.column_config.NumberColumn(format="%.1f %%") for c in ("accuracy, pattern",
+                                                                                "accuracy, head off",
+                                                                                "accuracy, heads off")},
+                "loss, pattern": st.column_config.NumberColumn(format="%.3f")}
+
+
+def _signed(x: float) -> str:
+    """``x`` to 4 decimals with its sign, and no sign on a value that rounds to zero ("-0.0000" read as a loss)."""
+    return "0.0000" if round(x, 4) == 0 else f"{x:+.4f}".replace("-", "−")
+
+
 def replacement_rows(study: dict) -> list[dict]:
     """One row per head, most positional first: its best pattern and share, and the held-out loss and token accuracy
     with its map replaced by that pattern and with the head switched off."""
@@ -559,9 +575,12 @@ def replacement_rows(study: dict) -> list[dict]:
 
 
 def group_rows(study: dict) -> list[dict]:
-    """One row per group replaced at once (:func:`core.find_heads.replacement_study`'s ``together``)."""
+    """One row per group replaced at once (:func:`core.find_heads.replacement_study`'s ``together``); a group with no
+    head (no head reaches the share) has no row: the reading says so."""
     base, out = study["base"], []
     for g in study["together"]:
+        if g["fixed"] is None:
+            continue
         label = GROUPS[g["group"]].format(t=study["threshold"])
         out.append({"heads replaced together": f"{label} ({len(g['heads'])})",
                     "loss, pattern": None if g["fixed"] is None else g["fixed"]["loss"],
@@ -578,9 +597,9 @@ def replacement_lines(study: dict) -> list[str]:
     deltas = [_dl(r["fixed"], base) for r in study["heads"]]
     off = [_dl(r["off"], base) for r in study["heads"]]
     lines = [f"With every head as trained: loss **{base['loss']:.3f}**, token accuracy {base['accuracy']:.1%}.",
-             f"One head at a time, its best pattern changes the loss by {min(deltas):+.4f} to {max(deltas):+.4f} "
-             f"(mean {sum(deltas) / len(deltas):+.4f}); switching the head off instead, {min(off):+.4f} to "
-             f"{max(off):+.4f}."]
+             f"One head at a time, its best pattern changes the loss by {_signed(min(deltas))} to "
+             f"{_signed(max(deltas))} (mean {_signed(sum(deltas) / len(deltas))}); switching the head off instead, "
+             f"{_signed(min(off))} to {_signed(max(off))}."]
     groups = {g["group"]: g for g in study["together"]}
     if groups["share"]["fixed"] is None:
         lines.append(f"No head reaches a share of {study['threshold']:.0%}, so there is no group of positional heads "
@@ -589,8 +608,8 @@ def replacement_lines(study: dict) -> list[str]:
         g = groups[key]
         if g["fixed"] is not None:
             lines.append(f"{GROUPS[key].format(t=study['threshold']).capitalize()} ({heads_text(g['heads'])}) replaced "
-                         f"at once: Δ loss {_dl(g['fixed'], base):+.4f}; switched off at once: "
-                         f"{_dl(g['off'], base):+.4f}.")
+                         f"at once: Δ loss {_signed(_dl(g['fixed'], base))}; switched off at once: "
+                         f"{_signed(_dl(g['off'], base))}.")
     every = groups["all"]
     worse = "more" if every["fixed"]["loss"] > every["off"]["loss"] else "less"
     lines.append(f"All {len(every['heads'])} heads replaced at once: loss {every['fixed']['loss']:.3f}, accuracy "
@@ -681,7 +700,8 @@ def encoder_section(shown: str, text: str, *, present: bool, dark: bool) -> None
         cols[0].plotly_chart(offsets_figure(mine["shares"], "Best fixed offset: your sentence", present=present,
                                             dark=dark), key="lm_heads_enc_offsets_text")
         best, share = fh.best_patterns(mine["shares"])
-        cols[0].caption(f"{int((share >= threshold).sum())} of {share.numel()} heads give at least {threshold:.0%} "
+        k = int((share >= threshold).sum())
+        cols[0].caption(f"{k} of {share.numel()} {'head gives' if k == 1 else 'heads give'} at least {threshold:.0%} "
                         f"to one offset on your sentence ({len(mine['tokens'])} tokens with [EOS])."
                         + (" It was cut to what the model reads." if mine["clipped"] else ""))
     else:
@@ -719,11 +739,11 @@ def encoder_section(shown: str, text: str, *, present: bool, dark: bool) -> None
                 "Raganato et al. trained their models with the patterns fixed; here the trained model gets no chance "
                 "to adapt. As a yardstick, the head is also switched off (its output multiplied by 0).")
     study = found["replacement"]
-    st.dataframe(group_rows(study), hide_index=True)
+    st.dataframe(group_rows(study), hide_index=True, column_config=TABLE_FORMAT)
     st.markdown("\n".join(f"- {line}" for line in replacement_lines(study)))
     with st.expander("Every head, replaced on its own"):
-        st.dataframe(replacement_rows(study), hide_index=True)
+        st.dataframe(replacement_rows(study), hide_index=True, column_config=TABLE_FORMAT)
     st.caption(f"Held-out: the first {spec['first']} sentence pairs of {md(name)}'s {spec['split']} split (never "
                f"trained on); loss in nats per target token. Verbs and objects: {vo['n_after'] + vo['n_before']} "
                f"sentences of the {spec['verb_object_split']} split."
-               + (f" Read from {md(origin)}." if origin else " Measured here."))
+               + (f" Read from {origin}." if origin else " Measured here."))  # md: trusted (path, `command`)

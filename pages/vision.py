@@ -151,15 +151,16 @@ top = vision.agreement(seen_ax["full"], seen_ax["composed"], G)
 every = vision.agreement_over_patches(maps, ax_head)
 box = vv.patch_box(spot, G, cfg.image)
 ax_who = "mean of the heads" if ax_head is None else f"head {ax_head}"
-titles = {"full": f"Full attention of patch {spot} (layer {ax_layer}, {ax_who}; [CLS] left out)",
-          "rows": "Step 1, rows: each patch of its column reads its own row",
+# each title fits two lines of a half-width chart on a projector (app.theme.TITLE_CHARS): the detail is in the text
+titles = {"full": f"Full attention, patch {spot} (layer {ax_layer}, {ax_who.replace('mean of the', 'mean of')})",
+          "rows": "Step 1, rows: each patch reads its row",
           "column": f"Step 2, column: patch {spot} reads its column",
           "composed": f"Rows, then column: patch {spot}'s reach"}
 for pair in (("full", "composed"), ("rows", "column")):
     cols = st.columns(2)
     zmax = max(float(seen_ax[name].max()) for name in pair)  # one colour scale for the two maps side by side
     for col, name in zip(cols, pair):
-        col.plotly_chart(vv.patch_figure(vv.spread(seen_ax[name], P), P, title=figures.wrap(titles[name]),
+        col.plotly_chart(vv.patch_figure(vv.spread(seen_ax[name], P), P, title=titles[name],
                                          value_name="attention", outline=box, zmax=zmax, **plot),
                          key=f"vit_axial_{name}")
 lowest = float(seen_ax["composed"].min())
@@ -175,11 +176,12 @@ st.markdown(f"Patch {spot} is outlined in red. In full attention it gives [CLS] 
             f"two-step map's {top['top']} strongest. Over all {N} patches as the query the mean distance is "
             f"{every['tv']:.2f} (even spread: {every['uniform_tv']:.2f}), closer than an even spread for "
             f"{every['closer']} of {N}. A product of a row map and a column map cannot copy every pattern.")
-pc1, pc2 = st.columns([3, 2])
 pairs = vv.pair_table(cfg)
-pc1.dataframe(pairs, hide_index=True, key="vit_axial_pairs")
+st.dataframe(pairs, hide_index=True, key="vit_axial_pairs",  # full width: at 1280 px a narrower column hid two
+             column_config={k: st.column_config.NumberColumn(format="localized")  # 16,777,216, not 16777216
+                            for k, v in pairs[0].items() if isinstance(v, int)})
 here, big = pairs[0], max(pairs, key=lambda row: row["times fewer"])
-pc2.markdown(f"Pairs scored by one attention layer, [CLS] left out. Full attention grows as n², the two axial "
+st.markdown(f"Pairs scored by one attention layer, [CLS] left out. Full attention grows as n², the two axial "
              f"passes as n·(rows + columns). On this model's {here['grid']} grid that is "
              f"{here['axial: n·(rows + columns)']:,} pairs instead of {here['full: n²']:,}, only "
              f"{here['times fewer']:g} times fewer; the saving grows with the grid, to {big['times fewer']:g} times "

@@ -277,3 +277,14 @@ def test_linear_attention_read_as_fast_weights_on_this_head():
     assert fig["data"][0]["y"] == pytest.approx(expected, rel=1e-5)
     said = next(m.value for m in at.markdown if "fast weights" in m.value)
     assert float(re.search(r"= ([\d.e+-]+) over all", said).group(1)) < 1e-4
+
+
+def test_the_feature_reading_names_a_spike_between_its_ends():
+    """QA s59: the trig error "stays about the same, from 0.61 to 0.635" hid 3.28 at m = 16."""
+    from app import efficient_view as ev
+    study = {"positive": {"error": [0.08, 0.04], "nonpositive": [0.0, 0.0], "tiny": [0.7, 0.0]},
+             "trig": {"error": [0.61, 3.28, 1.36, 0.635], "nonpositive": [0.38, 0.55], "tiny": [0.4, 0.5]}}
+    text = ev.feature_reading(study, [4, 16, 256, 2048])
+    assert "stays about the same, from 0.61 to 0.635, not falling with m: in between it reaches 3.28" in text
+    study["trig"]["error"] = [0.61, 0.7, 0.635]
+    assert "in between" not in ev.feature_reading(study, [4, 16, 2048])
