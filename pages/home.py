@@ -25,25 +25,29 @@ IDEAS = {  # url path → the ideas of the papers that page shows
     "masking": "Masking: causal (no peeking at the future), padding, sliding window, your own mask; teacher forcing "
                "and the decoder's shifted input",
     "decode": "Autoregressive decoding: greedy, beam search, sampling with temperature / top-k / top-p; BLEU and "
-              "chrF against your own reference",
+              "chrF against your own reference; is a language model quoting its training text?",
     "mlm": "BERT: masked-LM pre-training (fill in [MASK] from both sides vs a left-to-right LM, the 15 % / 80-10-10 "
            "recipe, T5's span corruption), next-sentence prediction and token types, then fine-tuning vs training "
            "from scratch; can BERT write?",
     "vision": "Vision Transformers: an image cut into patches, each patch flattened into a token; a [CLS] token, "
-              "learned positions and the same encoder; where [CLS] looks, and what shuffling the patches does",
+              "learned positions and the same encoder; where [CLS] looks, what shuffling the patches does, and "
+              "axial attention (rows, then columns)",
     "coreference": "Coreference: does “it” attend to “animal” (too tired) or “street” (too wide)? Patching says "
                    "which heads carry the choice",
     "variants": "Which heads matter (importance, pruning), weights pruned by magnitude, multi-query / grouped-query "
                 "attention, speculative decoding and sampling",
     "lm-heads": "Heads that language models grow: previous-token and induction heads; GPT's task stated as text "
-                "(few-shot prompts) and Winograd by likelihood",
+                "(few-shot prompts) and Winograd by likelihood; positional and verb→object heads in a translator's "
+                "encoder, replaced by fixed patterns",
     "layers": "Residual stream, LayerNorm, feed-forward layers, logit lens, switching heads off; static vs contextual "
               "embeddings (one word in two sentences)",
     "bertviz": "bertviz's head view and model view of the same run, offline",
-    "training": "Training: the warmup learning-rate schedule, label smoothing, watching attention form",
+    "training": "Training: the warmup learning-rate schedule, label smoothing, watching attention form; how many "
+                "parameters and where they sit (GPT, BERT, GPT-2, GPT-3, ALBERT)",
     "efficient": "Attention's quadratic cost and its remedies: Performer, linear attention, Reformer's LSH, "
                  "Longformer's window + global tokens, FlashAttention's tiles and online softmax, adaptive span, "
-                 "reversible layers, fast weights, α-entmax; the maximum path length between two tokens",
+                 "reversible layers, fast weights, α-entmax; the maximum path length between two tokens; "
+                 "Performer's trig features against its positive ones",
     "recurrence": "Transformer-XL's segment memory, how far back it reaches and how much faster it reads, and a "
                   "learned bias per distance (relative positions); pre-LN vs "
                   "post-LN and warmup; recurrence vs attention: an LSTM, the same with attention (Luong et al. "
