@@ -1,7 +1,8 @@
 """The Positional encoding page's "Variants of the formula" section: the ways the seeds write the sinusoidal table
 differently from the paper, each computed and checked with the page's own d_model, positions, base and shift; the
-ALiBi tab's sign check against the Wikipedia seed's B[i, j] = j − i; and its "Longer than training" section: five
-small LMs trained on 64 tokens, scored position by position on 256 (:mod:`core.variants.extrapolation`)."""
+ALiBi tab's sign check against the Wikipedia seed's B[i, j] = j − i; section 1's binary-counter expander; and its
+"Longer than training" section: five small LMs trained on 64 tokens, scored position by position on 256
+(:mod:`core.variants.extrapolation`)."""
 from __future__ import annotations
 
 import math
@@ -117,6 +118,69 @@ def alibi_sign(n_heads: int, n_tokens: int, head: int) -> None:
                f"and the two give the same weights (largest difference {sc['causal_gap']:.1e}). Without a mask, "
                "the seed's B gives each later key a bonus that grows with distance, so the first token looks "
                "hardest at the last one. The minus-absolute-value form keeps “nearer keys count more” both ways.")
+
+
+def binary_counter(d_model: int, base: int, **P) -> None:
+    """Section 1's expander "The sines as a binary counter?": positions 0–15 in binary beside the sign of the sine
+    dimension whose wavelength is closest to each bit's period (:func:`core.probes.positions.binary_check`), for
+    section 1's d_model and base; a table of how often they agree and a reading written from those counts."""
+    with st.expander("The sines as a binary counter?"):
+        st.markdown("Count from 0 to 15 in binary. Bit i flips every 2^i positions, so it repeats every 2^(i+1). "
+                    "The Stärk survey (appendix A) calls the sinusoidal table a continuous version of this. Below, "
+                    "each bit sits beside the sine dimension of section 1's table whose wavelength is closest to the "
+                    "bit's period, read as a bit: 1 where the sine is below zero, 0 elsewhere.")
+        bc = positions.binary_check(d_model, float(base))
+        n_pos, n_bits = bc["bits"].shape
+        rows = [str(p) for p in range(n_pos)]
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(figures.matrix(bc["bits"], [f"bit {i}" for i in range(n_bits)], rows,
+                                       title="Position in binary", x_title="bit", y_title="position",
+                                       value_name="bit", show_values=True, zmin=0, zmax=1, height=420, **P),
+                        key="pe_bits")
+        c2.plotly_chart(figures.matrix(bc["signs"], [f"dim {d}" for d in bc["dims"]], rows,
+                                       title="Sine below zero (1) or not (0)", x_title="sine dimension",
+                                       y_title="position", value_name="sine < 0", show_values=True, zmin=0, zmax=1,
+                                       height=420, **P), key="pe_sign_bits")
+        st.dataframe([{"bit": i, "period (positions)": bc["periods"][i], "closest sine dimension": bc["dims"][i],
+                       "its wavelength": round(bc["wavelengths"][i], 2),
+                       "positions that agree": f"{bc['matches'][i]} of {n_pos}"} for i in range(n_bits)],
+                     hide_index=True, width="stretch")
+        st.markdown(binary_reading(bc, d_model, base))
+
+
+def binary_reading(bc: dict, d_model: int, base: int) -> str:
+    """What :func:`core.probes.positions.binary_check`'s counts show, in words: the bits faster than the fastest
+    sine, the bits matched at every position or nearly, and the factor between two wavelengths."""
+    n_pos = bc["bits"].shape[0]
+    fastest = 2 * math.pi
+    fast = [i for i, p in enumerate(bc["periods"]) if p < fastest]
+    slow = [i for i in range(len(bc["periods"])) if i not in fast]
+    parts = []
+    if fast:
+        parts.append(f"No sine here turns faster than once per 2π ≈ {fastest:.2f} positions. So "
+                     + " and ".join(f"bit {i} (period {bc['periods'][i]})" for i in fast)
+                     + (" have" if len(fast) > 1 else " has") + " no counterpart: dimension 0, the closest, agrees at "
+                     + " and ".join(f"{bc['matches'][i]}" for i in fast) + f" of {n_pos} positions, about what a "
+                     "coin would do.")
+    for i in slow:
+        m, lam = bc["matches"][i], bc["wavelengths"][i]
+        verdict = ("at every position" if m == n_pos else f"at {m} of {n_pos} positions" +
+                   (": the sign changes a little early or late, as λ is not exactly the period" if m >= n_pos - 3
+                    else ": the two drift apart"))
+        parts.append(f"Bit {i} (period {bc['periods'][i]}) and dimension {bc['dims'][i]} (λ = {lam:.2f}) agree "
+                     f"{verdict}.")
+    step = float(base) ** (2 / d_model)
+    parts.append(f"The wavelengths 2π·N^(2i/d_model) grow by a factor of {step:.3f} from one pair to the next, not "
+                 "by 2 as a bit's period does. A wavelength lands near a power of two by chance, and many dimensions "
+                 "lie between two bits.")
+    close = [i for i in slow if bc["matches"][i] >= n_pos - 3]
+    if close and fast:
+        parts.append("So the analogy holds, roughly, for the slower bits here; it fails for the fastest.")
+    elif close:
+        parts.append("So the analogy holds, roughly, for every bit here.")
+    else:
+        parts.append("So the analogy does not hold here: no bit is matched at most positions.")
+    return "**Reading.** " + " ".join(parts)
 
 
 # ------------------------------------------------------------------ longer than training

@@ -29,6 +29,7 @@ dims = st.multiselect("Dimensions to follow over position", range(d_model), key=
                       default=[0, 1, d_model // 4, d_model // 2])
 st.plotly_chart(figures.lines({f"dimension {i}": pe[:, i] for i in dims}, title="Low dimensions turn fast, high ones slowly",
                               x_title="position", y_title="PE", **P), key="pe_curves")
+positional_view.binary_counter(d_model, base, **P)
 
 st.header("2. Similarity depends on the offset only")
 metric = st.radio("Similarity", ["dot", "cosine"], horizontal=True, format_func={"dot": "dot product", "cosine": "cosine"}.get)

@@ -3,7 +3,7 @@ import math
 
 import streamlit as st
 
-from app import figures
+from app import figures, qk_view
 from app.shell import page_run, sync_url, url_int
 from app.text import md
 from core.probes.analysis import attention_row, scaling_experiment, softmax_sharpness as sharpness
@@ -95,3 +95,5 @@ if at is not None:
     st.caption(f"At this model's d_k = {d_k}: variance {exp['var_raw'][at]:.1f} unscaled, {exp['var_scaled'][at]:.3f} "
                f"scaled; the largest weight {exp['max_raw'][at]:.3f} against {exp['max_scaled'][at]:.3f} "
                f"(1/{n_keys} = {1 / n_keys:.3f} would be uniform).")
+
+qk_view.hopfield_section(7, row, k_tokens, q_tokens[qi], present=view.present, dark=view.dark)

@@ -5,7 +5,8 @@
 * :mod:`~core.probes.masking` - masks on real scores, and the model re-run with masks or heads changed (:func:`patched`);
 * :mod:`~core.probes.layers` - what each layer outputs: residual stream, sublayers, PCA, FFN neurons, logit lens,
   one word followed through two sentences;
-* :mod:`~core.probes.analysis` - computations on a Trace the pages show (rollout, top-k links, one row by hand);
+* :mod:`~core.probes.analysis` - computations on a Trace the pages show (rollout, top-k links, one row by hand,
+  the row as a Hopfield update);
 * :mod:`~core.probes.attribution` - per-head attributions of the pronoun decision;
 * :mod:`~core.probes.coref` - which heads link a pronoun to its antecedent (scoreboards, ablation);
 * :mod:`~core.probes.heads` - head importance and pruning, key/value-head savings;

@@ -1,4 +1,5 @@
-"""Computations on a Trace that the pages show: rollout, top-k links, one row of attention by hand."""
+"""Computations on a Trace that the pages show: rollout, top-k links, one row of attention by hand, and that row read
+as one update of a modern Hopfield network (Ramsauer et al. 2020)."""
 from __future__ import annotations
 
 import math
@@ -102,3 +103,50 @@ def asymmetry(weights: torch.Tensor) -> dict:
     i, j = divmod(int(diff.argmax()), a.shape[1])
     return {"max_diff": float(diff[i, j]), "pair": (i, j),
             "relative": float(diff.norm() / (a + a.T).norm().clamp_min(1e-300))}
+
+
+def hopfield_energy(patterns: torch.Tensor, state: torch.Tensor, beta: float) -> torch.Tensor:
+    """The energy of a modern continuous Hopfield network (Ramsauer et al. 2020, "Hopfield Networks is All You
+    Need", eq. 2) whose stored patterns are the rows k_j of ``patterns`` ``[N, d]``, at ``state`` ξ ``[..., d]``:
+    E(ξ) = −lse(β, Kξ) + ½ ξᵀξ + β⁻¹ log N + ½ M², with lse(β, z) = β⁻¹ log Σⱼ exp(β zⱼ) and M the largest ‖k_j‖.
+    The two constants keep E ≥ 0; they change no difference between two states. In float64."""
+    k, xi = patterns.double(), state.double()
+    n = k.shape[0]
+    lse = torch.logsumexp(beta * (xi @ k.T), dim=-1) / beta
+    return -lse + 0.5 * (xi * xi).sum(-1) + math.log(n) / beta + 0.5 * float(k.norm(dim=-1).max()) ** 2
+
+
+def hopfield_updates(patterns: torch.Tensor, query: torch.Tensor, beta: float, steps: int = 5,
+                     visible: torch.Tensor | None = None) -> dict:
+    """Ramsauer et al. 2020's update ξ ← Kᵀ softmax(β K ξ), ``steps`` times from ξ = ``query`` ``[d]``. The stored
+    patterns K are the rows of ``patterns`` ``[T, d]`` where ``visible`` (bool ``[T]``, default all) is True; the
+    others are not stored and get weight 0. Started at a head's query q with its keys and β = 1/√d_k, the first
+    softmax is that head's attention row (without a mask or an ALiBi bias: give ``visible`` for the mask).
+
+    Returns, in float64: ``weights`` ``[steps, T]`` (row s: the softmax of update s + 1), ``states``
+    ``[steps + 1, d]`` (the query first), ``energy`` ``[steps + 1]`` (:func:`hopfield_energy` of each state; it
+    never rises, Ramsauer et al.'s Theorem 1), ``keys_90`` (per update, how many patterns hold 90 % of the weight)
+    and ``nearest``: the index of the pattern with the largest k·ξ for the last state."""
+    if steps < 1:
+        raise ValueError(f"steps must be 1 or more, got {steps}")
+    if not beta > 0:
+        raise ValueError(f"beta must be positive, got {beta}")
+    k, xi = patterns.double(), query.double()
+    keep = torch.ones(k.shape[0], dtype=torch.bool) if visible is None else visible.bool()
+    if not bool(keep.any()):
+        raise ValueError("no pattern is stored: every key is masked")
+    stored = k[keep]
+    weights, states = [], [xi]
+    for _ in range(steps):
+        w = torch.softmax(beta * (stored @ xi), dim=-1)
+        xi = stored.T @ w
+        full = torch.zeros(k.shape[0], dtype=torch.float64)
+        full[keep] = w
+        weights.append(full)
+        states.append(xi)
+    weights, states = torch.stack(weights), torch.stack(states)
+    ordered = weights.sort(dim=-1, descending=True).values.cumsum(-1)
+    keys_90 = [int((row < 0.9 - 1e-12).sum()) + 1 for row in ordered]
+    scores = (k @ xi).masked_fill(~keep, float("-inf"))
+    return {"weights": weights, "states": states, "energy": hopfield_energy(stored, states, beta),
+            "keys_90": keys_90, "nearest": int(scores.argmax())}

@@ -4,8 +4,8 @@ Similarity between encodings and its dependence on the offset only, the shift as
 ALiBi's distance bias, the token / position / sum split of the embeddings, and a permutation test of the first layer
 (without positions, attention cannot see order). Everything runs on a real model or the user's token ids. Two ways
 the seeds write the sinusoidal table are checked against the paper's: the layout (:func:`layout_check`) and the
-frequency indexed per dimension (:func:`indexing_check`); and ALiBi's −s·|i − j| against the Wikipedia seed's
-s·(j − i) (:func:`alibi_sign_check`).
+frequency indexed per dimension (:func:`indexing_check`); the table read as a binary counter (:func:`binary_check`);
+and ALiBi's −s·|i − j| against the Wikipedia seed's s·(j − i) (:func:`alibi_sign_check`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..io.checkpoint import CheckpointError, read_config
 from ..masks import alibi_bias, alibi_slopes, causal_mask
 from ..model import RunContext, Transformer
 from ..positional import (apply_rope, halves_order, rope_cache, shift_matrix, sinusoidal, sinusoidal_halves,
-                          sinusoidal_per_dimension)
+                          sinusoidal_per_dimension, wavelengths)
 from ..trace import Trace
 
 
@@ -102,6 +102,31 @@ def indexing_check(n_positions: int, d_model: int, k: int, base: float = 10000.0
     out["table_diff"] = float((sinusoidal(n_positions, d_model, base)
                                - sinusoidal_per_dimension(n_positions, d_model, base)).abs().max())
     return out
+
+
+def binary_check(d_model: int, base: float = 10000.0, n_positions: int = 16) -> dict:
+    """The sinusoidal table read as a smooth binary counter (the Stärk survey, appendix A): bit i of the position
+    flips every 2^i positions, so it repeats every 2^(i+1); for each bit, the sine dimension 2j whose wavelength
+    λ_j = 2π·base^(2j/d_model) is closest to 2^(i+1), read as a bit: 1 where the sine is negative (its second
+    half-wave, as a bit's second half-period is 1), 0 elsewhere.
+
+    Returns ``bits`` and ``signs`` (``[n_positions, n_bits]`` integer tables, n_bits = the bits that count to
+    n_positions − 1), ``periods`` (2^(i+1)), ``dims`` (the sine dimension picked per bit), ``wavelengths`` (its
+    λ) and ``matches`` (per bit, at how many positions the sign's bit equals the real bit)."""
+    if d_model < 2 or d_model % 2:
+        raise ValueError(f"sinusoidal encoding needs an even d_model of 2 or more, got {d_model}")
+    if n_positions < 2:
+        raise ValueError(f"need 2 positions or more, got {n_positions}")
+    n_bits = (n_positions - 1).bit_length()
+    pos = torch.arange(n_positions)
+    bits = torch.stack([(pos >> i) & 1 for i in range(n_bits)], dim=1)
+    lam = wavelengths(d_model, base)
+    periods = [2 ** (i + 1) for i in range(n_bits)]
+    pairs = [int((lam - p).abs().argmin()) for p in periods]
+    pe = sinusoidal(n_positions, d_model, base)
+    signs = torch.stack([(pe[:, 2 * j] < 0).long() for j in pairs], dim=1)
+    return {"bits": bits, "signs": signs, "periods": periods, "dims": [2 * j for j in pairs],
+            "wavelengths": [float(lam[j]) for j in pairs], "matches": [int(m) for m in (bits == signs).sum(0)]}
 
 
 def rope_scores(d_head: int, n_positions: int, base: float = 10000.0, seed: int = 0) -> torch.Tensor:

@@ -128,6 +128,9 @@ def test_qk_walkthrough_matches_the_trace():
     assert abs(sharp["largest weight"][1] - float(unscaled.max())) < 1e-5
     variance = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("Variance of the scores"))
     assert variance["layout"]["xaxis"]["type"] == "log" and variance["data"][0]["x"][0] == 4
+    # 7. the Hopfield update starts at this row: its first softmax is the table's weights (masked keys blank)
+    hop = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("β = 1/√"))["data"][0]["z"][0]
+    assert torch.allclose(vec(0.0 if v is None else v for v in hop), vec(table["softmax weight"]), atol=1e-5)
 
 
 def test_the_attention_page_measures_how_one_sided_the_map_is():
