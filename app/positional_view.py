@@ -105,19 +105,21 @@ def alibi_sign(n_heads: int, n_tokens: int, head: int) -> None:
     sc = positions.alibi_sign_check(n_heads, n_tokens, head)
     forms = {"app": "−s·|i − j| (this app)", "seed": "s·(j − i) (Wikipedia seed)"}
     far_bias = {"app": float(sc["app"][0, -1]), "seed": float(sc["seed"][0, -1])}
-    st.dataframe([{"bias": label, "token 0 → last token: bias": f"{far_bias[f]:+.3g}",
-                   "token 0 → last token: weight": f"{sc['far'][f]:.3g}",
+    st.dataframe([{"bias": label, "token 0 → last: bias": f"{far_bias[f]:+.3g}".replace("-", "−"),
+                   "token 0 → last: weight": f"{sc['far'][f]:.3g}",
                    "token 0 → itself: weight": f"{sc['self'][f]:.3g}",
-                   "weight on later keys (mean over queries)": f"{sc['future'][f]:.3g}"} for f, label in forms.items()],
+                   "on later keys (mean)": f"{sc['future'][f]:.3g}"} for f, label in forms.items()],
                  hide_index=True, width="stretch")
     s = sc["slope"]
     st.caption(f"Head {head}, slope s = {s:g}, {n_tokens} tokens, no mask (an encoder). Every q·k is set equal, so "
                "the bias alone sets the weights. Seed − app is 2·s·(j − i) above the diagonal and 0 elsewhere: "
                f"measured {sc['below']:.1f} on and below it, at most {sc['above']:.4g} above it "
                f"(2·s·(t − 1) = {2 * s * (n_tokens - 1):.4g}). With a causal mask the upper triangle is never used, "
-               f"and the two give the same weights (largest difference {sc['causal_gap']:.1e}). Without a mask, "
+               "and the two give the same weights (largest difference "
+               + (f"{sc['causal_gap']:.1e}" if sc["causal_gap"] else "0") + "). Without a mask, "
                "the seed's B gives each later key a bonus that grows with distance, so the first token looks "
-               "hardest at the last one. The minus-absolute-value form keeps “nearer keys count more” both ways.")
+               "hardest at the last one. “On later keys” is the weight a query gives to the keys after it, averaged "
+               "over the queries. The minus-absolute-value form keeps “nearer keys count more” both ways.")
 
 
 def binary_counter(d_model: int, base: int, **P) -> None:
