@@ -22,7 +22,8 @@ from app.shell import text_box
 from app.text import code, md
 from core.variants import hierarchy, recurrence
 
-SHORT = {"lstm": "plain LSTM", "lstm-attention": "LSTM + attention", "transformer": "Transformer"}
+SHORT = {"lstm": "plain LSTM", "lstm-attention": "LSTM + attention", "transformer": "Transformer",
+         "gru": "plain GRU", "lstm-additive": "LSTM + additive attention"}
 LABEL = {k: v[0].upper() + v[1:] for k, v in SHORT.items()}  # at the start of a title, a tab, a table cell
 
 
@@ -96,7 +97,7 @@ def _reading(got: dict, demo: dict, n: int) -> str:
 
 
 def input_reach(trained: dict, demo: dict, task, plot: dict, stamp: tuple) -> None:
-    """Draw the section for the three trained models and ``demo`` (core.variants.recurrence.copy_demo's result);
+    """Draw the section for the trained models and ``demo`` (core.variants.recurrence.copy_demo's result);
     ``stamp`` names the models for the cache (:func:`measured`)."""
     st.subheader("How far one input symbol reaches")
     st.markdown("The seeds argue that a recurrent model must carry a token through every step between reading it "
@@ -135,8 +136,9 @@ def input_reach(trained: dict, demo: dict, task, plot: dict, stamp: tuple) -> No
                       annotation_position="bottom right")  # at the top it sat on the Transformer's peak
     st.plotly_chart(fig, key="rec_reach_distance")
     st.caption(f"Each point: the mean over all (output, source) pairs that are that many steps apart ({n} symbols "
-               "and EOS read, then the outputs written). Only the plain LSTM must walk this path step by step. The "
-               "LSTM with attention also reads every encoder state directly, and the Transformer reaches any source "
+               "and EOS read, then the outputs written). Only the plain LSTM and the plain GRU must walk this path "
+               "step by step. The LSTMs with attention also read every encoder state directly, and the Transformer "
+               "reaches any source "
                "position in one attention step per layer. Heights differ between models mostly because a confident "
                "output has a flat log p and so a short gradient everywhere. Compare the shapes of the lines.")
 
@@ -156,6 +158,132 @@ def input_reach(trained: dict, demo: dict, task, plot: dict, stamp: tuple) -> No
                                          x_title="replaced source symbol", y_title="outputs changed", **plot),
                     key="rec_reach_changed")
     st.markdown("**What these numbers show.** " + md(_reading(got, demo, n)))
+
+
+def runs_caption(rec: dict) -> str:
+    """The caption under the accuracy curves: each run behind ``rec`` (the shipped results) with its command, the
+    models it trained and its seconds, the float16 rounding of the models stored so, the settings and sizes."""
+    short = {name: SHORT[key] for key, name in recurrence.NAMES.items()}
+
+    def listed(names) -> str:
+        named = [md(short.get(n, n)) for n in names]
+        return ", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else "".join(named)
+    runs = "; ".join(f"the {listed(r['models'])} by {code(r.get('command') or '?')} in {r.get('seconds', '?')} s"
+                     for r in recurrence.runs_of(rec))
+    shift = rec.get("rounding_shift", {})
+    half = (f" The {listed(shift)} are stored in float16; their curves were measured with the rounded weights, "
+            f"which moved no point by more than {max(shift.values()):.1%}." if shift else "")
+    sizes = "; ".join(f"{md(k)}: {v:,} parameters" for k, v in rec["params"].items())
+    c = rec["config"]
+    return (f"Trained on CPU: {runs}.{half} {c['steps']} steps, batch {c['batch_size']}, same batches and seed for "
+            f"all; {sizes}; held-out sequences.")
+
+
+def curves_reading(rec: dict) -> str:
+    """What the shipped exact-match curves say about the two models without attention and the two LSTMs with it,
+    read from their numbers (``rec``: the shipped results)."""
+    lengths, longest = rec["lengths"], rec["lengths"][-1]
+    exact = {k: rec["curves"][n]["exact_match"] for k, n in recurrence.NAMES.items() if n in rec["curves"]}
+    below = {k: next((n for n, v in zip(lengths, c) if v < 0.5), None) for k, c in exact.items()}
+    told = [f"Exact match at {longest} symbols: " + ", ".join(f"{SHORT[k]} {c[-1]:.0%}" for k, c in exact.items())
+            + "."]
+    if {"lstm", "gru"} <= set(exact) and below["lstm"] and below["gru"]:
+        told.append(f"Without attention both gated cells lose the copy as it grows: exact match first falls below "
+                    f"half at {below['lstm']} symbols for the plain LSTM and at {below['gru']} for the plain GRU"
+                    + (" (the GRU, with about as many parameters, sooner)" if below["gru"] < below["lstm"] else
+                       " (the GRU later)" if below["gru"] > below["lstm"] else "")
+                    + ". Both must carry the whole source in one state vector.")
+    if {"lstm-attention", "lstm-additive"} <= set(exact):
+        mean = {k: sum(exact[k]) / len(lengths) for k in ("lstm-attention", "lstm-additive")}
+        held = all(below[k] is None for k in mean)
+        told.append(("With attention both LSTMs stay above half at every length" if held else
+                     "With attention the LSTMs do much better")
+                    + f"; over all lengths the Luong score averages {mean['lstm-attention']:.0%} exact and the "
+                      f"additive score {mean['lstm-additive']:.0%}: "
+                    + ("a small gap, from one seed each." if abs(mean["lstm-attention"] - mean["lstm-additive"]) < 0.05
+                       else f"here the {'Luong' if mean['lstm-attention'] > mean['lstm-additive'] else 'additive'} "
+                            "score does better (one seed each)."))
+    return " ".join(told)
+
+
+def additive_reading(demo: dict, task, attn_dim: int) -> str:
+    """One sentence on the two LSTMs' score functions, then how much of each output's attention each puts on the
+    symbol it copies, measured on ``demo`` (core.variants.recurrence.copy_demo's result)."""
+    told = ("The two LSTMs differ only in how they score an encoder state h̄_s against the decoder state h_t: "
+            "Luong's score is one matrix product, h_tᵀ W_a h̄_s, while the additive score of Bahdanau et al. (2015), "
+            f"vᵀ tanh(W h_t + U h̄_s), is a small network with one hidden layer of {attn_dim} tanh units.")
+    own = recurrence.copied_from(task.name, len(demo["symbols"]))
+    maps = {k: demo[m] for k, m in (("lstm-attention", "alignment"), ("lstm-additive", "additive_alignment"))
+            if m in demo}
+    if own is None or len(maps) < 2:
+        return told
+    on = {k: recurrence.weight_on_own(w, own) for k, w in maps.items()}
+    top = {k: sum(int(w[t].argmax()) == own[t] for t in range(min(len(own), len(w)))) for k, w in maps.items()}
+    right = {k: demo["outputs"][k] == demo["target"] for k in maps}
+    told += (f" On your symbols the Luong model puts {on['lstm-attention']:.0%} of each output's attention on the "
+             f"symbol it copies, the additive one {on['lstm-additive']:.0%} (mean over the outputs); the largest "
+             f"weight falls on that symbol for {top['lstm-attention']} and {top['lstm-additive']} of the "
+             f"{len(own)} outputs. " + ("The additive map is the softer one: it spreads weight over the neighbours. "
+                                        if on["lstm-additive"] < on["lstm-attention"] - 0.1 else
+                                        "The Luong map is the softer one here. "
+                                        if on["lstm-attention"] < on["lstm-additive"] - 0.1 else ""))
+    if all(right.values()):
+        told += "Both write the right answer: on this task either score finds the symbol to copy."
+    else:
+        told += ("Right answers: " + ", ".join(f"{SHORT[k]} {'yes' if r else 'no'}" for k, r in right.items())
+                 + ".")
+    return told
+
+
+def gru_section(demo: dict, trained: dict, plot: dict) -> None:
+    """Draw "Inside the GRU: its update gate on your symbols": the shipped GRU's update gate z_t on the symbols of
+    ``demo`` (core.variants.recurrence.copy_demo's ``gru_gates``), and the kept share plus the new share of the GRU
+    (1 by construction) against the plain LSTM's f_t + i_t (free)."""
+    if "gru_gates" not in demo or "lstm" not in demo.get("gates", {}):
+        return
+    st.subheader("Inside the GRU: its update gate on your symbols")
+    st.markdown(
+        r"Cho et al. (2014). A GRU has no cell. At step $t$ the **update gate** $z_t$ (a sigmoid) sets, unit by "
+        r"unit, how much of the old state to keep; the new candidate $n_t$ gets the rest: "
+        r"$h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}$. So the share taken in is always $1 - z_t$. The LSTM has "
+        r"two separate gates for this, the forget gate $f_t$ (kept) and the input gate $i_t$ (taken in), and "
+        r"nothing ties their sum to 1. Below, the shipped GRU seq2seq (no attention, about as many parameters as "
+        "the plain LSTM) reads your symbols and writes its answer; every gate is recomputed from its weights.")
+    gru, lstm = demo["gru_gates"], demo["gates"]["lstm"]
+    z = gru.steps("z")  # [encoder steps + decoder steps, hidden]
+    names = demo["symbols"] + ["[EOS]"]
+    wrote = demo["outputs"]["gru"] + ["[EOS]"]
+    steps = ([f"read {t + 1}: {s}" for t, s in enumerate(names)]
+             + [f"wrote {t + 1}: {s}" for t, s in enumerate(wrote)])[:len(z)]
+    st.plotly_chart(figures.lines({"kept: z_t": z.mean(1).tolist(), "new: 1 − z_t": (1 - z).mean(1).tolist()},
+                                  [figures.label(s) for s in steps], title="GRU update gate per step",
+                                  x_title="step", y_title=f"mean over all {z.shape[1]} units", y_range=[0, 1],
+                                  **plot), key="rec_gru_update")
+    gru_sum = (z + (1 - z))
+    lstm_sum = lstm.steps("f") + lstm.steps("i")
+    series = {"GRU: z_t + (1 − z_t), lowest unit": (list(range(1, len(z) + 1)), gru_sum.min(1).values.tolist()),
+              "GRU: highest unit": (list(range(1, len(z) + 1)), gru_sum.max(1).values.tolist()),
+              "plain LSTM: f_t + i_t, lowest unit": (list(range(1, len(lstm_sum) + 1)),
+                                                    lstm_sum.min(1).values.tolist()),
+              "plain LSTM: mean over units": (list(range(1, len(lstm_sum) + 1)), lstm_sum.mean(1).tolist()),
+              "plain LSTM: highest unit": (list(range(1, len(lstm_sum) + 1)), lstm_sum.max(1).values.tolist())}
+    st.plotly_chart(figures.lines({}, points=series, title="Share kept + share taken in, per step",
+                                  x_title=f"step ({len(names)} read, then written)",
+                                  y_title="kept + taken in", y_range=[0, 2], **plot), key="rec_gru_sum")
+    gap = recurrence.recomputed_gap(trained["gru"], demo["source"], gru)
+    near = float(((lstm_sum - 1).abs() <= 0.1).double().mean())
+    told = (f"For the GRU, kept + taken in is 1 at every step and unit (largest difference from 1: "
+            f"{float((gru_sum - 1).abs().max()):.1e}, float rounding), and the recomputed states match the model's "
+            f"own GRU layers to {gap:.1e}: one gate really sets both shares. The plain LSTM's f_t + i_t runs from "
+            f"{float(lstm_sum.min()):.2f} to {float(lstm_sum.max()):.2f} over its {lstm_sum.shape[1]} units and "
+            f"{len(lstm_sum)} steps, and is within 0.1 of 1 for {near:.0%} of these pairs: "
+            + ("its two gates are free, and it does not use them as one." if near < 0.5 else
+               "its gates are free, yet here it mostly keeps their sum near 1, as a GRU must.") + " "
+            f"The GRU keeps {float(gru.encoder.z.mean()):.3f} of its state per step on average while reading, the "
+            f"LSTM {float(lstm.encoder.f.mean()):.3f} of its cell.")
+    st.markdown(md(told))
+    st.caption("Step numbers: the encoder's steps first, then the decoder's; the two models may write answers of "
+               "different lengths. In the lower chart the GRU's two lines lie on top of each other at 1.")
 
 
 def _others(task, token: int) -> list[int]:
@@ -261,11 +389,19 @@ def hierarchy_reading(results: dict) -> str:
              for kind, short in HIERARCHY_KINDS.items()}
     where = (f"at {drops['Transformer']} characters for both" if len(set(drops.values())) == 1 else
              " and ".join(f"at {n} characters for the {k}" if n else f"nowhere for the {k}" for k, n in drops.items()))
-    if abs(bt - bl) < 0.1:
+    dt, dl = (means["brackets", "depth", k][2] for k in ("transformer", "lstm"))
+    if abs(bt - bl) < 0.1 and (bl - bt >= 0.02 or dl - dt >= 0.02):
+        told.append(f"On balanced brackets both answer almost perfectly until well past the training length, then "
+                    f"drop (accuracy first falls below 95 %: {where}). On {names[2]} the LSTM is a little ahead: "
+                    f"{bl:.0%} against {bt:.0%} of the answers and {dl:.0%} against {dt:.0%} of the depths, from one "
+                    "seed each, a small lead in the direction Tran et al. found for hierarchical data. One kind of "
+                    "bracket needs only a counter, not a stack; Hahn's bracket theorem is about two kinds (Dyck-2).")
+    elif abs(bt - bl) < 0.1:
         told.append(f"On balanced brackets neither model is clearly better: both answer almost perfectly until well "
-                    f"past the training length, then drop (accuracy first falls below 95 %: {where}). Recurrence "
-                    "gives no clear advantage here. One kind of bracket needs only a counter, not a stack; Hahn's "
-                    "bracket theorem is about two kinds (Dyck-2).")
+                    f"past the training length, then drop (accuracy first falls below 95 %: {where}), and their "
+                    f"depths at each position are as close ({dl:.0%} and {dt:.0%} on {names[2]}). Recurrence gives "
+                    "no clear advantage here. One kind of bracket needs only a counter, not a stack; Hahn's bracket "
+                    "theorem is about two kinds (Dyck-2).")
     elif bl > bt:
         told.append(f"On balanced brackets the LSTM holds up better than the Transformer on the longest strings "
                     f"(accuracy first falls below 95 %: {where}), in the direction Tran et al. found for "
@@ -307,8 +443,13 @@ def _accuracy_chart(results: dict, task: str, measure: str, title: str, plot: di
                   annotation_position="bottom right")
     if measure == "accuracy":
         fig.add_hline(y=0.5, line_dash="dash", line_color="grey", annotation_text="chance",
-                      annotation_position="top right")
+                      annotation_position="bottom left")  # at the left the curves are near 1, far from the label
     return fig
+
+
+def _n(count: int, word: str) -> str:
+    """``count`` and ``word``, plural unless one: "1 character", "3 ones"."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _answers_table(task: str, text: str, got: dict) -> None:
@@ -319,13 +460,14 @@ def _answers_table(task: str, text: str, got: dict) -> None:
                   for k, r in got.items()], hide_index=True, width="stretch", key=f"hier_{task}_table")
     if task == "parity":
         ones = text.count("1")
-        st.caption(f"The rule: {ones} ones, so {hierarchy.ANSWERS[task][int(truth)]}; {len(text)} characters.")
+        st.caption(f"The rule: {_n(ones, 'one')}, so {hierarchy.ANSWERS[task][int(truth)]}; "
+                   f"{_n(len(text), 'character')}.")
     else:
         ds = hierarchy.depths(text)
         why = ("the depth ends at 0 and never goes below it" if truth else
                f"the depth goes below 0 at character {next(i for i, d in enumerate(ds) if d < 0) + 1}"
                if min(ds) < 0 else f"the depth ends at {ds[-1]}, not 0")
-        st.caption(f"The rule: {hierarchy.ANSWERS[task][int(truth)]}, because {why}; {len(text)} characters.")
+        st.caption(f"The rule: {hierarchy.ANSWERS[task][int(truth)]}, because {why}; {_n(len(text), 'character')}.")
 
 
 def counting_section(plot: dict) -> None:
@@ -353,7 +495,7 @@ def counting_section(plot: dict) -> None:
         f"languages on strings of 1 to {cfg.train_len} characters, then read strings of up to {cfg.eval_len}. "
         f"The Transformer is the lab's own decoder stack ({cfg.layers} layers, d_model = {cfg.d_model}, "
         f"{cfg.heads} heads) with a causal mask and no position encoding; the LSTM has {cfg.lstm_hidden} hidden "
-        f"units. Both have about {min(params.values()):,}–{max(params.values()):,} parameters, see the same "
+        f"units. Both have {min(params.values()):,}–{max(params.values()):,} parameters, see the same "
         "strings in the same order, and give an answer at the last character. For brackets they also give the "
         "depth after each one: the number of ( minus the number of ) so far. A string is balanced when the depth "
         "never drops below 0 and ends at 0.")
@@ -397,5 +539,6 @@ def counting_section(plot: dict) -> None:
         right = {HIERARCHY_KINDS[k]: sum(round(p) == t for p, t in zip(r["depth"], truth)) for k, r in answers.items()}
         st.caption("The lines show each model's number before rounding. Rounded to the nearest whole number, the "
                    "depth is right at "
-                   + " and ".join(f"{n} of {len(text)} characters for the {k}" for k, n in right.items())
-                   + f". Your string is {len(text)} characters long; the models trained on at most {cfg.train_len}.")
+                   + " and ".join(f"{n} of {_n(len(text), 'character')} for the {k}" for k, n in right.items())
+                   + f". Your string is {_n(len(text), 'character')} long; the models trained on at most "
+                     f"{cfg.train_len}.")

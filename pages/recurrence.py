@@ -171,7 +171,8 @@ st.markdown("The seeds' core argument. An LSTM encoder-decoder with no attention
             "carry the whole source through one state vector, so every extra step between reading a token and "
             "writing it is another chance to lose it; the Transformer's decoder reads any source position "
             "directly through cross-attention, one step away whatever the length. On *copy* of n symbols, "
-            "n recurrent steps separate each input token from its output, so length = distance.")
+            "n recurrent steps separate each input token from its output, so length = distance. A GRU "
+            "encoder-decoder (Cho et al. 2014), the LSTM's simpler gated cousin, faces the same bottleneck.")
 REC = Path(os.environ.get("ATTENTION_RECURRENCE_JSON", ROOT / "assets" / "recurrence" / "results.json"))
 if not REC.exists():
     st.info(f"No precomputed results at {REC}. Run `python -m core.variants.recurrence --out assets/recurrence/results.json`.")
@@ -182,17 +183,17 @@ else:
                                       title=f"{label.capitalize()} vs distance, {rec['config']['task']} task",
                                       x_title="sequence length = distance (steps)", y_title=label, **plot),
                         key=f"rec_{metric}")
-    sizes = "; ".join(f"{k}: {v:,} parameters" for k, v in rec["params"].items())
-    st.caption(f"{code(rec.get('command', '?'))} — {rec['config']['steps']} steps, batch {rec['config']['batch_size']}, "
-               f"same batches and seed for all; {sizes}; held-out sequences, {rec['seconds']} s on CPU.")
+    st.caption(recurrence_view.runs_caption(rec))
+    st.markdown("**Reading the curves.** " + md(recurrence_view.curves_reading(rec)))
 
     st.subheader("Attention before the Transformer (Luong et al. 2015)")
     st.markdown(
-        "Is it attention or the Transformer that removes the bottleneck? The middle model is the same LSTM "
+        "Is it attention or the Transformer that removes the bottleneck? The LSTM with attention is the same LSTM "
         "encoder-decoder plus attention: at output step t its state h_t scores every encoder state h̄_s, "
         "score = h_tᵀ W_a h̄_s, the softmax of the scores is the **alignment** α_t, the context c_t = Σ_s α_ts h̄_s "
-        "joins h_t in h̃_t = tanh(W_c [c_t; h_t]), which predicts the next symbol (Bahdanau et al. 2014 score with a "
-        "small network instead). The Transformer then dropped the recurrence and kept the attention.")
+        "joins h_t in h̃_t = tanh(W_c [c_t; h_t]), which predicts the next symbol. Bahdanau et al. (2015) score with "
+        "a small network instead, score = vᵀ tanh(W h_t + U h̄_s): the LSTM with additive attention is the same "
+        "model with that score. The Transformer then dropped the recurrence and kept the attention.")
     cfg = recurrence.config_of(rec["config"])
     task, trained = load_recurrence(str(REC.parent), jsonio.dumps(rec["config"]), rec.get("date", ""))
     if set(trained) != set(recurrence.NAMES):
@@ -214,17 +215,19 @@ else:
                            "right": "yes" if out == demo["target"] else "no"}
                           for k, out in demo["outputs"].items()], hide_index=True, width="stretch")
             src = demo["symbols"] + ["[EOS]"]
-            a1, a2 = st.columns(2)
+            (a1, a3), (a2, note) = st.columns(2), st.columns(2)  # the two LSTMs side by side, the Transformer below
             for col, key, what, weights in (
                     (a1, "lstm-attention", "LSTM + attention: the alignment α", demo["alignment"]),
+                    (a3, "lstm-additive", "LSTM + additive attention: the alignment α", demo["additive_alignment"]),
                     (a2, "transformer", "Transformer: cross-attention (last layer, heads' mean)",
                      demo["cross"])):
                 produced = demo["outputs"][key]
                 rows = [f"{i + 1}: {t}" for i, t in enumerate(produced)] + ["[EOS]"] * (len(weights) - len(produced))
                 col.plotly_chart(figures.heatmap(weights, rows, src, title=what, **plot), key=f"rec_align_{key}")
-            st.caption("Rows: each output step (what it wrote); columns: the source symbols. On copy a model that "
-                       "reads the right source symbol at each step draws the diagonal; the plain LSTM has no such "
-                       "picture to draw — it only has its final state.")
+            note.caption("Rows: each output step (what it wrote); columns: the source symbols. On copy a model that "
+                         "reads the right source symbol at each step draws the diagonal; the plain LSTM and GRU have "
+                         "no such picture to draw — they only have their final state.")
+            note.markdown(md(recurrence_view.additive_reading(demo, task, trained["lstm-additive"].v.in_features)))
 
             st.subheader("Inside the LSTM: its gates on your symbols")
             st.markdown(
@@ -274,6 +277,7 @@ else:
                          + (": the one with attention can look the source up again instead of carrying it."
                             if float(kept["lstm-attention"].mean()) < float(kept["lstm"].mean()) else "."))
             st.markdown(md(told))
+            recurrence_view.gru_section(demo, trained, plot)  # the GRU's one update gate against f_t and i_t
 
             recurrence_view.input_reach(trained, demo, task, plot,
                                         (str(REC.parent), jsonio.dumps(rec["config"]), rec.get("date", "")))

@@ -67,3 +67,20 @@ def test_without_the_models_the_section_says_how_to_train_them(tmp_path, monkeyp
     monkeypatch.setenv("ATTENTION_HIERARCHY_DIR", str(tmp_path))
     at = ran(AppTest.from_function(_section, default_timeout=60))
     assert any("python -m core.variants.hierarchy --out assets/hierarchy" in i.value for i in at.info)
+
+
+@shipped
+def test_the_bracket_verdict_follows_both_measures():
+    """QA s59: the reading said recurrence gave "no clear advantage" on brackets while the depth chart beside it had the
+    LSTM ahead; the verdict now weighs the answer and the depth, and says "neither" only when both are close."""
+    import copy
+
+    from app import recurrence_view as rv
+    _, results = rv.load_hierarchy(str(SHIPPED), rv.hierarchy_stamp(SHIPPED))
+    told = rv.hierarchy_reading(results)
+    assert "the LSTM is a little ahead" in told and "no clear advantage" not in told
+    same = copy.deepcopy(results)
+    same["curves"]["brackets"]["lstm"] = copy.deepcopy(same["curves"]["brackets"]["transformer"])
+    told = rv.hierarchy_reading(same)
+    assert "neither model is clearly better" in told and "no clear advantage" in told
+    assert [rv._n(1, "character"), rv._n(3, "one")] == ["1 character", "3 ones"]

@@ -71,10 +71,11 @@ def test_page_shows_memory_attention_losses_and_stability_curves(tmp_path, monke
 def test_without_curves_the_page_offers_a_quick_run(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_STABILITY_JSON", str(tmp_path / "missing.json"))
     at = page("lm")
-    assert not any(t.startswith("Training loss") for t in charts(at))
+    stability = "Training loss, reverse task"  # not the activation section's "Training loss, mean of 50 steps"
+    assert not any(t.startswith(stability) for t in charts(at))
     at.button(key="stability_run").click().run()  # 4 × 60 steps of a 2+2-layer d=32 model: a few seconds
     assert not at.exception, [e.value for e in at.exception]
-    assert any(t.startswith("Training loss") for t in charts(at))
+    assert any(t.startswith(stability) for t in charts(at))
     assert any("quick run in the app" in c.value for c in at.caption)
 
 
@@ -105,7 +106,7 @@ def test_bundled_model_and_precomputed_curves_render():
         assert len(at.dataframe[0].value) == 4
     if (ROOT / "assets" / "recurrence" / "results.json").exists():  # recurrence vs attention section
         rec = [f for t, f in charts(at).items() if " vs distance, " in t]
-        assert len(rec) == 2 and all(len(f["data"]) == 3 for f in rec)
+        assert len(rec) == 2 and all(len(f["data"]) == 5 for f in rec)  # with the GRU and the additive LSTM
         assert any("core.variants.recurrence" in c.value and "parameters" in c.value for c in at.caption)
     # activation and checkpoint averaging: the curves are the shipped losses' running means, the table their scores
     from app import choices_view
@@ -148,7 +149,8 @@ def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_dr
     assert not calls  # a rerun reads the input reach from the cache (QA2: three backward passes on every rerun)
     table = next(d.value for d in at.dataframe if "output" in d.value)
     assert list(table["model"]) == ["LSTM seq2seq (no attention)", "LSTM seq2seq + attention (Luong et al. 2015)",
-                                    "Transformer (attention)"]
+                                    "Transformer (attention)", "GRU seq2seq (no attention)",
+                                    "LSTM seq2seq + additive attention (Bahdanau et al. 2015)"]
     rows = dict(zip(table["model"], table["output"]))
     assert rows["LSTM seq2seq + attention (Luong et al. 2015)"] == rows["Transformer (attention)"] == "7 2 9 a 4 c 1 8"
     maps = [f for t, f in charts(at).items() if t.startswith(("LSTM + attention", "Transformer: cross-attention"))]
@@ -158,6 +160,13 @@ def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_dr
         assert z.shape == (9, 9) and torch.allclose(z.sum(-1), torch.ones(9, dtype=torch.float64), atol=1e-5)
         # each output symbol looked most at the source symbol it copies (rows 0-7 → columns 0-7)
         assert z[:8].argmax(-1).tolist() == list(range(8)), z.argmax(-1)
+    # the additive-attention LSTM's map beside them is its own alignment on these symbols (a softer diagonal)
+    additive = next(f for t, f in charts(at).items() if t.startswith("LSTM + additive attention"))
+    folder = ROOT / "assets" / "recurrence"
+    task, models = recurrence.load_models(folder, recurrence.config_of(
+        json.loads((folder / "results.json").read_text(encoding="utf-8"))["config"]))
+    want = recurrence.copy_demo(task, models, "7 2 9 a 4 c 1 8", 20)["additive_alignment"]
+    torch.testing.assert_close(torch.tensor(additive["data"][0]["z"]), want, rtol=0, atol=1e-6)
     check_input_reach(at, "7 2 9 a 4 c 1 8")
     at.text_input(key="rec_symbols").set_value("7 2 x 9").run()
     assert any("Not symbols of this task" in e.value and "0 1 2" in e.value for e in at.error)
