@@ -19,9 +19,11 @@ IDEAS = {  # url path → the ideas of the papers that page shows
               "layers → decoder → output → “it”",
     "attention": "Multi-head attention: every head of every layer; encoder self, masked decoder self, "
                  "cross-attention",
-    "qk": "Scaled dot-product attention, softmax(QKᵀ/√d_k + M)V, one row by hand, and why the √d_k",
-    "positional": "Positional encoding: sinusoids, the rotation (shift) property, learned positions, RoPE, ALiBi; "
-                  "the formula's variants; train short, test long (which positions read past their training length)",
+    "qk": "Scaled dot-product attention, softmax(QKᵀ/√d_k + M)V, one row by hand, and why the √d_k; attention as "
+          "one update of a Hopfield network",
+    "positional": "Positional encoding: sinusoids (a binary counter?), the rotation (shift) property, learned "
+                  "positions, RoPE, ALiBi and its sign; the formula's variants; train short, test long (which "
+                  "positions read past their training length)",
     "masking": "Masking: causal (no peeking at the future), padding, sliding window, your own mask; teacher forcing "
                "and the decoder's shifted input",
     "decode": "Autoregressive decoding: greedy, beam search, sampling with temperature / top-k / top-p; BLEU and "
@@ -50,8 +52,9 @@ IDEAS = {  # url path → the ideas of the papers that page shows
                  "Performer's trig features against its positive ones",
     "recurrence": "Transformer-XL's segment memory, how far back it reaches and how much faster it reads, and a "
                   "learned bias per distance (relative positions); pre-LN vs "
-                  "post-LN and warmup; recurrence vs attention: an LSTM, the same with attention (Luong et al. "
-                  "2015) and a Transformer, where each looks on symbols you type, the LSTM's gates, and how far one "
+                  "post-LN and warmup; ReLU, GELU or SwiGLU, and averaging checkpoints; recurrence vs attention: an "
+                  "LSTM, a GRU, LSTMs with attention (Luong, Bahdanau) and a Transformer, where each looks on symbols "
+                  "you type, the LSTM's and the GRU's gates, and how far one "
                   "input symbol reaches; counting and nesting (PARITY, balanced brackets) on strings longer than "
                   "training",
 }
