@@ -81,8 +81,8 @@ def section(plot: dict) -> None:
                 "2020: a gated layer, `(xW ⊙ swish(xV))W₂`). The paper's base models were also not its last "
                 "weights but “a single model obtained by averaging the last 5 checkpoints”. Three small language "
                 "models test both, on the lm's English text: the same seed, the same batches, the paper's learning "
-                "rate schedule, and the same number of parameters (SwiGLU has three matrices, so its inner width is "
-                "two thirds of the others').")
+                "rate schedule, and the same number of parameters within 0.3 % (SwiGLU has three matrices, so its "
+                "inner width is two thirds of the others').")
     res = results()
     if res is None:
         st.info(f"No results at {RESULTS}. Run `python -m core.training.choices --out assets/choices/results.json` "

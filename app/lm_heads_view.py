@@ -531,7 +531,7 @@ def positional_lines(shares, threshold: float) -> list[str]:
     by = ", ".join(f"{fh.PATTERNS[o]}: {int((strong & (best == o)).sum())}" for o in fh.OFFSETS)
     li, hi = divmod(int(share.argmax()), share.shape[1])
     k = int(strong.sum())
-    lines = [f"**{k} of {n}** {'head gives' if k == 1 else 'heads give'} at least {threshold:.0%} of "
+    lines = [f"**{k} of {n}** {'heads gives' if k == 1 else 'heads give'} at least {threshold:.0%} of "
              f"{'its' if k == 1 else 'their'} attention to one fixed offset ({by}).",
              f"The most positional head, {head_name(li, hi)}, gives {float(share[li, hi]):.0%} of its attention to the "
              f"{fh.PATTERNS[int(best[li, hi])]}. On average a head gives {float(shares[..., 3].mean()):.0%} of its "
@@ -701,7 +701,7 @@ def encoder_section(shown: str, text: str, *, present: bool, dark: bool) -> None
                                             dark=dark), key="lm_heads_enc_offsets_text")
         best, share = fh.best_patterns(mine["shares"])
         k = int((share >= threshold).sum())
-        cols[0].caption(f"{k} of {share.numel()} {'head gives' if k == 1 else 'heads give'} at least {threshold:.0%} "
+        cols[0].caption(f"{k} of {share.numel()} {'heads gives' if k == 1 else 'heads give'} at least {threshold:.0%} "
                         f"to one offset on your sentence ({len(mine['tokens'])} tokens with [EOS])."
                         + (" It was cut to what the model reads." if mine["clipped"] else ""))
     else:

@@ -172,11 +172,20 @@ def binary_reading(bc: dict, d_model: int, base: int) -> str:
         parts.append(f"Bit {i} (period {bc['periods'][i]}) and dimension {bc['dims'][i]} (λ = {lam:.2f}) agree "
                      f"{verdict}.")
     step = float(base) ** (2 / d_model)
-    parts.append(f"The wavelengths 2π·N^(2i/d_model) grow by a factor of {step:.3f} from one pair to the next, not "
-                 "by 2 as a bit's period does. A wavelength lands near a power of two by chance, and many dimensions "
-                 "lie between two bits.")
+    if step < 2:
+        between = "many dimensions lie between two bits" if step < 1.5 else "some bits share a dimension"
+        parts.append(f"The wavelengths 2π·N^(2i/d_model) grow by a factor of {step:.3f} from one pair to the next, "
+                     f"not by 2 as a bit's period does. A wavelength lands near a power of two by chance, and "
+                     f"{between}.")
+    else:
+        parts.append(f"The wavelengths 2π·N^(2i/d_model) grow by a factor of {step:.3g} from one pair to the next, "
+                     "more than the 2 between two bits' periods: with so few dimensions several bits have to share "
+                     "the same one.")
     close = [i for i in slow if bc["matches"][i] >= n_pos - 3]
-    if close and fast:
+    if close and fast and len(close) < len(slow):
+        held = " and ".join(f"bit {i}" for i in close)
+        parts.append(f"So the analogy holds, roughly, for {held} only here; it fails for the other bits.")
+    elif close and fast:
         parts.append("So the analogy holds, roughly, for the slower bits here; it fails for the fastest.")
     elif close:
         parts.append("So the analogy holds, roughly, for every bit here.")

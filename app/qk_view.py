@@ -36,11 +36,12 @@ def hopfield_reading(runs: dict, k_tokens, d_k: int, n_stored: int, top_score: i
     n1, top = first["keys_90"][0], int(w1.argmax())  # top_score's key unless an ALiBi bias moved the weights
     steps = len(first["keys_90"])
     said = (f"With the transformer's β = 1/√{d_k}, one update gives its largest weight, {float(w1[top]):.2f}, to "
-            f"“{k_tokens[top]}”; {n1} of the {n_stored} stored keys hold 90 % of the weight. ")
+            f"“{k_tokens[top]}”; {n1} of the {n_stored} stored keys {'holds' if n1 == 1 else 'hold'} 90 % of the "
+            "weight. ")
     if n1 == 1:
         said += "The first update already lands on one stored key: retrieval. "
     else:
-        said += ("So one update lands on an average of several keys, a metastable state in Ramsauer et al.'s terms, "
+        said += (f"So one update lands on an average of {n1} keys, a metastable state in Ramsauer et al.'s terms, "
                  "not on one stored key. ")
     last = first["keys_90"][-1]
     end = int(first["weights"][-1].argmax())
@@ -93,11 +94,13 @@ def hopfield_section(number: int, row: dict, k_tokens, q_token: str, **P) -> Non
     visible = row["mask"] == 0
     n_stored = int(visible.sum())
     if n_stored < 2:
-        st.info("This query sees one key only, so the update has nothing to choose from. Pick a later query token.")
+        st.info("This query sees one key only, so the update has nothing to choose from. Type a sentence of two "
+                "tokens or more, or, in a decoder, pick a later query token.")
         return
     steps = st.slider("Updates", 2, 12, 5, key="qk_hop_steps")
     runs = hopfield_runs(row, steps)
-    cols = st.columns(len(MULTIPLIERS))
+    # two maps a row: three side by side left about 90 px a map beside the sidebar at 1280 px, too little for the keys
+    cols = [c for _ in range(0, len(runs), 2) for c in st.columns(2)]
     step_names = [f"update {s + 1}" for s in range(steps)]
     for col, (m, run) in zip(cols, runs.items()):
         z = run["weights"].masked_fill(~visible, float("nan"))
@@ -110,15 +113,12 @@ def hopfield_section(number: int, row: dict, k_tokens, q_token: str, **P) -> Non
     rows = []
     for m, run in runs.items():
         w, e = run["weights"], run["energy"]
+        rise = float((e[1:] - e[:-1]).max())
         rows.append({"β": f"{_beta(m, d_k)} = {m / math.sqrt(d_k):.3f}",
-                     "update 1: largest weight": round(float(w[0].max()), 3),
-                     "update 1: on": k_tokens[int(w[0].argmax())],
-                     "update 1: keys for 90 %": run["keys_90"][0],
-                     f"update {steps}: largest weight": round(float(w[-1].max()), 3),
-                     f"update {steps}: on": k_tokens[int(w[-1].argmax())],
-                     f"update {steps}: keys for 90 %": run["keys_90"][-1],
-                     "energy: start → end": f"{float(e[0]):.3f} → {float(e[-1]):.3f}",
-                     "largest rise of E": f"{float((e[1:] - e[:-1]).max()):.1e}"})
+                     **{f"update {u + 1}": f"{float(w[u].max()):.2f} on {k_tokens[int(w[u].argmax())]}, "
+                                          f"{run['keys_90'][u]} for 90 %" for u in (0, steps - 1)},
+                     "energy E": f"{float(e[0]):.2f} → {float(e[-1]):.2f}",
+                     "E rose?": f"yes, by {rise:.1e}" if rise > 1e-9 else "no"})
     st.dataframe(rows, hide_index=True, width="stretch")
     scores = (row["k"] @ row["q"]).masked_fill(~visible, float("-inf"))
     st.markdown(hopfield_reading(runs, [md(t) for t in k_tokens], d_k, n_stored, int(scores.argmax())))
@@ -128,4 +128,5 @@ def hopfield_section(number: int, row: dict, k_tokens, q_token: str, **P) -> Non
             f"{diff:.1e}.")
     if float(row["bias"].abs().max()) > 0:
         told += " This model also adds an ALiBi bias to its scores; the Hopfield update leaves it out."
-    st.caption(told + " A rise of E above 0 would break the theorem; a value near 1e-15 is float rounding.")
+    st.caption(told + " Each update cell: the largest weight, its key and how many keys hold 90 % of the weight. "
+               "A rise of E would break the theorem; “no” allows rises below 1e-9, float rounding.")

@@ -272,8 +272,10 @@ def gru_section(demo: dict, trained: dict, plot: dict) -> None:
                                   y_title="kept + taken in", y_range=[0, 2], **plot), key="rec_gru_sum")
     gap = recurrence.recomputed_gap(trained["gru"], demo["source"], gru)
     near = float(((lstm_sum - 1).abs() <= 0.1).double().mean())
-    told = (f"For the GRU, kept + taken in is 1 at every step and unit (largest difference from 1: "
-            f"{float((gru_sum - 1).abs().max()):.1e}, float rounding), and the recomputed states match the model's "
+    off = float((gru_sum - 1).abs().max())
+    told = (f"For the GRU, kept + taken in is 1 at every step and unit ("
+            + (f"largest difference from 1: {off:.1e}, float rounding" if off else "exactly, in every unit")
+            + "), and the recomputed states match the model's "
             f"own GRU layers to {gap:.1e}: one gate really sets both shares. The plain LSTM's f_t + i_t runs from "
             f"{float(lstm_sum.min()):.2f} to {float(lstm_sum.max()):.2f} over its {lstm_sum.shape[1]} units and "
             f"{len(lstm_sum)} steps, and is within 0.1 of 1 for {near:.0%} of these pairs: "

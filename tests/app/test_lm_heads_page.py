@@ -116,7 +116,7 @@ def test_a_translator_in_the_sidebar_gets_a_language_model_here():
         assert len(every) == len(study["heads"]) and list(every["share"]) == sorted(every["share"], reverse=True)
         reading = "\n".join(m.value for m in at.markdown)
         positional = int((share >= fh.POSITIONAL_SHARE).sum())
-        assert f"**{positional} of {share.numel()}** {'head gives' if positional == 1 else 'heads give'} at least 50%" \
+        assert f"**{positional} of {share.numel()}** {'heads gives' if positional == 1 else 'heads give'} at least 50%" \
             in reading
         assert "-0.0000" not in reading and "+0.0000" not in reading
 
