@@ -17,6 +17,7 @@ MAX_DEFAULT_TILES = 8  # the tile slider starts where the followed query reads a
 
 
 TRIG_LABEL = "trig features (orthogonal ω)"
+POSITIVE_LABEL = "positive features (orthogonal ω)"  # the table's "positive" column is this line
 
 
 @bounded(spinner="Drawing random features for the error curve…")
@@ -28,8 +29,8 @@ def favor_curves(name: str, text: str, tgt: str | None, kind: str, layer: int, h
     from app.shell import traced
     q, k, _ = E.head_qkv(traced(name, text, tgt).trace, kind, layer, head)
     study = E.feature_study(q, k, list(FEATURES), seeds=range(4), causal=causal)  # one ω draw for both kinds
-    curves = {"orthogonal features": study["positive"]["error"],
-              "i.i.d. features": E.favor_error_curve(q, k, list(FEATURES), seeds=range(4), causal=causal,
+    curves = {POSITIVE_LABEL: study["positive"]["error"],
+              "positive features (i.i.d. ω)": E.favor_error_curve(q, k, list(FEATURES), seeds=range(4), causal=causal,
                                                      orthogonal=False),
               TRIG_LABEL: study["trig"]["error"]}
     return {"curves": curves, "study": study}

@@ -548,6 +548,12 @@ def _dl(r: dict | None, base: dict) -> float | None:
     return None if r is None else r["loss"] - base["loss"]
 
 
+def _dl4(r: dict | None, base: dict) -> float | None:
+    """:func:`_dl` to the 4 decimals a table shows, −0.0 as 0.0 (a cell of "−0.0000" read as a loss)."""
+    d = _dl(r, base)
+    return None if d is None else round(d, 4) + 0.0
+
+
 # how the two replacement tables show their numbers (the cells stay numbers: sorting, tests)
 TABLE_FORMAT = {"share": st.column_config.NumberColumn(format="percent"),
                 **{c: st.column_config.NumberColumn(format="%+.4f") for c in ("Δ loss, pattern", "Δ loss, head off",
@@ -569,8 +575,8 @@ def replacement_rows(study: dict) -> list[dict]:
     base = study["base"]
     rows = sorted(study["heads"], key=lambda r: (-r["share"], r["layer"], r["head"]))
     return [{"head": head_name(r["layer"], r["head"]), "best pattern": fh.PATTERNS[r["offset"]], "share": r["share"],
-             "Δ loss, pattern": _dl(r["fixed"], base), "accuracy, pattern": 100 * r["fixed"]["accuracy"],
-             "Δ loss, head off": _dl(r["off"], base), "accuracy, head off": 100 * r["off"]["accuracy"]}
+             "Δ loss, pattern": _dl4(r["fixed"], base), "accuracy, pattern": 100 * r["fixed"]["accuracy"],
+             "Δ loss, head off": _dl4(r["off"], base), "accuracy, head off": 100 * r["off"]["accuracy"]}
             for r in rows]
 
 
@@ -584,9 +590,9 @@ def group_rows(study: dict) -> list[dict]:
         label = GROUPS[g["group"]].format(t=study["threshold"])
         out.append({"heads replaced together": f"{label} ({len(g['heads'])})",
                     "loss, pattern": None if g["fixed"] is None else g["fixed"]["loss"],
-                    "Δ loss, pattern": _dl(g["fixed"], base),
+                    "Δ loss, pattern": _dl4(g["fixed"], base),
                     "accuracy, pattern": None if g["fixed"] is None else 100 * g["fixed"]["accuracy"],
-                    "Δ loss, heads off": _dl(g["off"], base),
+                    "Δ loss, heads off": _dl4(g["off"], base),
                     "accuracy, heads off": None if g["off"] is None else 100 * g["off"]["accuracy"]})
     return out
 

@@ -223,7 +223,9 @@ else:
                      demo["cross"])):
                 produced = demo["outputs"][key]
                 rows = [f"{i + 1}: {t}" for i, t in enumerate(produced)] + ["[EOS]"] * (len(weights) - len(produced))
-                col.plotly_chart(figures.heatmap(weights, rows, src, title=what, **plot), key=f"rec_align_{key}")
+                # one colour scale, 0 to 1, for the three maps: which one is softer is then a fair look
+                col.plotly_chart(figures.heatmap(weights, rows, src, title=what, **plot).update_traces(zmax=1),
+                                 key=f"rec_align_{key}")
             note.caption("Rows: each output step (what it wrote); columns: the source symbols. On copy a model that "
                          "reads the right source symbol at each step draws the diagonal; the plain LSTM and GRU have "
                          "no such picture to draw — they only have their final state.")

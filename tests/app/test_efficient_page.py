@@ -54,12 +54,12 @@ def test_page_renders_every_section_and_the_features_slider_changes_the_map(mode
 def trig_and_positive_features_are_the_curves_numbers(at):
     """The table under the error curve prints the curve's orthogonal and trig lines; no positive-feature row ever
     has a normaliser ≤ 0, and the reading says how many trig rows do."""
-    from app.efficient_view import TRIG_LABEL
+    from app.efficient_view import POSITIVE_LABEL, TRIG_LABEL
     curve = {t["name"]: t["y"] for t in next(f for title, f in charts(at).items()
                                              if title.startswith("Mean |approx − exact|"))["data"]}
     table = next(d.value for d in at.dataframe if "mean |error|, trig" in d.value.columns)
     assert list(table["mean |error|, trig"]) == [f"{x:.3g}" for x in curve[TRIG_LABEL]]
-    assert list(table["mean |error|, positive"]) == [f"{x:.3g}" for x in curve["orthogonal features"]]
+    assert list(table["mean |error|, positive"]) == [f"{x:.3g}" for x in curve[POSITIVE_LABEL]]
     assert set(table["normaliser ≤ 0, positive"]) == {"0%"}
     told = next(m.value for m in at.markdown if m.value.startswith("Mean of 4 seeds"))
     assert "rows with a normaliser ≤ 0: **0%** at every m" in told

@@ -113,6 +113,8 @@ def test_a_translator_in_the_sidebar_gets_a_language_model_here():
         assert list(groups["loss, pattern"]) == pytest.approx([g["fixed"]["loss"] for g in made])
         assert len(made) == len(study["together"]) - (name == "en-fr")  # en-fr: no head reaches a share of 0.5
         every = next(d.value for d in at.dataframe if "best pattern" in d.value)
+        deltas = [*every["Δ loss, pattern"], *every["Δ loss, head off"]]
+        assert all(d == round(d, 4) and str(d) != "-0.0" for d in deltas)  # as shown: no "−0.0000" cell
         assert len(every) == len(study["heads"]) and list(every["share"]) == sorted(every["share"], reverse=True)
         reading = "\n".join(m.value for m in at.markdown)
         positional = int((share >= fh.POSITIONAL_SHARE).sum())

@@ -167,6 +167,8 @@ def test_the_three_trained_models_copy_the_users_symbols_with_their_attention_dr
         json.loads((folder / "results.json").read_text(encoding="utf-8"))["config"]))
     want = recurrence.copy_demo(task, models, "7 2 9 a 4 c 1 8", 20)["additive_alignment"]
     torch.testing.assert_close(torch.tensor(additive["data"][0]["z"]), want, rtol=0, atol=1e-6)
+    maps = [f for t, f in charts(at).items() if "the alignment α" in t or t.startswith("Transformer: cross")]
+    assert len(maps) == 3 and all((m["data"][0]["zmin"], m["data"][0]["zmax"]) == (0, 1) for m in maps)  # one scale
     check_input_reach(at, "7 2 9 a 4 c 1 8")
     at.text_input(key="rec_symbols").set_value("7 2 x 9").run()
     assert any("Not symbols of this task" in e.value and "0 1 2" in e.value for e in at.error)
